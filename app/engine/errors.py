@@ -1,0 +1,42 @@
+"""One exception type per area, all under a common root.
+
+The CLI and GUI catch :class:`MtpStudioError` and show its message as is, so every message must
+name what is wrong (file, field, tensor) and say how to fix it. Anything else that escapes is a
+bug and is shown with its traceback in the log only.
+"""
+
+
+class MtpStudioError(Exception):
+    """Root of every error the user is meant to read."""
+
+
+class CatalogError(MtpStudioError):
+    """A catalog file or entry is invalid, or a key is unknown."""
+
+
+class ExtractError(MtpStudioError):
+    """A checkpoint cannot be read, has no MTP heads, or a tensor cannot be dequantised."""
+
+
+class ScratchError(MtpStudioError):
+    """The scratch folder is unusable or a clean-up was refused as dangerous."""
+
+
+class HubError(MtpStudioError):
+    """A Hub request failed (network, auth, missing repo) in a way the user must act on."""
+
+
+class PublishError(MtpStudioError):
+    """Publishing a sidecar cannot go on (configuration, pre-flight or upload failure)."""
+
+
+class DownloadError(MtpStudioError):
+    """A download cannot start or complete (disk space, checksum, network)."""
+
+
+class RuntimeBackendError(MtpStudioError):
+    """A model cannot be loaded or run by the chosen inference backend."""
+
+
+class JobCancelled(MtpStudioError):
+    """A job stopped because its cancellation token was set."""
