@@ -1,0 +1,252 @@
+"""Finding the MTP head tensors of a checkpoint and everything needed to read them.
+
+Layouts (mtp-formats.md §2), in the order they are tried:
+
+* ``qwen-mtp`` — any key starting ``mtp.`` or containing ``.mtp.`` (Qwen3.5/3.6/Next, DeepSeek V4);
+* ``mimo`` — ``model.mtp_layers.{i}.*``;
+* ``deepseek-nextn`` — ``num_nextn_predict_layers`` in config.json (top level or ``text_config``):
+  **every** layer ``model.layers.{num_hidden_layers + i}.*`` for ``i < num_nextn_predict_layers``.
+
+Only the index and the headers of the shards that hold MTP tensors are read. Scale companions are
+paired with their weights here (they are consumed by dequantisation, not copied), and every
+tensor's dtype and block layout are checked, so an unsupported checkpoint fails before any data
+is fetched.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from app.engine.errors import ExtractError
+from app.engine.mtp.blocks import BlockLayout, resolve_blocks
+from app.engine.mtp.checkpoint import INDEX_FILE, read_checkpoint_index
+from app.engine.mtp.header import ShardHeader, StoredTensor, read_shard_header
+from app.engine.mtp.source import CheckpointSource
+
+LAYOUT_QWEN = "qwen-mtp"
+LAYOUT_NEXTN = "deepseek-nextn"
+LAYOUT_MIMO = "mimo"
+
+QUANTISED_DTYPES = ("F8_E4M3", "I8")
+SCALE_DTYPES = ("F8_E8M0", "F32", "BF16")
+PLAIN_DTYPES = ("BF16", "F16", "F32")
+
+_QWEN_LAYER = re.compile(r"(?:^|\.)mtp\.(?:layers\.)?(\d+)\.")
+_MIMO_LAYER = re.compile(r"^model\.mtp_layers\.(\d+)\.")
+
+
+@dataclass(frozen=True)
+class MtpTensor:
+    """One output tensor of the sidecar, with the scale tensor that dequantises it (if any)."""
+
+    tensor: StoredTensor
+    scale: StoredTensor | None = None
+    blocks: BlockLayout | None = None
+    """Which elements share which scale; set exactly when ``scale`` is."""
+
+    @property
+    def name(self) -> str:
+        return self.tensor.name
+
+    @property
+    def output_nbytes(self) -> int:
+        return self.tensor.numel * 2
+
+    @property
+    def source_nbytes(self) -> int:
+        return self.tensor.nbytes + (self.scale.nbytes if self.scale else 0)
+
+
+@dataclass(frozen=True)
+class MtpDetection:
+    """What a checkpoint's MTP heads are and where their bytes lie."""
+
+    source_label: str
+    layout: str
+    layer_indices: tuple[int, ...]
+    tensors: tuple[MtpTensor, ...]
+    """Output tensors sorted by name (scale companions are attached, not listed)."""
+
+    @property
+    def bytes_needed(self) -> int:
+        """Source bytes extraction must read: every output tensor and scale, nothing else."""
+        return sum(t.source_nbytes for t in self.tensors)
+
+    @property
+    def output_data_bytes(self) -> int:
+        return sum(t.output_nbytes for t in self.tensors)
+
+    @property
+    def shards(self) -> tuple[str, ...]:
+        names = {t.tensor.shard for t in self.tensors}
+        names.update(t.scale.shard for t in self.tensors if t.scale)
+        return tuple(sorted(names))
+
+
+def no_heads_message(label: str) -> str:
+    return (
+        f"no MTP head tensors found in {label}; confirm this model has native MTP heads "
+        "(checked for mtp.* keys and model.layers.{N}.* via config.json). "
+        "mlx-converted and other converted or quantised copies have their MTP tensors stripped "
+        "by the converter: point at the original release (e.g. Qwen/…, deepseek-ai/…) instead"
+    )
+
+
+def detect_mtp(source: CheckpointSource) -> MtpDetection:
+    index = read_checkpoint_index(source)
+    names = sorted(index.weight_map)
+    layout, layer_indices, selected = _select_mtp_names(source.label, names, index.config)
+    headers = _read_headers(source, index.weight_map, selected, index.headers)
+    stored = {name: headers[index.weight_map[name]].tensors[name] for name in selected}
+    return MtpDetection(
+        source_label=source.label,
+        layout=layout,
+        layer_indices=layer_indices,
+        tensors=_pair_scales(source.label, stored),
+    )
+
+
+def _select_mtp_names(
+    label: str, names: list[str], config: Mapping[str, Any]
+) -> tuple[str, tuple[int, ...], list[str]]:
+    qwen = [n for n in names if n.startswith("mtp.") or ".mtp." in n]
+    if qwen:
+        return LAYOUT_QWEN, _layer_numbers(_QWEN_LAYER, qwen), qwen
+    mimo = [n for n in names if _MIMO_LAYER.match(n)]
+    if mimo:
+        return LAYOUT_MIMO, _layer_numbers(_MIMO_LAYER, mimo), mimo
+    nextn = _nextn_layers(label, config)
+    if not nextn:
+        raise ExtractError(no_heads_message(label))
+    by_layer = {i: [n for n in names if n.startswith(f"model.layers.{i}.")] for i in nextn}
+    missing = [i for i, found in by_layer.items() if not found]
+    if len(missing) == len(nextn):
+        raise ExtractError(no_heads_message(label))
+    if missing:
+        raise ExtractError(
+            f"{label}: config.json declares NextN layers {list(nextn)} but the checkpoint has no "
+            f"tensors for layer(s) {missing} (model.layers.{missing[0]}.*); the index or shards "
+            "are incomplete — re-download them"
+        )
+    return LAYOUT_NEXTN, nextn, [n for found in by_layer.values() for n in found]
+
+
+def _layer_numbers(pattern: re.Pattern[str], names: list[str]) -> tuple[int, ...]:
+    return tuple(sorted({int(m.group(1)) for n in names if (m := pattern.search(n))}))
+
+
+def _nextn_layers(label: str, config: Mapping[str, Any]) -> tuple[int, ...]:
+    text_config = config.get("text_config")
+    scopes = [config] + ([text_config] if isinstance(text_config, dict) else [])
+    for scope in scopes:
+        count = scope.get("num_nextn_predict_layers")
+        if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
+            continue
+        trunk = next(
+            (
+                s["num_hidden_layers"]
+                for s in (scope, *scopes)
+                if isinstance(s.get("num_hidden_layers"), int)
+            ),
+            None,
+        )
+        if trunk is None:
+            raise ExtractError(
+                f"{label}/config.json sets num_nextn_predict_layers={count} but no "
+                "num_hidden_layers, so the NextN layer indices are unknown; restore the "
+                "original config.json"
+            )
+        return tuple(range(trunk, trunk + count))
+    return ()
+
+
+def _read_headers(
+    source: CheckpointSource,
+    weight_map: Mapping[str, str],
+    selected: list[str],
+    known: Mapping[str, ShardHeader],
+) -> dict[str, ShardHeader]:
+    files = source.file_sizes()
+    headers = dict(known)
+    for shard in sorted({weight_map[n] for n in selected}):
+        if shard in headers:
+            continue
+        if shard not in files:
+            raise ExtractError(
+                f"{source.label}/{INDEX_FILE} names shard {shard} which is not in the checkpoint; "
+                "download that shard (or the whole checkpoint) again"
+            )
+        headers[shard] = read_shard_header(source, shard)
+    for name in selected:
+        shard = weight_map[name]
+        if name not in headers[shard].tensors:
+            raise ExtractError(
+                f"{source.label}/{INDEX_FILE} places tensor {name} in {shard}, but that shard's "
+                "header has no such tensor; the index and shards are from different revisions — "
+                "re-download them"
+            )
+    return headers
+
+
+def _scale_owner(name: str, stored: Mapping[str, StoredTensor]) -> str | None:
+    """The weight a scale companion belongs to, or ``None`` if ``name`` is not a companion."""
+    if name.endswith("_scale_inv"):
+        owner = name.removesuffix("_scale_inv")
+    elif name.endswith("_scale"):
+        owner = name.removesuffix("_scale")
+    elif name.endswith(".scale"):
+        owner = name.removesuffix(".scale") + ".weight"
+    else:
+        return None
+    return owner if owner in stored else None
+
+
+def _pair_scales(label: str, stored: Mapping[str, StoredTensor]) -> tuple[MtpTensor, ...]:
+    scales: dict[str, StoredTensor] = {}
+    for name, tensor in stored.items():
+        owner = _scale_owner(name, stored)
+        if owner is None:
+            continue
+        if owner in scales:
+            raise ExtractError(
+                f"{label}: {owner} has two scale tensors ({scales[owner].name} and {name}); "
+                "the checkpoint's quantisation is ambiguous — report it with the model name"
+            )
+        scales[owner] = tensor
+    consumed = {scale.name for scale in scales.values()}
+    return tuple(
+        _checked(label, tensor, scales.get(name))
+        for name, tensor in sorted(stored.items())
+        if name not in consumed
+    )
+
+
+def _checked(label: str, tensor: StoredTensor, scale: StoredTensor | None) -> MtpTensor:
+    where = f"{label}/{tensor.shard}: tensor {tensor.name}"
+    if tensor.dtype in QUANTISED_DTYPES:
+        if scale is None:
+            raise ExtractError(
+                f"{where} is {tensor.dtype} but its scale tensor ({tensor.name}_scale_inv, "
+                f"{tensor.name}_scale or <base>.scale) is missing from the checkpoint; the index "
+                "or shards are incomplete — re-download them"
+            )
+        if scale.dtype not in SCALE_DTYPES:
+            raise ExtractError(
+                f"{label}/{scale.shard}: scale tensor {scale.name} has dtype {scale.dtype}; "
+                f"supported scale dtypes are {', '.join(SCALE_DTYPES)}"
+            )
+        return MtpTensor(tensor, scale, resolve_blocks(tensor, scale))
+    if tensor.dtype in PLAIN_DTYPES:
+        if scale is not None:
+            raise ExtractError(
+                f"{where} is {tensor.dtype} yet has a scale tensor {scale.name}; only "
+                f"{'/'.join(QUANTISED_DTYPES)} weights carry scales — report it with the model name"
+            )
+        return MtpTensor(tensor)
+    raise ExtractError(
+        f"{where} has dtype {tensor.dtype}, which cannot be converted to BF16 (supported: "
+        f"{', '.join(QUANTISED_DTYPES + PLAIN_DTYPES)})"
+    )
