@@ -1,0 +1,74 @@
+"""What the user asked to download, in a form that survives a restart (for retry and resume)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from app.engine.errors import DownloadError
+
+CACHE = "cache"
+FOLDER = "folder"
+
+
+@dataclass(frozen=True)
+class DownloadRequest:
+    """A repo, which of its files, and where they go.
+
+    ``layout`` is ``"cache"`` (the Hugging Face cache layout under ``destination``, shared with
+    other tools) or ``"folder"`` (plain files under ``destination``). ``include`` holds glob
+    patterns; empty means every file.
+    """
+
+    repo_id: str
+    destination: str
+    endpoint: str
+    revision: str = "main"
+    include: tuple[str, ...] = ()
+    layout: str = CACHE
+
+    def __post_init__(self) -> None:
+        owner, _, name = self.repo_id.partition("/")
+        if not owner or not name or "/" in name:
+            raise DownloadError(
+                f"repo {self.repo_id!r} is not of the form owner/name; "
+                "type it as it appears in the Hub URL, e.g. Qwen/Qwen3.6-27B"
+            )
+        if self.layout not in (CACHE, FOLDER):
+            raise DownloadError(
+                f"layout {self.layout!r} is unknown; use {CACHE!r} (Hugging Face cache) "
+                f"or {FOLDER!r} (plain folder)"
+            )
+        if not self.destination:
+            raise DownloadError("no destination folder given; choose where the files go")
+
+    def to_params(self) -> dict[str, Any]:
+        return {
+            "repo_id": self.repo_id,
+            "destination": self.destination,
+            "endpoint": self.endpoint,
+            "revision": self.revision,
+            "include": list(self.include),
+            "layout": self.layout,
+        }
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> DownloadRequest:
+        try:
+            return cls(
+                repo_id=params["repo_id"],
+                destination=params["destination"],
+                endpoint=params["endpoint"],
+                revision=params.get("revision", "main"),
+                include=tuple(params.get("include", ())),
+                layout=params.get("layout", CACHE),
+            )
+        except KeyError as exc:
+            raise DownloadError(
+                f"stored download is missing {exc.args[0]!r}; start it again from the wizard"
+            ) from None
+
+    @property
+    def title(self) -> str:
+        files = ", ".join(self.include) if self.include else "all files"
+        return f"Download {self.repo_id} ({files})"
