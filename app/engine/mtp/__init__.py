@@ -13,6 +13,7 @@ from app.engine.mtp.detect import (
     detect_mtp,
     no_heads_message,
 )
+from app.engine.mtp.extract import ExtractResult, extract_mtp, sidecar_metadata
 from app.engine.mtp.header import StoredTensor
 from app.engine.mtp.source import CheckpointSource, LocalFolderSource
 
@@ -21,10 +22,13 @@ __all__ = [
     "LAYOUT_NEXTN",
     "LAYOUT_QWEN",
     "CheckpointSource",
+    "ExtractResult",
     "LocalFolderSource",
     "MtpDetection",
     "MtpTensor",
     "StoredTensor",
     "detect_mtp",
+    "extract_mtp",
     "no_heads_message",
+    "sidecar_metadata",
 ]

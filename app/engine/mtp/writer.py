@@ -1,0 +1,154 @@
+"""Writing a safetensors file as a stream, hashed on the way, visible only once complete.
+
+The header is written first with offsets computed from the declared tensors, then the data is
+appended piece by piece in declaration order, so no tensor is ever held whole in memory. The
+file's SHA-256 (the Hub's LFS object id) is computed while writing, which saves a second pass over
+gigabytes before upload. Hashing and writing run on a background thread (both release the GIL)
+so they overlap with dequantisation. The file is written under a hidden temporary name in the
+destination folder and renamed over the destination only when every byte is in; on any failure
+the temporary file is removed, so a good file is never replaced by a partial one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import queue
+import secrets
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from app.engine.errors import ExtractError
+from app.engine.mtp.header import expected_nbytes
+
+_QUEUE_DEPTH = 8
+_DONE = None
+
+
+@dataclass(frozen=True)
+class OutputTensor:
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+
+    @property
+    def nbytes(self) -> int:
+        return expected_nbytes(self.dtype, self.shape)
+
+
+@dataclass(frozen=True)
+class WrittenFile:
+    path: Path
+    sha256: str
+    size: int
+
+
+def safetensors_header(tensors: Sequence[OutputTensor], metadata: Mapping[str, str]) -> bytes:
+    """The 8-byte length plus JSON header (space-padded to a multiple of 8) for ``tensors``.
+
+    Data offsets follow the order of ``tensors``.
+    """
+    entries: dict[str, Any] = {"__metadata__": dict(metadata)}
+    offset = 0
+    for tensor in tensors:
+        entries[tensor.name] = {
+            "dtype": tensor.dtype,
+            "shape": list(tensor.shape),
+            "data_offsets": [offset, offset + tensor.nbytes],
+        }
+        offset += tensor.nbytes
+    text = json.dumps(entries, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    return len(text).to_bytes(8, "little") + text
+
+
+class SafetensorsStreamWriter:
+    """Use as a context manager: ``write`` the data in order, then ``commit``.
+
+    Leaving the ``with`` block without a successful ``commit`` removes the temporary file.
+    """
+
+    def __init__(
+        self, path: Path, tensors: Sequence[OutputTensor], metadata: Mapping[str, str]
+    ) -> None:
+        self.path = Path(path)
+        header = safetensors_header(tensors, metadata)
+        self._expected_size = len(header) + sum(t.nbytes for t in tensors)
+        self._temp = self.path.with_name(f".{self.path.name}.{secrets.token_hex(4)}.partial")
+        self._fd = os.open(self._temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        self._hash = hashlib.sha256()
+        self._size = 0
+        self._error: BaseException | None = None
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=_QUEUE_DEPTH)
+        self._thread = threading.Thread(target=self._drain, name="safetensors-writer", daemon=True)
+        self._thread.start()
+        self.write(header)
+
+    def write(self, data: Any) -> None:
+        """Append ``data`` (bytes, memoryview or a C-contiguous numpy array)."""
+        if self._error is not None:
+            raise self._error
+        self._queue.put(data)
+
+    def commit(self) -> WrittenFile:
+        """Wait for every byte, then move the file into place and return its size and hash."""
+        self._finish_thread()
+        if self._error is not None:
+            raise self._error
+        if self._size != self._expected_size:
+            raise RuntimeError(
+                f"{self.path}: wrote {self._size} bytes but the header declares "
+                f"{self._expected_size}; refusing to publish a malformed file"
+            )
+        os.close(self._fd)
+        self._fd = -1
+        os.replace(self._temp, self.path)
+        return WrittenFile(self.path, self._hash.hexdigest(), self._size)
+
+    def abort(self) -> None:
+        self._finish_thread()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        self._temp.unlink(missing_ok=True)
+
+    def __enter__(self) -> SafetensorsStreamWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._fd >= 0:
+            self.abort()
+
+    def _finish_thread(self) -> None:
+        if self._thread.is_alive():
+            self._queue.put(_DONE)
+            self._thread.join()
+
+    def _drain(self) -> None:
+        while (data := self._queue.get()) is not _DONE:
+            if self._error is not None:
+                continue
+            try:
+                view = memoryview(data).cast("B")
+                self._hash.update(view)
+                while view:
+                    written = os.write(self._fd, view)
+                    view = view[written:]
+                    self._size += written
+            except OSError as exc:
+                self._error = ExtractError(
+                    f"writing {self.path} failed: {exc.strerror or exc}; free some disk space "
+                    "or choose another output location"
+                )
+            except BaseException as exc:  # re-raised on the producer's thread
+                self._error = exc
