@@ -1,0 +1,93 @@
+"""``mtp-studio extract``: write the MTP heads of a local checkpoint folder as a BF16 sidecar.
+
+Progress goes to stderr (so stdout stays the summary, or one JSON object with ``--json``, for
+scripts); any problem with the checkpoint is an :class:`ExtractError` that the CLI prints as one
+line with exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from app.engine.jobs import JobContext, JobEvent, LogEvent, ProgressEvent, StageEvent
+from app.engine.mtp import ExtractResult, LocalFolderSource, extract_mtp
+from app.engine.units import format_bytes, format_rate
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "extract",
+        help="extract the MTP heads of a checkpoint into a BF16 sidecar file",
+        description=(
+            "Find the MTP head tensors of a local safetensors checkpoint (Qwen mtp.*, DeepSeek/GLM "
+            "NextN layers, MiMo), dequantise them to BF16 and write them to one safetensors file."
+        ),
+    )
+    parser.add_argument(
+        "--source",
+        required=True,
+        type=Path,
+        metavar="PATH",
+        help="checkpoint folder (config.json + model.safetensors[.index.json] and shards)",
+    )
+    parser.add_argument(
+        "--out", required=True, type=Path, metavar="FILE", help="sidecar to write (.safetensors)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    parser.set_defaults(func=run_extract)
+
+
+def run_extract(args: argparse.Namespace) -> int:
+    source = LocalFolderSource(args.source)
+    result = extract_mtp(source, args.out, JobContext(emit=StderrProgress(sys.stderr)))
+    if args.json:
+        print(json.dumps(result.to_json()))
+    else:
+        print(summary_text(result))
+    return 0
+
+
+def summary_text(result: ExtractResult) -> str:
+    rate = result.bytes_read / result.seconds if result.seconds else 0.0
+    return "\n".join(
+        [
+            f"layout: {result.layout} (layers {', '.join(map(str, result.layer_indices))})",
+            f"tensors: {result.tensor_count}",
+            f"bytes read: {format_bytes(result.bytes_read)} ({result.bytes_read} B; "
+            f"{result.bytes_needed} B needed)",
+            f"bytes written: {format_bytes(result.bytes_written)} ({result.bytes_written} B)",
+            f"seconds: {result.seconds:.2f} ({format_rate(rate)} read)",
+            f"sha256: {result.sha256}",
+            f"output: {result.out_path}",
+        ]
+    )
+
+
+class StderrProgress:
+    """Job events as short lines: stages, log lines, and progress every 10 %."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._last_decile = -1
+
+    def __call__(self, event: JobEvent) -> None:
+        if isinstance(event, StageEvent):
+            self._write(f"{event.stage}: {event.detail}" if event.detail else event.stage)
+        elif isinstance(event, LogEvent):
+            self._write(f"  {event.message}")
+        elif isinstance(event, ProgressEvent) and event.total:
+            percent = 100 * event.done // event.total
+            if percent // 10 != self._last_decile:
+                self._last_decile = percent // 10
+                self._write(
+                    f"{event.stage}: {percent}% "
+                    f"({format_bytes(event.done)} / {format_bytes(event.total)})"
+                )
+
+    def _write(self, line: str) -> None:
+        self._stream.write(line + "\n")
+        self._stream.flush()
