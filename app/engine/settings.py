@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -86,19 +86,13 @@ class Settings:
     models_dir: str = ""
     file_in_collection: bool = True
     default_backend: str = "auto"
+    catalog_files: tuple[str, ...] = ()  # empty: the bundled default catalog
 
     @property
     def endpoint(self) -> str:
         """The Hub to talk to: this setting, else ``HF_ENDPOINT``, else huggingface.co."""
         chosen = self.hub_endpoint or os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT
         return chosen.rstrip("/")
-
-    def scratch_path(self, dirs: AppDirs | None = None) -> Path:
-        return (
-            Path(self.scratch_dir).expanduser()
-            if self.scratch_dir
-            else (dirs or app_dirs()).default_scratch
-        )
 
     def models_path(self) -> Path:
         """Where downloads go by default: a Hugging Face cache folder, shared with other tools."""
@@ -129,19 +123,31 @@ def _check_version(raw: dict[str, Any], path: Path) -> None:
         )
 
 
+_FIELD_TYPES: dict[str, type] = {
+    "hub_endpoint": str,
+    "scratch_dir": str,
+    "models_dir": str,
+    "file_in_collection": bool,
+    "default_backend": str,
+    "catalog_files": list,
+}
+
+
 def _from_document(raw: dict[str, Any], path: Path) -> Settings:
-    known = {field.name for field in fields(Settings)}
     values: dict[str, Any] = {}
     for name, value in raw.items():
-        if name == "version" or name not in known:
-            continue
-        expected = bool if name == "file_in_collection" else str
-        if not isinstance(value, expected):
+        expected = _FIELD_TYPES.get(name)
+        if expected is None:
+            continue  # "version", or a field of a newer release: ignored, not an error
+        if not isinstance(value, expected) or (
+            expected is list and not all(isinstance(item, str) for item in value)
+        ):
+            kind = "list of paths" if expected is list else expected.__name__
             raise SettingsError(
-                f"{path}: field {name!r} must be a {expected.__name__}, got {value!r}; "
+                f"{path}: field {name!r} must be a {kind}, got {value!r}; "
                 "fix it in the settings dialog or delete the file to start from defaults"
             )
-        values[name] = value
+        values[name] = tuple(value) if expected is list else value
     try:
         return Settings(**values).validated()
     except SettingsError as exc:
@@ -176,6 +182,7 @@ class SettingsStore:
         """Validate, write to a temporary name, then rename: a crash never leaves half a file."""
         settings.validated()
         document = {"version": SETTINGS_VERSION, **asdict(settings)}
+        document["catalog_files"] = list(settings.catalog_files)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         temporary.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")

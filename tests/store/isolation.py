@@ -3,6 +3,7 @@
 Tests of settings, the job store, downloads and the GUI must never read or write the real user
 folders or token: ``MTP_STUDIO_HOME`` moves the app's platformdirs folders, and the
 huggingface_hub constants (read once at import) are patched for the token file and the cache.
+``HF_ENDPOINT`` stays as tests/conftest.py set it: the local test hub.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ def isolate(monkeypatch: pytest.MonkeyPatch, root: Path) -> IsolatedHome:
     monkeypatch.setenv("MTP_STUDIO_HOME", str(root / "mtp-studio"))
     monkeypatch.delenv("HF_TOKEN", raising=False)
     monkeypatch.delenv("HUGGING_FACE_HUB_TOKEN", raising=False)
-    monkeypatch.delenv("HF_ENDPOINT", raising=False)
     monkeypatch.setattr(constants, "HF_HOME", str(hf_home))
     monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(hf_home / "token"))
     monkeypatch.setattr(constants, "HF_STORED_TOKENS_PATH", str(hf_home / "stored_tokens"))

@@ -26,11 +26,13 @@ def test_app_folders_follow_the_home_override(home: IsolatedHome) -> None:
     assert dirs.settings_file == root / "config" / "settings.json"
     assert dirs.job_database == root / "data" / "jobs.sqlite3"
     assert dirs.logs == root / "logs"
-    assert Settings().scratch_path() == root / "cache" / "scratch"
     assert Settings().models_path() == home.hub_cache
 
 
-def test_defaults_when_nothing_was_saved_and_a_round_trip(home: IsolatedHome) -> None:
+def test_defaults_when_nothing_was_saved_and_a_round_trip(
+    home: IsolatedHome, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HF_ENDPOINT")
     store = SettingsStore()
     assert store.load() == Settings()
     assert Settings().endpoint == DEFAULT_ENDPOINT
@@ -39,6 +41,7 @@ def test_defaults_when_nothing_was_saved_and_a_round_trip(home: IsolatedHome) ->
         models_dir=str(home.root / "models"),
         file_in_collection=False,
         default_backend="llama.cpp",
+        catalog_files=(str(home.root / "mine.yaml"),),
     )
     assert SettingsStore().load() == changed
     assert changed.endpoint == "http://127.0.0.1:8080"
@@ -60,6 +63,7 @@ def test_endpoint_falls_back_to_hf_endpoint(monkeypatch: pytest.MonkeyPatch) -> 
         ('{"file_in_collection": "yes"}', "field 'file_in_collection' must be a bool"),
         ('{"default_backend": "tpu"}', "default_backend 'tpu' is unknown; choose one of auto"),
         ('{"hub_endpoint": "huggingface.co"}', "hub_endpoint 'huggingface.co' is not a URL"),
+        ('{"catalog_files": "a.yaml"}', "field 'catalog_files' must be a list of paths"),
         ('{"version": 7}', "settings version 7 is newer than this app understands"),
     ],
 )
