@@ -1,0 +1,152 @@
+"""The contract between the backend-agnostic decoding loop and an inference backend.
+
+The speculative cycle (draft with the MTP head, verify in one batch, accept, roll back) is the
+same for every backend; only how a forward pass runs differs. Keeping the interface this small
+lets the MLX backend implement it next without touching the loop or its exactness tests.
+
+Positions: the backend's trunk holds ``committed_length`` tokens. The most recent sampled token
+("last") is never in the trunk yet: ``verify`` (or ``step``) feeds it together with what follows.
+The backend also keeps what the MTP head needs (the trunk's hidden state for the last committed
+position and the head's own cache); ``rollback`` decides which verified rows become committed.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class LoadSettings:
+    """How a backend loads a model.
+
+    ``context_length`` 0 → min(4096, the model's trained context); ``threads`` 0 → the CPU
+    count (at most 8); ``max_draft_depth`` bounds the MTP depth a request may use (hybrid models
+    keep that many recurrent-state snapshots for rollback); ``gpu_layers`` −1 → all when the
+    build has a GPU backend.
+    """
+
+    context_length: int = 0
+    threads: int = 0
+    max_draft_depth: int = 4
+    gpu_layers: int = -1
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What a loaded model offers. ``mtp_unavailable_reason`` is None when MTP can run."""
+
+    path: Path
+    backend: str
+    architecture: str
+    vocab_size: int
+    context_length: int
+    embedding_length: int
+    mtp_layers: int
+    max_draft_depth: int
+    mtp_unavailable_reason: str | None
+    has_chat_template: bool
+
+    @property
+    def mtp_available(self) -> bool:
+        return self.mtp_unavailable_reason is None
+
+
+@dataclass(frozen=True)
+class DraftResult:
+    """K drafted tokens and the head's logits row that each was chosen from (K × vocab)."""
+
+    tokens: tuple[int, ...]
+    logits: np.ndarray
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """The trunk's logits and (post-norm) hidden state for every verified row."""
+
+    logits: np.ndarray
+    hidden: np.ndarray
+
+
+DraftChooser = Callable[[int, np.ndarray], int]
+"""Called by :meth:`DecodeBackend.draft` with (depth index, logits row); returns the draft token."""
+
+
+class DecodeBackend(ABC):
+    """One loaded model that can prefill, step, draft with its MTP head, verify and roll back."""
+
+    info: ModelInfo
+
+    # --- text -------------------------------------------------------------------------------
+
+    @abstractmethod
+    def tokenize(self, text: str, *, parse_special: bool) -> list[int]:
+        """Token ids for ``text`` (no BOS added); ``parse_special`` maps control-token text."""
+
+    @abstractmethod
+    def token_bytes(self, token: int) -> bytes:
+        """The bytes a token stands for; empty for control/special tokens (never shown)."""
+
+    @abstractmethod
+    def is_end_of_generation(self, token: int) -> bool:
+        """True for end-of-turn / end-of-text tokens."""
+
+    @property
+    @abstractmethod
+    def chat_template(self) -> str | None:
+        """The model's Jinja chat template, if it ships one."""
+
+    @property
+    @abstractmethod
+    def special_token_texts(self) -> dict[str, str]:
+        """``bos_token`` / ``eos_token`` texts for the chat template (empty string if none)."""
+
+    @property
+    @abstractmethod
+    def bos_token_id(self) -> int | None:
+        """The token a prompt must start with (BOS), or None when the model adds none."""
+
+    # --- decoding ---------------------------------------------------------------------------
+
+    @property
+    @abstractmethod
+    def committed_length(self) -> int:
+        """Tokens held in the trunk's state."""
+
+    @abstractmethod
+    def reset(self) -> None:
+        """Forget every token: the next call is a prefill."""
+
+    @abstractmethod
+    def prefill(self, tokens: Sequence[int], *, with_mtp: bool) -> np.ndarray:
+        """Feed the prompt; return the logits row of its last token.
+
+        With ``with_mtp`` the MTP head's cache and pending hidden state are prepared too.
+        """
+
+    @abstractmethod
+    def step(self, token: int) -> np.ndarray:
+        """Plain decoding: commit one token, return the next logits row."""
+
+    @abstractmethod
+    def draft(self, last_token: int, depth: int, choose: DraftChooser) -> DraftResult:
+        """Run the MTP head ``depth`` times from ``last_token``; ``choose`` picks each draft."""
+
+    @abstractmethod
+    def verify(self, tokens: Sequence[int]) -> VerifyResult:
+        """Feed [last, d_1..d_K] to the trunk in one batch; logits and hidden for every row."""
+
+    @abstractmethod
+    def rollback(self, committed_length: int) -> None:
+        """Keep the first ``committed_length`` tokens, drop the rest of the last verify.
+
+        The verified rows that stay become the MTP head's next inputs (with their hidden states).
+        """
+
+    @abstractmethod
+    def close(self) -> None:
+        """Free native resources."""

@@ -1,0 +1,168 @@
+"""One request, end to end: prompt → prefill → plain or speculative decoding → result.
+
+This is the backend-agnostic loop the worker process runs. It owns the stop rules (end-of-turn
+token, ``max_tokens``, a full context, cancellation), turns tokens into text without special
+tokens, and reports a :class:`TokenChunk` (tokens, text, statistics so far) after every plain
+step or speculative cycle.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from app.engine.errors import RuntimeBackendError
+from app.engine.runtime.backend import DecodeBackend
+from app.engine.runtime.detokenizer import StreamingDetokenizer
+from app.engine.runtime.prompting import render_chat
+from app.engine.runtime.request import GenerationRequest, GenerationResult, TokenChunk
+from app.engine.runtime.sampling import SamplerSettings, distribution, draw, greedy_token
+from app.engine.runtime.speculative import SpeculativeDecoder
+from app.engine.runtime.stats import StatsRecorder
+
+ChunkSink = Callable[[TokenChunk], None]
+CancelCheck = Callable[[], bool]
+
+
+def prompt_tokens(backend: DecodeBackend, request: GenerationRequest) -> list[int]:
+    """The prompt as token ids: chat template applied, BOS added when the model wants one."""
+    if request.messages:
+        text = render_chat(
+            backend.chat_template,
+            request.messages,
+            special_tokens=backend.special_token_texts,
+            model_name=backend.info.path.name,
+        )
+        tokens = backend.tokenize(text, parse_special=True)
+    else:
+        tokens = backend.tokenize(request.prompt or "", parse_special=False)
+    bos = backend.bos_token_id
+    if bos is not None and (not tokens or tokens[0] != bos):
+        tokens.insert(0, bos)
+    if not tokens:
+        raise RuntimeBackendError("the prompt is empty: type a message or pass --prompt TEXT")
+    context = backend.info.context_length
+    if len(tokens) >= context:
+        raise RuntimeBackendError(
+            f"the prompt is {len(tokens)} tokens but the context window of "
+            f"{backend.info.path.name} is {context} tokens; shorten the prompt or load the model "
+            "with a larger context (--ctx)"
+        )
+    return tokens
+
+
+class _Output:
+    """Collects committed tokens, applies the stop rules and emits chunks."""
+
+    def __init__(
+        self,
+        backend: DecodeBackend,
+        request: GenerationRequest,
+        recorder: StatsRecorder,
+        emit: ChunkSink,
+    ) -> None:
+        self._backend = backend
+        self._max_tokens = request.max_tokens
+        self._recorder = recorder
+        self._emit = emit
+        self._detokenizer = StreamingDetokenizer(backend.token_bytes)
+        self.token_ids: list[int] = []
+        self.text_parts: list[str] = []
+        self.finish_reason: str | None = None
+
+    @property
+    def remaining(self) -> int:
+        return self._max_tokens - len(self.token_ids)
+
+    def commit(self, tokens: Sequence[int]) -> None:
+        kept: list[int] = []
+        for token in tokens:
+            if self._backend.is_end_of_generation(token):
+                self.finish_reason = "stop"
+                break
+            kept.append(token)
+            if len(self.token_ids) + len(kept) >= self._max_tokens:
+                self.finish_reason = "length"
+                break
+        if self._recorder.ttft_seconds == 0.0:
+            self._recorder.ttft_seconds = time.perf_counter() - self._recorder.started_at
+        self.token_ids.extend(kept)
+        self._recorder.generated_tokens = len(self.token_ids)
+        text = self._detokenizer.add(kept)
+        if self.finish_reason is not None:
+            text += self._detokenizer.flush()
+        self.text_parts.append(text)
+        self._emit(TokenChunk(tuple(kept), text, self._recorder.snapshot()))
+
+    def stop(self, reason: str) -> None:
+        """End early (cancelled, context full); a pending partial character is flushed."""
+        self.finish_reason = reason
+        self.text_parts.append(self._detokenizer.flush())
+
+
+def _sample(logits: np.ndarray, sampler: SamplerSettings, rng: np.random.Generator) -> int:
+    if sampler.greedy:
+        return greedy_token(logits)
+    return draw(distribution(logits, sampler), rng)
+
+
+def generate(
+    backend: DecodeBackend,
+    request: GenerationRequest,
+    *,
+    emit: ChunkSink,
+    cancelled: CancelCheck,
+) -> GenerationResult:
+    """Run ``request`` on ``backend``, calling ``emit`` after each step or cycle."""
+    tokens = prompt_tokens(backend, request)
+    note = None
+    depth = request.mtp_depth
+    if depth > 0 and not backend.info.mtp_available:
+        note = backend.info.mtp_unavailable_reason
+        depth = 0
+    elif depth > backend.info.max_draft_depth:
+        raise RuntimeBackendError(
+            f"MTP depth {depth} exceeds the depth {backend.info.max_draft_depth} this model was "
+            "loaded for; load it again with a larger maximum draft depth or lower --mtp-depth"
+        )
+    mode = "ar" if depth == 0 else str(request.accept)
+    seed = request.sampler.seed if request.sampler.seed is not None else secrets.randbits(63)
+    rng = np.random.default_rng(seed)
+    recorder = StatsRecorder(mode=mode, depth=depth, prompt_tokens=len(tokens))
+    output = _Output(backend, request, recorder, emit)
+
+    backend.reset()
+    logits = backend.prefill(tokens, with_mtp=depth > 0)
+    recorder.prefill_seconds = time.perf_counter() - recorder.started_at
+    last = _sample(logits, request.sampler, rng)
+    output.commit([last])
+
+    decoder = SpeculativeDecoder(backend, request.sampler, request.accept, rng, recorder)
+    context = backend.info.context_length
+    while output.finish_reason is None:
+        if cancelled():
+            output.stop("cancelled")
+            break
+        room = context - backend.committed_length - 1
+        if room < 0:
+            output.stop("context")
+            break
+        if depth == 0:
+            last = _sample(backend.step(last), request.sampler, rng)
+            output.commit([last])
+            continue
+        cycle = decoder.cycle(last, min(depth, room, output.remaining - 1))
+        last = cycle.tokens[-1]
+        output.commit(cycle.tokens)
+
+    return GenerationResult(
+        text="".join(output.text_parts),
+        token_ids=tuple(output.token_ids),
+        prompt_token_count=len(tokens),
+        finish_reason=output.finish_reason,
+        stats=recorder.snapshot(),
+        note=note,
+    )

@@ -1,0 +1,101 @@
+"""Reads what the runtime must know about a GGUF file *before* llama.cpp touches it.
+
+llama.cpp aborts the whole process on some inputs (e.g. an MTP context on a model loaded
+without its MTP layers), and its own errors are log lines, not messages. So the file is checked
+here first with the pure-Python ``gguf`` reader: it exists, it is a GGUF, which architecture it
+has, and how many nextn (MTP) layers ``{arch}.nextn_predict_layers`` declares.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import gguf
+
+from app.engine.errors import RuntimeBackendError
+
+MTP_ARCHITECTURES = frozenset(
+    {
+        "bailingmoe3",
+        "cohere2moe",
+        "deepseek2",
+        "deepseek32",
+        "deepseek4",
+        "glm-dsa",
+        "glm4moe",
+        "glm5-next",
+        "hy_v3",
+        "mimo2",
+        "nemotron_h_moe",
+        "qwen35",
+        "qwen35moe",
+        "qwen3next",
+        "step35",
+    }
+)
+"""Architectures whose MTP draft graph exists in the pinned llama.cpp (src/models/*.cpp)."""
+
+
+@dataclass(frozen=True)
+class GgufSummary:
+    path: Path
+    architecture: str
+    nextn_layers: int
+    block_count: int
+    context_length: int
+    chat_template: str | None
+
+    @property
+    def mtp_unavailable_reason(self) -> str | None:
+        """Why this file cannot run MTP, or None when it can."""
+        key = f"{self.architecture}.nextn_predict_layers"
+        if self.nextn_layers <= 0:
+            return (
+                f"{self.path.name} has no MTP block ({key} is absent or 0), so decoding runs "
+                "autoregressively; use a GGUF converted with its MTP layers to get speculative "
+                "decoding"
+            )
+        if self.architecture not in MTP_ARCHITECTURES:
+            return (
+                f"{self.path.name} declares {self.nextn_layers} MTP layer(s) but the bundled "
+                f"llama.cpp has no MTP graph for architecture '{self.architecture}', so decoding "
+                "runs autoregressively"
+            )
+        return None
+
+
+def read_gguf_summary(path: Path) -> GgufSummary:
+    """Check ``path`` is a readable GGUF and read the runtime-relevant metadata."""
+    path = Path(path)
+    if not path.is_file():
+        raise RuntimeBackendError(
+            f"model file not found: {path} — check the path, or pass --model with a .gguf file"
+        )
+    try:
+        reader = gguf.GGUFReader(path, "r")
+    except Exception as exc:  # the reader raises ValueError, struct/index errors on bad files
+        raise RuntimeBackendError(
+            f"{path} is not a readable GGUF file ({exc}); the llama.cpp backend needs a .gguf "
+            "model — convert the checkpoint with llama.cpp's converter or pick another file"
+        ) from exc
+
+    def field(key: str) -> object | None:
+        entry = reader.fields.get(key)
+        return None if entry is None else entry.contents()
+
+    architecture = field("general.architecture")
+    if not isinstance(architecture, str):
+        raise RuntimeBackendError(
+            f"{path} has no general.architecture key, so llama.cpp cannot load it; "
+            "re-convert the model with llama.cpp's converter"
+        )
+    chat_template = field("tokenizer.chat_template")
+    return GgufSummary(
+        path=path,
+        architecture=architecture,
+        nextn_layers=int(field(f"{architecture}.nextn_predict_layers") or 0),
+        block_count=int(field(f"{architecture}.block_count") or 0),
+        context_length=int(field(f"{architecture}.context_length") or 0),
+        chat_template=chat_template if isinstance(chat_template, str) else None,
+    )

@@ -1,0 +1,401 @@
+"""The llama.cpp backend: native MTP through llama-cpp-python's low-level ctypes layer.
+
+llama-cpp-python's high-level ``Llama`` class has no MTP, and its draft-model path breaks on
+hybrid models, so this drives ``llama_cpp`` (the ctypes mirror of llama.h) and the staging
+functions in ``llama_cpp.llama_cpp_ext`` directly, as runtime.md §4 lays out:
+
+- the GGUF's ``{arch}.nextn_predict_layers`` is read first (``gguf_info``); only then is the
+  model loaded with ``load_mtp`` (an MTP context on a model loaded without it aborts the process);
+- the target context keeps ``n_rs_seq`` recurrent-state snapshots so a hybrid (gated-delta-net)
+  trunk can be rolled back by up to the maximum draft depth;
+- the draft context (``LLAMA_CONTEXT_TYPE_MTP``, ``ctx_other`` = target) runs the nextn block;
+  its row at position p carries token x_p and the trunk's hidden state h_{p−1};
+- the target exports the hidden state of every row, the draft only of rows with outputs.
+
+The head's cache is kept one step behind to save a decode per cycle: rows for tokens committed
+by a verify are queued and decoded together with the next cycle's first draft row.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import llama_cpp
+import numpy as np
+from llama_cpp import llama_cpp_ext
+
+from app.engine.errors import RuntimeBackendError
+from app.engine.runtime import llama_cpp_log
+from app.engine.runtime.backend import (
+    DecodeBackend,
+    DraftChooser,
+    DraftResult,
+    LoadSettings,
+    ModelInfo,
+    VerifyResult,
+)
+from app.engine.runtime.gguf_info import read_gguf_summary
+from app.engine.runtime.llama_cpp_batch import NumpyBatch
+
+BACKEND_NAME = "llama.cpp"
+DEFAULT_CONTEXT = 4096
+BATCH_SIZE = 512
+_GPU_LAYERS_ALL = 999
+
+
+_backend_initialised = False
+
+
+def _initialise_once() -> None:
+    global _backend_initialised
+    if not _backend_initialised:
+        llama_cpp_log.install()
+        llama_cpp.llama_backend_init()
+        _backend_initialised = True
+
+
+class LlamaCppBackend(DecodeBackend):
+    """One GGUF loaded in llama.cpp, with an MTP draft context when the file has a nextn block."""
+
+    def __init__(self, path: Path, settings: LoadSettings) -> None:
+        summary = read_gguf_summary(path)
+        _initialise_once()
+        self._path = Path(path)
+        self._summary = summary
+        mtp_reason = summary.mtp_unavailable_reason
+        self._model = self._load_model(load_mtp=mtp_reason is None, gpu_layers=settings.gpu_layers)
+        self._vocab = llama_cpp.llama_model_get_vocab(self._model)
+        self._vocab_size = llama_cpp.llama_vocab_n_tokens(self._vocab)
+        self._width = llama_cpp.llama_model_n_embd_out(self._model)
+        trained = llama_cpp.llama_model_n_ctx_train(self._model)
+        context = settings.context_length or min(DEFAULT_CONTEXT, trained or DEFAULT_CONTEXT)
+        threads = settings.threads or min(os.cpu_count() or 1, 8)
+        depth = settings.max_draft_depth if mtp_reason is None else 0
+
+        self._target = self._new_context(context, threads, rollback_depth=depth, other=None)
+        self._draft_ctx = None
+        if mtp_reason is None:
+            if llama_cpp.llama_model_n_embd_inp(self._model) != self._width:
+                mtp_reason = (
+                    f"{self._path.name}: the MTP head's input width does not match the trunk's "
+                    "hidden size, so decoding runs autoregressively"
+                )
+            else:
+                self._draft_ctx = self._new_context(
+                    context, threads, rollback_depth=0, other=self._target
+                )
+                llama_cpp_ext.llama_set_embeddings_nextn(self._draft_ctx, True, False)
+        self._target_memory = llama_cpp.llama_get_memory(self._target)
+        self._draft_memory = (
+            llama_cpp.llama_get_memory(self._draft_ctx) if self._draft_ctx is not None else None
+        )
+        self._batch = NumpyBatch(BATCH_SIZE, self._width)
+        self._piece_cache: dict[int, bytes] = {}
+
+        self.info = ModelInfo(
+            path=self._path,
+            backend=BACKEND_NAME,
+            architecture=summary.architecture,
+            vocab_size=self._vocab_size,
+            context_length=llama_cpp.llama_n_ctx(self._target),
+            embedding_length=self._width,
+            mtp_layers=summary.nextn_layers,
+            max_draft_depth=depth if mtp_reason is None else 0,
+            mtp_unavailable_reason=mtp_reason,
+            has_chat_template=summary.chat_template is not None,
+        )
+        self._n_past = 0
+        self._hidden_last = np.zeros(self._width, dtype=np.float32)
+        self._head_queue_start = 0
+        self._head_queue_tokens: list[int] = []
+        self._head_queue_hidden: list[np.ndarray] = []
+        self._verified: tuple[int, Sequence[int], np.ndarray, np.ndarray] | None = None
+
+    # --- loading ----------------------------------------------------------------------------
+
+    def _load_model(self, *, load_mtp: bool, gpu_layers: int) -> llama_cpp.llama_model_p:
+        params = llama_cpp.llama_model_default_params()
+        params.load_mtp = load_mtp
+        if gpu_layers >= 0:
+            params.n_gpu_layers = gpu_layers
+        elif llama_cpp.llama_supports_gpu_offload():
+            params.n_gpu_layers = _GPU_LAYERS_ALL
+        model = llama_cpp.llama_model_load_from_file(str(self._path).encode(), params)
+        if not model:
+            raise RuntimeBackendError(
+                f"llama.cpp could not load {self._path} ({llama_cpp_log.take_recent()}); the file "
+                "may be truncated or of an architecture this llama.cpp does not support"
+            )
+        return model
+
+    def _new_context(
+        self,
+        context: int,
+        threads: int,
+        *,
+        rollback_depth: int,
+        other: llama_cpp.llama_context_p | None,
+    ) -> llama_cpp.llama_context_p:
+        params = llama_cpp.llama_context_default_params()
+        params.n_ctx = context
+        params.n_batch = BATCH_SIZE
+        params.n_ubatch = BATCH_SIZE
+        params.n_seq_max = 1
+        params.n_threads = threads
+        params.n_threads_batch = threads
+        params.no_perf = True
+        if other is None:
+            params.n_rs_seq = rollback_depth
+        else:
+            params.ctx_type = llama_cpp.LLAMA_CONTEXT_TYPE_MTP
+            params.ctx_other = other
+            params.n_rs_seq = 0
+        ctx = llama_cpp.llama_init_from_model(self._model, params)
+        if not ctx:
+            role = "MTP draft" if other is not None else "inference"
+            raise RuntimeBackendError(
+                f"llama.cpp could not create the {role} context for {self._path.name} with "
+                f"{context} tokens ({llama_cpp_log.take_recent()}); try a smaller --ctx"
+            )
+        return ctx
+
+    def close(self) -> None:
+        for ctx in (self._draft_ctx, self._target):
+            if ctx:
+                llama_cpp.llama_free(ctx)
+        if self._model:
+            llama_cpp.llama_model_free(self._model)
+        self._draft_ctx = self._target = self._model = None
+
+    # --- text -------------------------------------------------------------------------------
+
+    def tokenize(self, text: str, *, parse_special: bool) -> list[int]:
+        data = text.encode("utf-8")
+        capacity = len(data) + 8
+        buffer = (llama_cpp.llama_token * capacity)()
+        count = llama_cpp.llama_tokenize(
+            self._vocab, data, len(data), buffer, capacity, False, parse_special
+        )
+        if count < 0:
+            capacity = -count
+            buffer = (llama_cpp.llama_token * capacity)()
+            count = llama_cpp.llama_tokenize(
+                self._vocab, data, len(data), buffer, capacity, False, parse_special
+            )
+        return list(buffer[:count])
+
+    def token_bytes(self, token: int) -> bytes:
+        piece = self._piece_cache.get(token)
+        if piece is None:
+            piece = self._piece(token, special=False)
+            self._piece_cache[token] = piece
+        return piece
+
+    def _piece(self, token: int, *, special: bool) -> bytes:
+        buffer = ctypes.create_string_buffer(64)
+        length = llama_cpp.llama_token_to_piece(self._vocab, token, buffer, 64, 0, special)
+        if length < 0:
+            buffer = ctypes.create_string_buffer(-length)
+            length = llama_cpp.llama_token_to_piece(self._vocab, token, buffer, -length, 0, special)
+        return buffer.raw[:length]
+
+    def is_end_of_generation(self, token: int) -> bool:
+        return bool(llama_cpp.llama_vocab_is_eog(self._vocab, token))
+
+    @property
+    def chat_template(self) -> str | None:
+        return self._summary.chat_template
+
+    @property
+    def special_token_texts(self) -> dict[str, str]:
+        texts = {}
+        for name, token in (
+            ("bos_token", llama_cpp.llama_vocab_bos(self._vocab)),
+            ("eos_token", llama_cpp.llama_vocab_eos(self._vocab)),
+        ):
+            texts[name] = (
+                self._piece(token, special=True).decode("utf-8", "replace") if token >= 0 else ""
+            )
+        return texts
+
+    @property
+    def bos_token_id(self) -> int | None:
+        bos = llama_cpp.llama_vocab_bos(self._vocab)
+        return bos if bos >= 0 and llama_cpp.llama_vocab_get_add_bos(self._vocab) else None
+
+    # --- decoding ---------------------------------------------------------------------------
+
+    @property
+    def committed_length(self) -> int:
+        return self._n_past
+
+    def reset(self) -> None:
+        llama_cpp.llama_memory_clear(self._target_memory, True)
+        if self._draft_memory is not None:
+            llama_cpp.llama_memory_clear(self._draft_memory, True)
+        self._n_past = 0
+        self._head_queue_start = 0
+        self._head_queue_tokens = []
+        self._head_queue_hidden = []
+        self._verified = None
+
+    def prefill(self, tokens: Sequence[int], *, with_mtp: bool) -> np.ndarray:
+        if with_mtp and self._draft_ctx is None:
+            raise RuntimeBackendError(
+                f"{self._path.name} has no usable MTP head: {self.info.mtp_unavailable_reason}"
+            )
+        llama_cpp_ext.llama_set_embeddings_nextn(self._target, with_mtp, False)
+        self._check_room(len(tokens))
+        previous_hidden = np.zeros(self._width, dtype=np.float32)
+        for start in range(0, len(tokens), BATCH_SIZE):
+            chunk = tokens[start : start + BATCH_SIZE]
+            is_last_chunk = start + len(chunk) == len(tokens)
+            self._decode(
+                self._target,
+                self._batch.fill(chunk, start, outputs="last" if is_last_chunk else "none"),
+                "the prompt",
+            )
+            if with_mtp:
+                hidden = self._hidden_rows(self._target, len(chunk))
+                head_hidden = np.vstack([previous_hidden[None, :], hidden[:-1]])
+                self._decode(
+                    self._draft_ctx,
+                    self._batch.fill(chunk, start, outputs="none", hidden=head_hidden),
+                    "the prompt through the MTP head",
+                )
+                previous_hidden = hidden[-1].copy()
+        self._n_past = len(tokens)
+        self._hidden_last = previous_hidden
+        self._head_queue_start = len(tokens)
+        return self._logits_rows(self._target, 1)[0].copy()
+
+    def step(self, token: int) -> np.ndarray:
+        self._check_room(1)
+        self._decode(
+            self._target, self._batch.fill([token], self._n_past, outputs="all"), "a token"
+        )
+        self._n_past += 1
+        return self._logits_rows(self._target, 1)[0].copy()
+
+    def draft(self, last_token: int, depth: int, choose: DraftChooser) -> DraftResult:
+        if depth == 0:
+            return DraftResult((), np.zeros((0, self._vocab_size), dtype=np.float32))
+        position = self._n_past
+        self._flush_head_queue(keep_last_rows=BATCH_SIZE - 1)
+        rows_hidden = np.vstack([*self._head_queue_hidden, self._hidden_last[None, :]])
+        rows = len(rows_hidden)
+        batch = self._batch.fill(
+            [*self._head_queue_tokens, last_token],
+            self._head_queue_start,
+            outputs="last",
+            hidden=rows_hidden,
+        )
+        self._head_queue_tokens, self._head_queue_hidden = [], []
+        self._head_queue_start = position + 1
+        drafts: list[int] = []
+        logits_rows = np.empty((depth, self._vocab_size), dtype=np.float32)
+        for index in range(depth):
+            self._decode(self._draft_ctx, batch, "a draft step")
+            logits_rows[index] = self._logits_rows(self._draft_ctx, 1)[0]
+            token = choose(index, logits_rows[index])
+            drafts.append(token)
+            if index + 1 < depth:
+                head_hidden = self._hidden_rows(self._draft_ctx, rows)[rows - 1 :]
+                batch = self._batch.fill(
+                    [token], position + index + 1, outputs="last", hidden=head_hidden
+                )
+                rows = 1
+        if depth > 1 and not llama_cpp.llama_memory_seq_rm(self._draft_memory, 0, position + 1, -1):
+            raise RuntimeBackendError(
+                f"llama.cpp refused to trim the MTP head's cache of {self._path.name}"
+            )
+        return DraftResult(tuple(drafts), logits_rows)
+
+    def verify(self, tokens: Sequence[int]) -> VerifyResult:
+        self._check_room(len(tokens))
+        start = self._n_past
+        self._decode(self._target, self._batch.fill(tokens, start, outputs="all"), "a verify batch")
+        logits = self._logits_rows(self._target, len(tokens)).copy()
+        hidden = self._hidden_rows(self._target, len(tokens)).copy()
+        self._verified = (start, tuple(tokens), hidden, self._hidden_last)
+        self._n_past = start + len(tokens)
+        return VerifyResult(logits, hidden)
+
+    def rollback(self, committed_length: int) -> None:
+        if self._verified is None:
+            raise RuntimeBackendError(
+                "rollback without a verify: the decoding loop is out of order"
+            )
+        start, tokens, hidden, hidden_before = self._verified
+        self._verified = None
+        accepted = committed_length - start - 1
+        if not 0 <= accepted < len(tokens):
+            raise RuntimeBackendError(
+                f"cannot commit {committed_length} tokens after verifying positions "
+                f"{start}..{start + len(tokens) - 1}"
+            )
+        if committed_length < self._n_past and not llama_cpp.llama_memory_seq_rm(
+            self._target_memory, 0, committed_length, -1
+        ):
+            raise RuntimeBackendError(
+                f"llama.cpp refused to roll {self._path.name} back to {committed_length} tokens; "
+                f"the model's recurrent state keeps {self.info.max_draft_depth} snapshots, so use "
+                "an MTP depth no larger than that"
+            )
+        for position in range(max(self._head_queue_start, start), committed_length):
+            offset = position - start
+            self._head_queue_tokens.append(tokens[offset])
+            self._head_queue_hidden.append(
+                hidden_before[None, :] if offset == 0 else hidden[offset - 1 : offset]
+            )
+        self._hidden_last = hidden[accepted].copy()
+        self._n_past = committed_length
+
+    # --- helpers ----------------------------------------------------------------------------
+
+    def _flush_head_queue(self, keep_last_rows: int) -> None:
+        """Decode queued head rows beyond what fits in one batch with the next draft row."""
+        while len(self._head_queue_tokens) > keep_last_rows:
+            count = len(self._head_queue_tokens) - keep_last_rows
+            count = min(count, BATCH_SIZE)
+            self._decode(
+                self._draft_ctx,
+                self._batch.fill(
+                    self._head_queue_tokens[:count],
+                    self._head_queue_start,
+                    outputs="none",
+                    hidden=np.vstack(self._head_queue_hidden[:count]),
+                ),
+                "queued rows through the MTP head",
+            )
+            del self._head_queue_tokens[:count]
+            del self._head_queue_hidden[:count]
+            self._head_queue_start += count
+
+    def _check_room(self, count: int) -> None:
+        if self._n_past + count > self.info.context_length:
+            raise RuntimeBackendError(
+                f"the context window of {self._path.name} ({self.info.context_length} tokens) is "
+                "full; start a new conversation or load the model with a larger context (--ctx)"
+            )
+
+    def _decode(
+        self, ctx: llama_cpp.llama_context_p, batch: llama_cpp.llama_batch, what: str
+    ) -> None:
+        code = llama_cpp.llama_decode(ctx, batch)
+        if code != 0:
+            raise RuntimeBackendError(
+                f"llama.cpp failed to decode {what} of {self._path.name} (code {code}: "
+                f"{llama_cpp_log.take_recent()})"
+            )
+
+    def _logits_rows(self, ctx: llama_cpp.llama_context_p, rows: int) -> np.ndarray:
+        pointer = llama_cpp.llama_get_logits(ctx)
+        return np.ctypeslib.as_array(pointer, shape=(rows, self._vocab_size))
+
+    def _hidden_rows(self, ctx: llama_cpp.llama_context_p, rows: int) -> np.ndarray:
+        pointer = llama_cpp_ext.llama_get_embeddings_nextn(ctx)
+        return np.ctypeslib.as_array(pointer, shape=(rows, self._width))

@@ -1,0 +1,69 @@
+"""A ``llama_batch`` whose arrays are numpy buffers, reused for every decode call.
+
+The MTP head's rows carry a token id *and* a hidden state (runtime.md §4, step 5), a combination
+``llama_batch_init`` cannot allocate (it gives either tokens or embeddings). Owning the buffers
+in numpy also means filling a batch is a few vectorised copies instead of a Python loop per
+field and token, which matters when a decode step of a small model takes well under a
+millisecond.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+
+import llama_cpp
+import numpy as np
+
+
+class NumpyBatch:
+    """Up to ``capacity`` rows for sequence 0, optionally with ``width``-float hidden rows."""
+
+    def __init__(self, capacity: int, width: int = 0) -> None:
+        self.capacity = capacity
+        self._tokens = np.zeros(capacity, dtype=np.int32)
+        self._positions = np.zeros(capacity, dtype=np.int32)
+        self._seq_counts = np.ones(capacity, dtype=np.int32)
+        self._seq_zero = np.zeros(1, dtype=np.int32)
+        self._outputs = np.zeros(capacity, dtype=np.int8)
+        self._hidden = np.zeros((capacity, width), dtype=np.float32) if width else None
+        seq_pointer = self._seq_zero.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
+        self._seq_ids = (ctypes.POINTER(ctypes.c_int32) * capacity)(*([seq_pointer] * capacity))
+        self._struct = llama_cpp.llama_batch()
+        self._struct.token = self._tokens.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
+        self._struct.pos = self._positions.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
+        self._struct.n_seq_id = self._seq_counts.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
+        self._struct.seq_id = self._seq_ids
+        self._struct.logits = self._outputs.ctypes.data_as(ctypes.POINTER(ctypes.c_int8))
+        self._hidden_pointer = (
+            self._hidden.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+            if self._hidden is not None
+            else None
+        )
+
+    def fill(
+        self,
+        tokens: Sequence[int] | np.ndarray,
+        first_position: int,
+        *,
+        outputs: str,
+        hidden: np.ndarray | None = None,
+    ) -> llama_cpp.llama_batch:
+        """Rows ``tokens`` at consecutive positions; ``outputs``: ``"all"``, ``"last"``, ``"none"``.
+
+        With ``hidden`` (one row per token) the batch carries both ids and hidden states, as
+        the MTP head's input rows do.
+        """
+        count = len(tokens)
+        self._tokens[:count] = tokens
+        self._positions[:count] = np.arange(first_position, first_position + count)
+        self._outputs[:count] = 1 if outputs == "all" else 0
+        if outputs == "last":
+            self._outputs[count - 1] = 1
+        self._struct.n_tokens = count
+        if hidden is not None and self._hidden is not None:
+            self._hidden[:count] = hidden
+            self._struct.embd = self._hidden_pointer
+        else:
+            self._struct.embd = None
+        return self._struct

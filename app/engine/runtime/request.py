@@ -1,0 +1,79 @@
+"""What a caller asks for and what it gets back: plain, picklable values.
+
+These cross the process boundary between the GUI/CLI and the inference worker, so they are
+frozen dataclasses of plain data, defined once and shared by both sides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.engine.errors import RuntimeBackendError
+from app.engine.runtime.acceptance import AcceptMode
+from app.engine.runtime.prompting import ChatMessage
+from app.engine.runtime.sampling import SamplerSettings
+from app.engine.runtime.stats import DecodeStats
+
+MAX_DRAFT_DEPTH = 8
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """Chat ``messages`` (rendered with the model's template) or a raw ``prompt``, not both.
+
+    ``mtp_depth`` 0 is plain autoregressive decoding; K ≥ 1 drafts K tokens per cycle with the
+    model's MTP head, accepted by ``accept`` (Leviathan–Chen or sample-and-compare).
+    """
+
+    messages: tuple[ChatMessage, ...] = ()
+    prompt: str | None = None
+    max_tokens: int = 256
+    sampler: SamplerSettings = field(default_factory=SamplerSettings)
+    mtp_depth: int = 2
+    accept: AcceptMode = AcceptMode.LEVIATHAN_CHEN
+
+    def __post_init__(self) -> None:
+        if bool(self.messages) == (self.prompt is not None):
+            raise RuntimeBackendError("a request needs either chat messages or a raw prompt")
+        if self.max_tokens < 1:
+            raise RuntimeBackendError(f"max tokens {self.max_tokens} is invalid: use 1 or more")
+        if not 0 <= self.mtp_depth <= MAX_DRAFT_DEPTH:
+            raise RuntimeBackendError(
+                f"MTP depth {self.mtp_depth} is invalid: use 0 (plain decoding) to "
+                f"{MAX_DRAFT_DEPTH}; 2–3 is usually fastest"
+            )
+
+
+@dataclass(frozen=True)
+class TokenChunk:
+    """Tokens committed by one cycle (or one plain step), their text, and the stats so far."""
+
+    token_ids: tuple[int, ...]
+    text: str
+    stats: DecodeStats
+
+
+@dataclass(frozen=True)
+class GenerationResult:
+    """A finished request. ``finish_reason``: stop, length, context or cancelled.
+
+    ``note`` explains a fallback the user should know about (e.g. no MTP block → plain decoding).
+    """
+
+    text: str
+    token_ids: tuple[int, ...]
+    prompt_token_count: int
+    finish_reason: str
+    stats: DecodeStats
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "token_ids": list(self.token_ids),
+            "prompt_tokens": self.prompt_token_count,
+            "finish_reason": self.finish_reason,
+            "note": self.note,
+            "stats": self.stats.to_dict(),
+        }

@@ -1,0 +1,116 @@
+"""One speculative cycle (runtime.md §1): draft → verify → accept → repair/bonus → commit.
+
+Backend-agnostic: it drives any :class:`DecodeBackend` and applies the chosen acceptance law to
+distributions from the one sampler definition. At temperature 0 every distribution is one-hot,
+so both laws reduce to "keep drafts while they equal the target's arg-max, then take the target's
+arg-max" — computed directly from the logits, which makes greedy MTP output identical to greedy
+plain decoding by construction.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.engine.runtime.acceptance import (
+    AcceptMode,
+    CycleOutcome,
+    accept_by_matching,
+    accept_leviathan_chen,
+)
+from app.engine.runtime.backend import DecodeBackend
+from app.engine.runtime.sampling import SamplerSettings, distribution, draw, greedy_token
+from app.engine.runtime.stats import StatsRecorder
+
+
+@dataclass(frozen=True)
+class CycleTokens:
+    """The tokens a cycle commits: the accepted drafts followed by the repair/bonus token."""
+
+    tokens: tuple[int, ...]
+    drafted: int
+    accepted: int
+
+
+class _TargetRows(Sequence[np.ndarray]):
+    """Target distributions p_i computed only for the rows the acceptance law looks at."""
+
+    def __init__(self, logits: np.ndarray, sampler: SamplerSettings) -> None:
+        self._logits = logits
+        self._sampler = sampler
+        self._rows: dict[int, np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return len(self._logits)
+
+    def __getitem__(self, index: int) -> np.ndarray:  # type: ignore[override]
+        if index not in self._rows:
+            self._rows[index] = distribution(self._logits[index], self._sampler)
+        return self._rows[index]
+
+
+class SpeculativeDecoder:
+    """Runs cycles against one backend with one sampler, acceptance law and seeded RNG."""
+
+    def __init__(
+        self,
+        backend: DecodeBackend,
+        sampler: SamplerSettings,
+        accept: AcceptMode,
+        rng: np.random.Generator,
+        recorder: StatsRecorder,
+    ) -> None:
+        self._backend = backend
+        self._sampler = sampler
+        self._accept = accept
+        self._rng = rng
+        self._recorder = recorder
+
+    def cycle(self, last_token: int, depth: int) -> CycleTokens:
+        """Draft ``depth`` tokens after ``last_token``, verify them, commit what is accepted."""
+        proposals: list[np.ndarray] = []
+
+        def choose(_index: int, logits: np.ndarray) -> int:
+            if self._sampler.greedy:
+                return greedy_token(logits)
+            q = distribution(logits, self._sampler)
+            proposals.append(q)
+            return draw(q, self._rng)
+
+        started = time.perf_counter()
+        drafts = self._backend.draft(last_token, depth, choose).tokens
+        verify_started = time.perf_counter()
+        verified = self._backend.verify((last_token, *drafts))
+        verify_finished = time.perf_counter()
+
+        outcome = self._decide(drafts, proposals, verified.logits)
+        self._backend.rollback(self._backend.committed_length - depth + outcome.accepted)
+
+        recorder = self._recorder
+        recorder.draft_seconds += verify_started - started
+        recorder.draft_steps += depth
+        recorder.verify_seconds += verify_finished - verify_started
+        recorder.verify_calls += 1
+        recorder.record_cycle(depth, outcome.accepted)
+        return CycleTokens(
+            tokens=(*drafts[: outcome.accepted], outcome.next_token),
+            drafted=depth,
+            accepted=outcome.accepted,
+        )
+
+    def _decide(
+        self, drafts: Sequence[int], proposals: Sequence[np.ndarray], logits: np.ndarray
+    ) -> CycleOutcome:
+        if self._sampler.greedy:
+            for depth, draft in enumerate(drafts):
+                target = greedy_token(logits[depth])
+                if target != draft:
+                    return CycleOutcome(depth, target)
+            return CycleOutcome(len(drafts), greedy_token(logits[len(drafts)]))
+        targets = _TargetRows(logits, self._sampler)
+        if self._accept is AcceptMode.LEVIATHAN_CHEN:
+            return accept_leviathan_chen(drafts, proposals, targets, self._rng)
+        return accept_by_matching(drafts, targets, self._rng)

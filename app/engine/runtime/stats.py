@@ -1,0 +1,184 @@
+"""Decoding statistics, defined once (runtime.md §2) and shown the same everywhere.
+
+The generation loop feeds a :class:`StatsRecorder`; what leaves the engine (streamed with each
+chunk of tokens and attached to the final result) is the frozen :class:`DecodeStats` snapshot,
+whose derived figures are properties so no front end re-derives them differently.
+
+Definitions:
+- ``drafted_by_depth[i]``: cycles that drafted a token at depth i + 1;
+  ``accepted_by_depth[i]``: cycles whose whole draft prefix through depth i + 1 was accepted.
+  Acceptance at a depth = accepted / drafted.
+- mean accepted length = accepted drafts per cycle (0..K); tokens per cycle = that + 1.
+- decode tok/s = generated tokens / (elapsed − prefill time); TTFT = time to the first token.
+- c = cost of one draft step / cost of one verify call, both measured in the same request.
+- Leviathan's expected speedup (1 − α^{K+1}) / ((1 − α)(K·c + 1)), with α the per-token
+  acceptance that reproduces the measured tokens per cycle under the i.i.d. model.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+_ALPHA_BISECTION_STEPS = 60
+
+
+def expected_speedup(alpha: float, depth: int, cost_ratio: float) -> float:
+    """Leviathan et al.'s expected walltime improvement for acceptance α, depth K, cost c."""
+    return expected_tokens_per_cycle(alpha, depth) / (depth * cost_ratio + 1.0)
+
+
+def expected_tokens_per_cycle(alpha: float, depth: int) -> float:
+    """(1 − α^{K+1}) / (1 − α): tokens a cycle yields when each draft is kept with prob. α."""
+    if alpha >= 1.0:
+        return float(depth + 1)
+    return (1.0 - alpha ** (depth + 1)) / (1.0 - alpha)
+
+
+def alpha_for_tokens_per_cycle(tokens_per_cycle: float, depth: int) -> float:
+    """The per-token acceptance α whose expected tokens per cycle equals the measured one."""
+    if depth <= 0 or tokens_per_cycle <= 1.0:
+        return 0.0
+    if tokens_per_cycle >= depth + 1:
+        return 1.0
+    low, high = 0.0, 1.0
+    for _ in range(_ALPHA_BISECTION_STEPS):
+        middle = (low + high) / 2
+        if expected_tokens_per_cycle(middle, depth) < tokens_per_cycle:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2
+
+
+@dataclass(frozen=True)
+class DecodeStats:
+    """Statistics of one request (or of the request so far, when streamed)."""
+
+    mode: str
+    depth: int
+    prompt_tokens: int
+    generated_tokens: int
+    cycles: int
+    drafted_by_depth: tuple[int, ...]
+    accepted_by_depth: tuple[int, ...]
+    prefill_seconds: float
+    ttft_seconds: float
+    elapsed_seconds: float
+    draft_seconds: float
+    draft_steps: int
+    verify_seconds: float
+    verify_calls: int
+
+    @property
+    def acceptance_by_depth(self) -> tuple[float, ...]:
+        return tuple(
+            accepted / drafted if drafted else 0.0
+            for accepted, drafted in zip(self.accepted_by_depth, self.drafted_by_depth, strict=True)
+        )
+
+    @property
+    def mean_accepted_length(self) -> float:
+        return sum(self.accepted_by_depth) / self.cycles if self.cycles else 0.0
+
+    @property
+    def tokens_per_cycle(self) -> float:
+        return self.mean_accepted_length + 1.0 if self.cycles else 0.0
+
+    @property
+    def decode_seconds(self) -> float:
+        return max(self.elapsed_seconds - self.prefill_seconds, 0.0)
+
+    @property
+    def decode_tokens_per_second(self) -> float:
+        seconds = self.decode_seconds
+        return self.generated_tokens / seconds if seconds > 0 else 0.0
+
+    @property
+    def prefill_tokens_per_second(self) -> float:
+        return self.prompt_tokens / self.prefill_seconds if self.prefill_seconds > 0 else 0.0
+
+    @property
+    def draft_verify_cost_ratio(self) -> float:
+        """c: seconds per draft step over seconds per verify call (0 when not measured)."""
+        if not self.draft_steps or not self.verify_calls or self.verify_seconds <= 0:
+            return 0.0
+        return (self.draft_seconds / self.draft_steps) / (self.verify_seconds / self.verify_calls)
+
+    @property
+    def alpha(self) -> float:
+        return alpha_for_tokens_per_cycle(self.tokens_per_cycle, self.depth)
+
+    @property
+    def expected_speedup(self) -> float:
+        if not self.cycles:
+            return 1.0
+        return expected_speedup(self.alpha, self.depth, self.draft_verify_cost_ratio)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every recorded and derived figure, JSON-serialisable."""
+        data = asdict(self)
+        data["drafted_by_depth"] = list(self.drafted_by_depth)
+        data["accepted_by_depth"] = list(self.accepted_by_depth)
+        data.update(
+            acceptance_by_depth=list(self.acceptance_by_depth),
+            mean_accepted_length=self.mean_accepted_length,
+            tokens_per_cycle=self.tokens_per_cycle,
+            decode_seconds=self.decode_seconds,
+            decode_tokens_per_second=self.decode_tokens_per_second,
+            prefill_tokens_per_second=self.prefill_tokens_per_second,
+            draft_verify_cost_ratio=self.draft_verify_cost_ratio,
+            alpha=self.alpha,
+            expected_speedup=self.expected_speedup,
+        )
+        return data
+
+
+@dataclass
+class StatsRecorder:
+    """Mutable counters the generation loop updates; :meth:`snapshot` freezes them."""
+
+    mode: str
+    depth: int
+    prompt_tokens: int = 0
+    generated_tokens: int = 0
+    cycles: int = 0
+    drafted_by_depth: list[int] = field(default_factory=list)
+    accepted_by_depth: list[int] = field(default_factory=list)
+    prefill_seconds: float = 0.0
+    ttft_seconds: float = 0.0
+    draft_seconds: float = 0.0
+    draft_steps: int = 0
+    verify_seconds: float = 0.0
+    verify_calls: int = 0
+    started_at: float = field(default_factory=time.perf_counter)
+
+    def __post_init__(self) -> None:
+        self.drafted_by_depth = [0] * self.depth
+        self.accepted_by_depth = [0] * self.depth
+
+    def record_cycle(self, drafted: int, accepted: int) -> None:
+        self.cycles += 1
+        for depth in range(drafted):
+            self.drafted_by_depth[depth] += 1
+        for depth in range(accepted):
+            self.accepted_by_depth[depth] += 1
+
+    def snapshot(self) -> DecodeStats:
+        return DecodeStats(
+            mode=self.mode,
+            depth=self.depth,
+            prompt_tokens=self.prompt_tokens,
+            generated_tokens=self.generated_tokens,
+            cycles=self.cycles,
+            drafted_by_depth=tuple(self.drafted_by_depth),
+            accepted_by_depth=tuple(self.accepted_by_depth),
+            prefill_seconds=self.prefill_seconds,
+            ttft_seconds=self.ttft_seconds,
+            elapsed_seconds=time.perf_counter() - self.started_at,
+            draft_seconds=self.draft_seconds,
+            draft_steps=self.draft_steps,
+            verify_seconds=self.verify_seconds,
+            verify_calls=self.verify_calls,
+        )
