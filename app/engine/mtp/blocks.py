@@ -39,7 +39,8 @@ class FlatBlocks:
 BlockLayout = TiledBlocks | FlatBlocks
 
 
-def resolve_blocks(weight: StoredTensor, scale: StoredTensor) -> BlockLayout:
+def resolve_blocks(weight: StoredTensor, scale: StoredTensor, where: str = "") -> BlockLayout:
+    """The layout matching ``scale``'s count; ``where`` (e.g. the source label) prefixes errors."""
     scale_count = scale.numel
     if len(weight.shape) == 2:
         rows, cols = weight.shape
@@ -48,8 +49,10 @@ def resolve_blocks(weight: StoredTensor, scale: StoredTensor) -> BlockLayout:
                 return TiledBlocks(tile, rows, cols)
     if scale_count and weight.numel % scale_count == 0:
         return FlatBlocks(weight.numel // scale_count)
+    prefix = f"{where}/{weight.shard}: " if where else ""
     raise ExtractError(
-        f"{weight.name} {list(weight.shape)} ({weight.numel} elements) has {scale_count} scales "
-        f"in {scale.name}, which matches no block layout (2D tiles of {TILE_SIZES} or equal 1D "
-        "blocks); the checkpoint uses an unsupported quantisation — report it with the model name"
+        f"{prefix}{weight.name} {list(weight.shape)} ({weight.numel} elements) has "
+        f"{scale_count} scales in {scale.name}, which matches no block layout (2D tiles of "
+        f"{TILE_SIZES} or equal 1D blocks); the checkpoint uses an unsupported quantisation — "
+        "report it with the model name"
     )

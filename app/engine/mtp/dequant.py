@@ -39,7 +39,7 @@ SMALL_BLOCK = 1024
 
 def decode_tensor(
     item: MtpTensor,
-    scale_data: bytes | None,
+    scales: Scales | None,
     take: Take,
     target_elements: int = DEFAULT_PIECE_ELEMENTS,
 ) -> Iterator[Buffer]:
@@ -49,8 +49,7 @@ def decode_tensor(
         return iter(())
     if item.scale is None:
         return _decode_plain(tensor, take, target_elements)
-    assert scale_data is not None and item.blocks is not None
-    scales = _Scales.parse(item, scale_data)
+    assert scales is not None and item.blocks is not None
     if isinstance(item.blocks, TiledBlocks):
         return _decode_tiled(tensor.dtype, item.blocks, scales, take, target_elements)
     if scales.codes is None and item.blocks.block < SMALL_BLOCK:
@@ -58,22 +57,23 @@ def decode_tensor(
     return _decode_flat(tensor, item.blocks, scales, take, target_elements)
 
 
-class _Scales:
-    """A weight's scales: E8M0 codes (table-indexed) or F32 values."""
+class Scales:
+    """A weight's scales, checked: E8M0 codes (table-indexed) or finite F32 values."""
 
     def __init__(self, codes: np.ndarray | None, values: np.ndarray | None) -> None:
         self.codes = codes
         self.values = values
 
     @classmethod
-    def parse(cls, item: MtpTensor, data: bytes) -> _Scales:
+    def parse(cls, item: MtpTensor, data: bytes, where: str) -> Scales:
+        """Decode ``item``'s scale bytes; ``where`` (the source label) prefixes errors."""
         scale = item.scale
         assert scale is not None
         if scale.dtype == "F8_E8M0":
             codes = np.frombuffer(data, dtype=np.uint8)
             bad = np.flatnonzero(codes == E8M0_NAN)
             if bad.size:
-                raise _bad_scale(item, scale, int(bad[0]), "0xFF (NaN)")
+                raise _bad_scale(where, item, scale, int(bad[0]), "0xFF (NaN)")
             return cls(codes, None)
         if scale.dtype == "F32":
             values = np.frombuffer(data, dtype="<f4")
@@ -81,7 +81,7 @@ class _Scales:
             values = bf16_bits_to_f32(np.frombuffer(data, dtype="<u2"))
         bad = np.flatnonzero(~np.isfinite(values))
         if bad.size:
-            raise _bad_scale(item, scale, int(bad[0]), str(values[bad[0]]))
+            raise _bad_scale(where, item, scale, int(bad[0]), str(values[bad[0]]))
         return cls(None, values)
 
     def table_and_offsets(
@@ -100,10 +100,12 @@ class _Scales:
         return self.values[first : first + count]
 
 
-def _bad_scale(item: MtpTensor, scale: StoredTensor, index: int, value: str) -> ExtractError:
+def _bad_scale(
+    where: str, item: MtpTensor, scale: StoredTensor, index: int, value: str
+) -> ExtractError:
     return ExtractError(
-        f"{scale.shard}: scale tensor {scale.name} (for {item.name}) holds {value} at index "
-        f"{index}; the checkpoint is corrupt — re-download this shard"
+        f"{where}/{scale.shard}: scale tensor {scale.name} (for {item.name}) holds {value} at "
+        f"index {index}; the checkpoint is corrupt — re-download this shard"
     )
 
 
@@ -123,7 +125,7 @@ def _decode_plain(tensor: StoredTensor, take: Take, target: int) -> Iterator[Buf
 
 
 def _decode_tiled(
-    code_dtype: str, blocks: TiledBlocks, scales: _Scales, take: Take, target: int
+    code_dtype: str, blocks: TiledBlocks, scales: Scales, take: Take, target: int
 ) -> Iterator[Buffer]:
     """Rows of one tile row at a time (or row segments when one row exceeds the target)."""
     tile, rows, cols = blocks.tile, blocks.rows, blocks.cols
@@ -148,7 +150,7 @@ def _decode_tiled(
 
 
 def _decode_flat(
-    tensor: StoredTensor, blocks: FlatBlocks, scales: _Scales, take: Take, target: int
+    tensor: StoredTensor, blocks: FlatBlocks, scales: Scales, take: Take, target: int
 ) -> Iterator[Buffer]:
     """Whole blocks per piece, or slices of one block when a block exceeds the target."""
     block = blocks.block
@@ -175,7 +177,7 @@ def _decode_flat(
 
 
 def _decode_small_blocks(
-    tensor: StoredTensor, blocks: FlatBlocks, scales: _Scales, take: Take, target: int
+    tensor: StoredTensor, blocks: FlatBlocks, scales: Scales, take: Take, target: int
 ) -> Iterator[Buffer]:
     """Decode, multiply by each block's F32 scale, round once: F32/BF16 scales on tiny blocks."""
     block = blocks.block

@@ -238,7 +238,7 @@ def _checked(label: str, tensor: StoredTensor, scale: StoredTensor | None) -> Mt
                 f"{label}/{scale.shard}: scale tensor {scale.name} has dtype {scale.dtype}; "
                 f"supported scale dtypes are {', '.join(SCALE_DTYPES)}"
             )
-        return MtpTensor(tensor, scale, resolve_blocks(tensor, scale))
+        return MtpTensor(tensor, scale, resolve_blocks(tensor, scale, label))
     if tensor.dtype in PLAIN_DTYPES:
         if scale is not None:
             raise ExtractError(

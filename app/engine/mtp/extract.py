@@ -19,7 +19,7 @@ from app import TOOL_NAME, __version__
 from app.engine.errors import ExtractError
 from app.engine.jobs import JobContext, ProgressReporter
 from app.engine.mtp.bytestream import ByteStream
-from app.engine.mtp.dequant import decode_tensor
+from app.engine.mtp.dequant import Scales, decode_tensor
 from app.engine.mtp.detect import MtpDetection, MtpTensor, detect_mtp
 from app.engine.mtp.readplan import ReadRun, plan_runs
 from app.engine.mtp.source import CheckpointSource
@@ -103,7 +103,8 @@ def extract_mtp(
     progress = ctx.progress_reporter(
         "extract", sum(run.length for run in (*scale_runs, *weight_runs))
     )
-    scales = _read_scales(source, scale_runs, progress)
+    owners = {t.scale.name: t for t in detection.tensors if t.scale}
+    scales = _read_scales(source, scale_runs, owners, progress)
 
     by_name = {t.name: t for t in detection.tensors}
     empty = [t for t in detection.tensors if t.tensor.nbytes == 0]
@@ -138,14 +139,20 @@ def _checked_output_path(out: Path) -> Path:
 
 
 def _read_scales(
-    source: CheckpointSource, runs: Sequence[ReadRun], progress: ProgressReporter
-) -> dict[str, bytes]:
-    scales: dict[str, bytes] = {}
+    source: CheckpointSource,
+    runs: Sequence[ReadRun],
+    owners: Mapping[str, MtpTensor],
+    progress: ProgressReporter,
+) -> dict[str, Scales]:
+    """Every scale tensor, checked, keyed by the name of the weight it scales."""
+    scales: dict[str, Scales] = {}
     for run in runs:
         data = source.read_bytes(run.shard, run.start, run.length)
         progress.advance(len(data))
         for tensor in run.tensors:
-            scales[tensor.name] = data[tensor.start - run.start : tensor.end - run.start]
+            owner = owners[tensor.name]
+            raw = data[tensor.start - run.start : tensor.end - run.start]
+            scales[owner.name] = Scales.parse(owner, raw, source.label)
     return scales
 
 
@@ -153,7 +160,7 @@ def _stream_run(
     source: CheckpointSource,
     run: ReadRun,
     by_name: Mapping[str, MtpTensor],
-    scales: Mapping[str, bytes],
+    scales: Mapping[str, Scales],
     writer: SafetensorsStreamWriter,
     progress: ProgressReporter,
 ) -> None:
@@ -166,7 +173,6 @@ def _stream_run(
     for stored in run.tensors:
         stream.skip(stored.start - position)
         item = by_name[stored.name]
-        scale_data = scales[item.scale.name] if item.scale else None
-        for piece in decode_tensor(item, scale_data, stream.take):
+        for piece in decode_tensor(item, scales.get(item.name), stream.take):
             writer.write(piece)
         position = stored.end
