@@ -3,10 +3,11 @@
 The header is written first with offsets computed from the declared tensors, then the data is
 appended piece by piece in declaration order, so no tensor is ever held whole in memory. The
 file's SHA-256 (the Hub's LFS object id) is computed while writing, which saves a second pass over
-gigabytes before upload. Hashing and writing run on a background thread (both release the GIL)
-so they overlap with dequantisation. The file is written under a hidden temporary name in the
-destination folder and renamed over the destination only when every byte is in; on any failure
-the temporary file is removed, so a good file is never replaced by a partial one.
+gigabytes before upload. Hashing and writing run on two background threads (both release the
+GIL) so they overlap with each other and with dequantisation. The file is written under a hidden
+temporary name in the destination folder and renamed over the destination only when every byte
+is in; on any failure the temporary file is removed, so a good file is never replaced by a
+partial one.
 """
 
 from __future__ import annotations
@@ -85,7 +86,10 @@ class SafetensorsStreamWriter:
         self._size = 0
         self._error: BaseException | None = None
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=_QUEUE_DEPTH)
+        self._hashed: queue.Queue[Any] = queue.Queue(maxsize=_QUEUE_DEPTH)
+        self._hasher = threading.Thread(target=self._hash_all, name="safetensors-hash", daemon=True)
         self._thread = threading.Thread(target=self._drain, name="safetensors-writer", daemon=True)
+        self._hasher.start()
         self._thread.start()
         self.write(header)
 
@@ -132,15 +136,28 @@ class SafetensorsStreamWriter:
     def _finish_thread(self) -> None:
         if self._thread.is_alive():
             self._queue.put(_DONE)
+            self._hasher.join()
             self._thread.join()
 
-    def _drain(self) -> None:
+    def _hash_all(self) -> None:
+        """First stage: hash each buffer, then pass it on to be written."""
         while (data := self._queue.get()) is not _DONE:
             if self._error is not None:
                 continue
             try:
                 view = memoryview(data).cast("B")
                 self._hash.update(view)
+                self._hashed.put(view)
+            except BaseException as exc:  # re-raised on the producer's thread
+                self._error = exc
+        self._hashed.put(_DONE)
+
+    def _drain(self) -> None:
+        """Second stage: write each hashed buffer, in order."""
+        while (view := self._hashed.get()) is not _DONE:
+            if self._error is not None:
+                continue
+            try:
                 while view:
                     written = os.write(self._fd, view)
                     view = view[written:]
@@ -150,5 +167,3 @@ class SafetensorsStreamWriter:
                     f"writing {self.path} failed: {exc.strerror or exc}; free some disk space "
                     "or choose another output location"
                 )
-            except BaseException as exc:  # re-raised on the producer's thread
-                self._error = exc
