@@ -28,6 +28,7 @@ HOME_OVERRIDE_ENV = "MTP_STUDIO_HOME"
 SETTINGS_VERSION = 1
 DEFAULT_ENDPOINT = "https://huggingface.co"
 BACKENDS = ("auto", "llama.cpp", "mlx")
+BUNDLED_CATALOG = "(bundled)"  # stands for the bundled catalog in Settings.catalog_files
 
 
 class SettingsError(MtpStudioError):
@@ -86,7 +87,7 @@ class Settings:
     models_dir: str = ""
     file_in_collection: bool = True
     default_backend: str = "auto"
-    catalog_files: tuple[str, ...] = ()  # empty: the bundled default catalog
+    catalog_files: tuple[str, ...] = ()  # empty: the bundled catalog only
 
     @property
     def endpoint(self) -> str:

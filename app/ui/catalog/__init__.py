@@ -1,0 +1,1 @@
+"""The catalog browser: entries grouped by base model, filters, sidecar status, detail, editor."""

@@ -1,0 +1,51 @@
+"""Readable errors in the GUI; tracebacks only in the log file.
+
+An :class:`MtpStudioError` already says what is wrong and how to fix it, so its message is shown
+as is. Anything else is a bug: the user gets one plain sentence and the path of the log that
+holds the traceback (Help → Open logs folder), never the traceback itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from types import TracebackType
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
+
+from app.engine.errors import MtpStudioError
+
+log = logging.getLogger(__name__)
+
+
+def readable(exc: BaseException) -> str:
+    if isinstance(exc, MtpStudioError):
+        return str(exc)
+    return (
+        f"Something unexpected went wrong ({type(exc).__name__}). The details are in the log "
+        "file (Help → Open logs folder); please include it when you report the problem."
+    )
+
+
+def show_error(parent: QWidget | None, title: str, exc: BaseException) -> None:
+    if not isinstance(exc, MtpStudioError):
+        log.error("%s", title, exc_info=(type(exc), exc, exc.__traceback__))
+    box = QMessageBox(QMessageBox.Icon.Warning, title, readable(exc), parent=parent)
+    box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    box.open()
+
+
+def install_excepthook() -> None:
+    """Route uncaught exceptions in Qt slots to the log and a readable dialog."""
+
+    def hook(
+        kind: type[BaseException], exc: BaseException, traceback: TracebackType | None
+    ) -> None:
+        log.error("uncaught exception", exc_info=(kind, exc, traceback))
+        if QApplication.instance() is not None:
+            show_error(QApplication.activeWindow(), "MTP Studio", exc)
+        else:
+            sys.__excepthook__(kind, exc, traceback)
+
+    sys.excepthook = hook

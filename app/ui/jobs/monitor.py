@@ -1,0 +1,179 @@
+"""The job monitor: every job of this user (history included), its progress, log and actions.
+
+Actions work on the selected job: cancel, pause/resume (downloads), retry (failed, cancelled or
+interrupted jobs — a download resumes from its partial files), and show files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QModelIndex, QRect, Qt, QUrl
+from PySide6.QtGui import QDesktopServices, QPainter
+from PySide6.QtWidgets import (
+    QApplication,
+    QHBoxLayout,
+    QHeaderView,
+    QPushButton,
+    QSplitter,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionProgressBar,
+    QStyleOptionViewItem,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.engine.errors import MtpStudioError
+from app.engine.store import JobState
+from app.ui.errors import show_error
+from app.ui.jobs.model import JOB_ID_ROLE, PROGRESS_COLUMN, PROGRESS_ROLE, JobRow, JobTableModel
+from app.ui.jobs.progress import JobProgressView
+from app.ui.jobs.runner import JobRunner
+
+
+class ProgressDelegate(QStyledItemDelegate):
+    """Draws the progress column as a bar with the byte counts on it."""
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:
+        bar = QStyleOptionProgressBar()
+        bar.rect = QRect(option.rect.adjusted(2, 3, -2, -3))
+        bar.minimum, bar.maximum = 0, 100
+        bar.progress = int(index.data(PROGRESS_ROLE) or 0)
+        bar.text = str(index.data() or "")
+        bar.textVisible = True
+        bar.state = option.state
+        style = option.widget.style() if option.widget else QApplication.style()
+        style.drawControl(QStyle.ControlElement.CE_ProgressBar, bar, painter)
+
+
+def files_location(row: JobRow) -> Path | None:
+    """Where a job's files are: the result's location, else the destination it was given."""
+    for source in (row.result or {}, row.record.spec.params):
+        for key in ("location", "destination"):
+            value = source.get(key)
+            if isinstance(value, str) and value:
+                return Path(value)
+    return None
+
+
+class JobMonitor(QWidget):
+    """Table of jobs above the selected job's progress, log and action buttons."""
+
+    def __init__(self, runner: JobRunner, jobs: JobTableModel, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.runner = runner
+        self.jobs = jobs
+        self.table = QTableView()
+        self.table.setModel(jobs)
+        self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QTableView.SelectionMode.SingleSelection)
+        self.table.verticalHeader().hide()
+        self.table.setItemDelegateForColumn(PROGRESS_COLUMN, ProgressDelegate(self.table))
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        for column in range(1, jobs.columnCount()):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        header.setMinimumSectionSize(70)
+        self.table.setAlternatingRowColors(True)
+        self.table.setWordWrap(False)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+
+        self.progress = JobProgressView(runner, jobs)
+        self.cancel_button = QPushButton("Cancel")
+        self.pause_button = QPushButton("Pause")
+        self.retry_button = QPushButton("Retry")
+        self.files_button = QPushButton("Show files")
+        self.cancel_button.clicked.connect(self._cancel)
+        self.pause_button.clicked.connect(self._toggle_pause)
+        self.retry_button.clicked.connect(self._retry)
+        self.files_button.clicked.connect(self._show_files)
+        buttons = QHBoxLayout()
+        for button in (self.cancel_button, self.pause_button, self.retry_button):
+            buttons.addWidget(button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.files_button)
+
+        details = QWidget()
+        details_layout = QVBoxLayout(details)
+        details_layout.setContentsMargins(6, 0, 0, 0)
+        details_layout.addWidget(self.progress, 1)
+        details_layout.addLayout(buttons)
+
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(self.table)
+        splitter.addWidget(details)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 2)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(splitter)
+
+        self.table.selectionModel().currentRowChanged.connect(self._on_selection)
+        jobs.dataChanged.connect(lambda *_changed: self._update_buttons())
+        jobs.rowsInserted.connect(lambda *_inserted: self._update_buttons())
+        runner.pause_changed.connect(lambda *_paused: self._update_buttons())
+        if jobs.rowCount():
+            self.select_job(jobs.job_at(0).job_id)
+        self._update_buttons()
+
+    def select_job(self, job_id: int) -> None:
+        number = self.jobs.row_of(job_id)
+        if number is not None:
+            self.table.selectRow(number)
+            self.progress.follow(job_id)
+            self._update_buttons()
+
+    def selected_job(self) -> JobRow | None:
+        index = self.table.currentIndex()
+        if not index.isValid():
+            return None
+        return self.jobs.job(int(index.data(JOB_ID_ROLE)))
+
+    def _on_selection(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        self.progress.follow(int(current.data(JOB_ID_ROLE)) if current.isValid() else None)
+        self._update_buttons()
+
+    def _update_buttons(self) -> None:
+        row = self.selected_job()
+        running = row is not None and self.runner.is_running(row.job_id)
+        self.cancel_button.setEnabled(running)
+        can_pause = running and row is not None and self.runner.can_pause(row.job_id)
+        self.pause_button.setEnabled(can_pause)
+        paused = row is not None and self.runner.is_paused(row.job_id)
+        self.pause_button.setText("Resume" if paused else "Pause")
+        self.pause_button.setToolTip("" if can_pause else "Only running downloads can be paused.")
+        self.retry_button.setEnabled(
+            row is not None and row.state.retryable and row.state is not JobState.RUNNING
+        )
+        self.files_button.setEnabled(row is not None and files_location(row) is not None)
+
+    def _cancel(self) -> None:
+        row = self.selected_job()
+        if row is not None:
+            self.runner.cancel(row.job_id)
+
+    def _toggle_pause(self) -> None:
+        row = self.selected_job()
+        if row is not None:
+            self.runner.set_paused(row.job_id, not self.runner.is_paused(row.job_id))
+
+    def _retry(self) -> None:
+        row = self.selected_job()
+        if row is None:
+            return
+        try:
+            new_id = self.runner.retry(row.job_id)
+        except MtpStudioError as exc:
+            show_error(self, "Cannot retry the job", exc)
+            return
+        self.select_job(new_id)
+
+    def _show_files(self) -> None:
+        row = self.selected_job()
+        location = files_location(row) if row else None
+        if location is None:
+            return
+        target = location if location.is_dir() else location.parent
+        QDesktopServices.openUrl(QUrl.fromLocalFile(str(target)))

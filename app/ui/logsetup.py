@@ -1,0 +1,43 @@
+"""The app's log file: where tracebacks go instead of dialogs, and never a token.
+
+One rotating file in the platformdirs log folder. A filter masks anything that looks like a Hub
+token before a record is written, as a second line of defence behind "never log the token".
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from logging.handlers import RotatingFileHandler
+from pathlib import Path
+
+LOG_FILE_NAME = "mtp-studio.log"
+_TOKEN_PATTERN = re.compile(r"hf_[A-Za-z0-9]{6,}")
+
+
+class TokenMask(logging.Filter):
+    """Replaces Hub tokens in the formatted message with ``hf_…``."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if _TOKEN_PATTERN.search(message):
+            record.msg = _TOKEN_PATTERN.sub("hf_…", message)
+            record.args = None
+        return True
+
+
+def configure_logging(log_dir: Path) -> Path:
+    """Send INFO and above to ``log_dir/mtp-studio.log``; return the file's path."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    path = log_dir / LOG_FILE_NAME
+    handler = RotatingFileHandler(path, maxBytes=2_000_000, backupCount=3, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(TokenMask())
+    root = logging.getLogger()
+    for existing in list(root.handlers):
+        if isinstance(existing, RotatingFileHandler):
+            root.removeHandler(existing)
+            existing.close()
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    return path

@@ -1,0 +1,1 @@
+"""Wizards that start jobs: download (and publish, once the publish pipeline exists)."""

@@ -1,0 +1,309 @@
+"""The download wizard: pick a repo and files, check the destination, then watch it download.
+
+Planning (pin the commit, list the files) asks the Hub, so it runs in the background; the space
+check is local. The download itself is a job in the monitor: closing the wizard leaves it
+running, and pause, resume and cancel work from either place.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QRadioButton,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+    QWizard,
+    QWizardPage,
+)
+
+from app.engine.download import CACHE, FOLDER, DownloadJob, DownloadRequest
+from app.engine.download.plan import DownloadPlan, plan_download
+from app.engine.download.space import existing_ancestor
+from app.engine.errors import MtpStudioError
+from app.engine.settings import Settings
+from app.engine.store import JobSpec, JobState
+from app.engine.units import format_bytes
+from app.ui.background import run_in_background
+from app.ui.errors import readable
+from app.ui.jobs.model import JobTableModel
+from app.ui.jobs.progress import JobProgressView
+from app.ui.jobs.runner import JobRunner
+from app.ui.settings_dialog import ERROR_STYLE, FolderField
+
+SIDECAR_PATTERN = "mtp.safetensors"
+
+
+class RepoPage(QWizardPage):
+    def __init__(self, repo_id: str, include: tuple[str, ...]) -> None:
+        super().__init__()
+        self.setTitle("What to download")
+        self.setSubTitle("A repo on the Hub, and which of its files.")
+        self.repo_edit = QLineEdit(repo_id)
+        self.repo_edit.setPlaceholderText("owner/name, e.g. Qwen/Qwen3.6-27B")
+        self.revision_edit = QLineEdit("main")
+        self.all_radio = QRadioButton("All files")
+        self.pattern_radio = QRadioButton("Files matching")
+        self.sidecar_radio = QRadioButton(f"Only the MTP sidecar ({SIDECAR_PATTERN})")
+        self.pattern_edit = QLineEdit()
+        self.pattern_edit.setPlaceholderText("globs separated by spaces, e.g. *.json *.safetensors")
+        group = QButtonGroup(self)
+        for radio in (self.all_radio, self.pattern_radio, self.sidecar_radio):
+            group.addButton(radio)
+            radio.toggled.connect(self.completeChanged)
+        if include == (SIDECAR_PATTERN,):
+            self.sidecar_radio.setChecked(True)
+        elif include:
+            self.pattern_radio.setChecked(True)
+            self.pattern_edit.setText(" ".join(include))
+        else:
+            self.all_radio.setChecked(True)
+        self.repo_edit.textChanged.connect(self.completeChanged)
+        self.pattern_edit.textChanged.connect(self.completeChanged)
+        self.pattern_edit.textEdited.connect(lambda _text: self.pattern_radio.setChecked(True))
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(QLabel("Repository"))
+        layout.addWidget(self.repo_edit)
+        layout.addWidget(QLabel("Revision (branch, tag or commit)"))
+        layout.addWidget(self.revision_edit)
+        layout.addSpacing(8)
+        layout.addWidget(self.all_radio)
+        pattern_row = QHBoxLayout()
+        pattern_row.addWidget(self.pattern_radio)
+        pattern_row.addWidget(self.pattern_edit, 1)
+        layout.addLayout(pattern_row)
+        layout.addWidget(self.sidecar_radio)
+        layout.addStretch(1)
+
+    def include(self) -> tuple[str, ...]:
+        if self.sidecar_radio.isChecked():
+            return (SIDECAR_PATTERN,)
+        if self.pattern_radio.isChecked():
+            return tuple(self.pattern_edit.text().split())
+        return ()
+
+    def isComplete(self) -> bool:
+        owner, _, name = self.repo_edit.text().strip().partition("/")
+        patterns_ok = not self.pattern_radio.isChecked() or bool(self.include())
+        return bool(owner and name) and patterns_ok
+
+
+class PlanPage(QWizardPage):
+    """Lists the files (asked of the Hub in the background) and checks the destination."""
+
+    def __init__(self, wizard: DownloadWizard) -> None:
+        super().__init__()
+        self._wizard = wizard
+        self.setTitle("Files and destination")
+        self.setSubTitle("The files to fetch, where they go, and whether they fit.")
+        self.setCommitPage(True)
+        self.setButtonText(QWizard.WizardButton.CommitButton, "Download")
+        self.plan: DownloadPlan | None = None
+        self.plan_error = ""
+        self.status_label = QLabel()
+        self.status_label.setWordWrap(True)
+        self.files_tree = QTreeWidget()
+        self.files_tree.setHeaderLabels(["File", "Size"])
+        self.files_tree.setRootIsDecorated(False)
+        self.files_tree.setColumnWidth(0, 420)
+        self.cache_radio = QRadioButton(
+            f"The Hugging Face cache, shared with other tools ({wizard.settings.models_path()})"
+        )
+        self.folder_radio = QRadioButton("A folder of my choice:")
+        self.folder_field = FolderField("", "choose a folder")
+        group = QButtonGroup(self)
+        group.addButton(self.cache_radio)
+        group.addButton(self.folder_radio)
+        self.cache_radio.setChecked(True)
+        for radio in (self.cache_radio, self.folder_radio):
+            radio.toggled.connect(self._check_space)
+        self.folder_field.edit.textChanged.connect(self._check_space)
+        self.folder_field.edit.textEdited.connect(lambda _t: self.folder_radio.setChecked(True))
+        self.space_label = QLabel()
+        self.space_label.setWordWrap(True)
+        self.space_ok = False
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.status_label)
+        layout.addWidget(self.files_tree, 1)
+        layout.addWidget(QLabel("Destination"))
+        layout.addWidget(self.cache_radio)
+        folder_row = QHBoxLayout()
+        folder_row.addWidget(self.folder_radio)
+        folder_row.addWidget(self.folder_field, 1)
+        layout.addLayout(folder_row)
+        layout.addWidget(self.space_label)
+
+    def initializePage(self) -> None:
+        self.plan = None
+        self.plan_error = ""
+        self.files_tree.clear()
+        self.status_label.setStyleSheet("")
+        self.status_label.setText(f"Asking {self._wizard.settings.endpoint} for the file list…")
+        self.space_label.setText("")
+        try:
+            request = self._wizard.request()
+        except MtpStudioError as exc:
+            self._failed(exc)
+            return
+        run_in_background(lambda: plan_download(request), self._planned, self._failed)
+        self.completeChanged.emit()
+
+    def destination(self) -> tuple[str, str]:
+        if self.folder_radio.isChecked():
+            return self.folder_field.text(), FOLDER
+        return str(self._wizard.settings.models_path()), CACHE
+
+    def _planned(self, plan: object) -> None:
+        assert isinstance(plan, DownloadPlan)
+        self.plan = plan
+        for file in plan.files:
+            QTreeWidgetItem(self.files_tree, [file.path, format_bytes(file.size)])
+        self.status_label.setText(
+            f"{plan.repo_id} at {plan.revision} (commit {plan.commit[:12]}): "
+            f"{len(plan.files)} file(s), {format_bytes(plan.total_bytes)}"
+        )
+        self._check_space()
+
+    def _failed(self, exc: BaseException) -> None:
+        self.plan_error = readable(exc)
+        self.status_label.setStyleSheet(ERROR_STYLE)
+        self.status_label.setText(self.plan_error)
+        self.completeChanged.emit()
+
+    def _check_space(self) -> None:
+        self.space_ok = False
+        folder, _layout = self.destination()
+        if self.plan is None:
+            self.completeChanged.emit()
+            return
+        if not folder:
+            self.space_label.setStyleSheet(ERROR_STYLE)
+            self.space_label.setText("Choose a folder for the files.")
+            self.completeChanged.emit()
+            return
+        where = existing_ancestor(Path(folder).expanduser())
+        free = shutil.disk_usage(where).free
+        needed = self.plan.total_bytes
+        self.space_ok = needed <= free
+        self.space_label.setStyleSheet("" if self.space_ok else ERROR_STYLE)
+        verdict = "enough" if self.space_ok else "not enough: free some space or pick another place"
+        self.space_label.setText(
+            f"Needs up to {format_bytes(needed)}; {format_bytes(free)} free on {where} — {verdict}."
+        )
+        self.completeChanged.emit()
+
+    def isComplete(self) -> bool:
+        return self.plan is not None and self.space_ok
+
+
+class RunPage(QWizardPage):
+    """Starts the job when shown; the wizard can be closed while it runs."""
+
+    def __init__(self, wizard: DownloadWizard) -> None:
+        super().__init__()
+        self._wizard = wizard
+        self.setTitle("Downloading")
+        self.setSubTitle(
+            "You can close this window: the download goes on in the job monitor, and an "
+            "interrupted download continues from where it stopped."
+        )
+        self.job_id: int | None = None
+        self.progress = JobProgressView(wizard.runner, wizard.jobs)
+        self.pause_button = QPushButton("Pause")
+        self.cancel_button = QPushButton("Cancel download")
+        self.pause_button.clicked.connect(self._toggle_pause)
+        self.cancel_button.clicked.connect(self._cancel)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.pause_button)
+        buttons.addWidget(self.cancel_button)
+        buttons.addStretch(1)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.progress, 1)
+        layout.addLayout(buttons)
+        wizard.runner.job_finished.connect(self._finished)
+        wizard.runner.pause_changed.connect(self._pause_changed)
+
+    def initializePage(self) -> None:
+        folder, layout = self._wizard.plan_page.destination()
+        request = self._wizard.request(destination=folder, layout=layout)
+        try:
+            self.job_id = self._wizard.runner.start(
+                JobSpec("download", request.title, request.to_params()), DownloadJob(request)
+            )
+        except MtpStudioError as exc:
+            self.progress.stage_label.setText(readable(exc))
+            return
+        self.progress.follow(self.job_id)
+
+    def isComplete(self) -> bool:
+        return self.job_id is not None and not self._wizard.runner.is_running(self.job_id)
+
+    def _toggle_pause(self) -> None:
+        if self.job_id is not None:
+            runner = self._wizard.runner
+            runner.set_paused(self.job_id, not runner.is_paused(self.job_id))
+
+    def _cancel(self) -> None:
+        if self.job_id is not None:
+            self._wizard.runner.cancel(self.job_id)
+
+    def _pause_changed(self, job_id: int, paused: bool) -> None:
+        if job_id == self.job_id:
+            self.pause_button.setText("Resume" if paused else "Pause")
+
+    def _finished(self, job_id: int, state: str, _message: str) -> None:
+        if job_id != self.job_id:
+            return
+        self.pause_button.setEnabled(False)
+        self.cancel_button.setEnabled(False)
+        if state == JobState.SUCCEEDED:
+            self.setSubTitle("Done. The files are verified and in place.")
+        else:
+            self.setSubTitle(f"The download {state}. Retry it from the job monitor to continue.")
+        self.completeChanged.emit()
+
+
+class DownloadWizard(QWizard):
+    def __init__(
+        self,
+        runner: JobRunner,
+        jobs: JobTableModel,
+        settings: Settings,
+        repo_id: str = "",
+        include: tuple[str, ...] = (),
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Download")
+        self.setWizardStyle(QWizard.WizardStyle.ModernStyle)
+        self.setOption(QWizard.WizardOption.NoBackButtonOnLastPage, True)
+        self.setOption(QWizard.WizardOption.NoCancelButtonOnLastPage, True)
+        self.runner = runner
+        self.jobs = jobs
+        self.settings = settings
+        self.repo_page = RepoPage(repo_id, include)
+        self.plan_page = PlanPage(self)
+        self.run_page = RunPage(self)
+        for page in (self.repo_page, self.plan_page, self.run_page):
+            self.addPage(page)
+        self.resize(720, 560)
+
+    def request(self, destination: str = "", layout: str = CACHE) -> DownloadRequest:
+        return DownloadRequest(
+            repo_id=self.repo_page.repo_edit.text().strip(),
+            destination=destination or str(self.settings.models_path()),
+            endpoint=self.settings.endpoint,
+            revision=self.repo_page.revision_edit.text().strip() or "main",
+            include=self.repo_page.include(),
+            layout=layout,
+        )
