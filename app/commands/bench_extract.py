@@ -22,6 +22,7 @@ from app.engine.mtp.benchmark import (
     ExtractBenchmark,
     run_extract_benchmark,
 )
+from app.engine.mtp.synthetic import DEEPSEEK_V3_HIDDEN
 from app.engine.units import format_bytes
 
 
@@ -45,6 +46,12 @@ def register(benchmarks: argparse._SubParsersAction) -> None:
         "--trunk-gb", type=float, default=1.0, help="other checkpoint bytes, in GB (default 1.0)"
     )
     parser.add_argument(
+        "--hidden",
+        type=int,
+        default=DEEPSEEK_V3_HIDDEN,
+        help="model width; 7168 gives DeepSeek V3's tensor shapes (default)",
+    )
+    parser.add_argument(
         "--rounds", type=int, default=1, help="repeat and keep the best (default 1)"
     )
     parser.add_argument(
@@ -63,6 +70,7 @@ def run_bench_extract(args: argparse.Namespace) -> int:
         int(args.mtp_gb * 1e9),
         int(args.trunk_gb * 1e9),
         rounds=max(1, args.rounds),
+        hidden=args.hidden,
         ctx=JobContext(emit=StderrProgress(sys.stderr)),
     )
     print(json.dumps(result.to_json()) if args.json else report_text(result))

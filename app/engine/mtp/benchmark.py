@@ -29,7 +29,11 @@ from app.engine.jobs import JobContext
 from app.engine.mtp.detect import detect_mtp
 from app.engine.mtp.readplan import ReadRun, plan_runs
 from app.engine.mtp.source import LocalFolderSource
-from app.engine.mtp.synthetic import SyntheticCheckpointInfo, generate_fp8_checkpoint
+from app.engine.mtp.synthetic import (
+    DEEPSEEK_V3_HIDDEN,
+    SyntheticCheckpointInfo,
+    generate_fp8_checkpoint,
+)
 
 RATIO_TARGET = 2.0
 RSS_TARGET_BYTES = 300_000_000
@@ -100,6 +104,7 @@ def run_extract_benchmark(
     mtp_fp8_bytes: int,
     trunk_bytes: int,
     rounds: int = 1,
+    hidden: int = DEEPSEEK_V3_HIDDEN,
     ctx: JobContext | None = None,
 ) -> ExtractBenchmark:
     """Generate, measure ``rounds`` times (best of each kept), delete everything."""
@@ -109,7 +114,7 @@ def run_extract_benchmark(
         out = Path(scratch) / "mtp.safetensors"
         ctx.stage("generate", str(folder))
         _check_free_space(Path(scratch), mtp_fp8_bytes, trunk_bytes)
-        info = generate_fp8_checkpoint(folder, mtp_fp8_bytes, trunk_bytes)
+        info = generate_fp8_checkpoint(folder, mtp_fp8_bytes, trunk_bytes, hidden)
         ctx.stage("sync", "flushing the generated checkpoint so writeback does not skew timings")
         os.sync()
         ctx.stage("baseline", "interpreter baseline RSS")

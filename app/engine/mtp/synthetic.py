@@ -18,8 +18,7 @@ import numpy as np
 
 from app.engine.mtp.writer import OutputTensor, SafetensorsStreamWriter
 
-HIDDEN = 7168
-MOE_FFN = 2048
+DEEPSEEK_V3_HIDDEN = 7168
 VOCAB = 8192  # the real 129280 would make the BF16 embedding dominate; names stay real
 MTP_LAYER = 61
 _POOL_BYTES = 32 << 20
@@ -38,13 +37,19 @@ class SyntheticCheckpointInfo:
     """BF16 data bytes of the sidecar."""
 
 
-def _expert_tensors(prefix: str, count: int) -> list[OutputTensor]:
+def _scaled(hidden: int, numerator: int, denominator: int) -> int:
+    """A DeepSeek V3 dimension (numerator/denominator × 7168) for another model width."""
+    return max(1, hidden * numerator // denominator)
+
+
+def _expert_tensors(prefix: str, count: int, hidden: int) -> list[OutputTensor]:
+    moe_ffn = _scaled(hidden, 2, 7)
     tensors = []
     for expert in range(count):
         for proj, shape in (
-            ("gate_proj", (MOE_FFN, HIDDEN)),
-            ("up_proj", (MOE_FFN, HIDDEN)),
-            ("down_proj", (HIDDEN, MOE_FFN)),
+            ("gate_proj", (moe_ffn, hidden)),
+            ("up_proj", (moe_ffn, hidden)),
+            ("down_proj", (hidden, moe_ffn)),
         ):
             tensors += _fp8(f"{prefix}.mlp.experts.{expert}.{proj}.weight", shape)
     return tensors
@@ -55,22 +60,24 @@ def _fp8(name: str, shape: tuple[int, int]) -> list[OutputTensor]:
     return [OutputTensor(name, "F8_E4M3", shape), OutputTensor(f"{name}_scale_inv", "F32", grid)]
 
 
-def _mtp_fixed_tensors(prefix: str) -> list[OutputTensor]:
+def _mtp_fixed_tensors(prefix: str, hidden: int) -> list[OutputTensor]:
+    """Layer 61 minus its experts; at hidden=7168 these are DeepSeek V3's exact shapes."""
+    q_lora = _scaled(hidden, 3, 14)
     bf16 = [
-        (f"{prefix}.embed_tokens.weight", (VOCAB, HIDDEN)),
-        (f"{prefix}.shared_head.head.weight", (VOCAB, HIDDEN)),
-        (f"{prefix}.mlp.gate.weight", (256, HIDDEN)),
+        (f"{prefix}.embed_tokens.weight", (VOCAB, hidden)),
+        (f"{prefix}.shared_head.head.weight", (VOCAB, hidden)),
+        (f"{prefix}.mlp.gate.weight", (256, hidden)),
     ] + [
-        (f"{prefix}.{norm}.weight", (HIDDEN,))
+        (f"{prefix}.{norm}.weight", (hidden,))
         for norm in ("enorm", "hnorm", "input_layernorm", "post_attention_layernorm")
     ]
     fp8 = [
-        (f"{prefix}.eh_proj.weight", (HIDDEN, 2 * HIDDEN)),
-        (f"{prefix}.self_attn.q_a_proj.weight", (1536, HIDDEN)),
-        (f"{prefix}.self_attn.q_b_proj.weight", (24576, 1536)),
-        (f"{prefix}.self_attn.kv_a_proj_with_mqa.weight", (576, HIDDEN)),
-        (f"{prefix}.self_attn.kv_b_proj.weight", (32768, 512)),
-        (f"{prefix}.self_attn.o_proj.weight", (HIDDEN, 16384)),
+        (f"{prefix}.eh_proj.weight", (hidden, 2 * hidden)),
+        (f"{prefix}.self_attn.q_a_proj.weight", (q_lora, hidden)),
+        (f"{prefix}.self_attn.q_b_proj.weight", (_scaled(hidden, 24, 7), q_lora)),
+        (f"{prefix}.self_attn.kv_a_proj_with_mqa.weight", (_scaled(hidden, 9, 112), hidden)),
+        (f"{prefix}.self_attn.kv_b_proj.weight", (_scaled(hidden, 32, 7), _scaled(hidden, 1, 14))),
+        (f"{prefix}.self_attn.o_proj.weight", (hidden, _scaled(hidden, 16, 7))),
     ]
     tensors = [OutputTensor(name, "BF16", shape) for name, shape in bf16]
     for name, shape in fp8:
@@ -79,18 +86,26 @@ def _mtp_fixed_tensors(prefix: str) -> list[OutputTensor]:
 
 
 def generate_fp8_checkpoint(
-    folder: Path, mtp_fp8_bytes: int, trunk_bytes: int, seed: int = 0
+    folder: Path,
+    mtp_fp8_bytes: int,
+    trunk_bytes: int,
+    hidden: int = DEEPSEEK_V3_HIDDEN,
+    seed: int = 0,
 ) -> SyntheticCheckpointInfo:
-    """Write config, index and 3 shards: trunk, trunk + first half of layer 61, second half."""
+    """Write config, index and 3 shards: trunk, trunk + first half of layer 61, second half.
+
+    The number of experts is chosen so the MTP layer holds about ``mtp_fp8_bytes`` of FP8 (at
+    least one expert); ``hidden`` below 7168 scales every shape down, for quick tests.
+    """
     folder.mkdir(parents=True, exist_ok=True)
-    expert_bytes = 3 * MOE_FFN * HIDDEN
-    mtp = _mtp_fixed_tensors(f"model.layers.{MTP_LAYER}")
+    layer = f"model.layers.{MTP_LAYER}"
+    expert_bytes = sum(t.nbytes for t in _expert_tensors(layer, 1, hidden) if t.dtype != "F32")
+    mtp = _mtp_fixed_tensors(layer, hidden)
     fixed_fp8 = sum(t.nbytes for t in mtp if t.dtype == "F8_E4M3")
     experts = max(1, math.ceil((mtp_fp8_bytes - fixed_fp8) / expert_bytes))
-    mtp = sorted(mtp + _expert_tensors(f"model.layers.{MTP_LAYER}", experts), key=_by_name)
-    trunk = sorted(
-        _expert_tensors("model.layers.60", max(1, round(trunk_bytes / expert_bytes))), key=_by_name
-    )
+    mtp = sorted(mtp + _expert_tensors(layer, experts, hidden), key=_by_name)
+    trunk_experts = max(1, round(trunk_bytes / expert_bytes))
+    trunk = sorted(_expert_tensors("model.layers.60", trunk_experts, hidden), key=_by_name)
     half = len(mtp) // 2
     shards = [
         trunk[: len(trunk) // 2],
@@ -110,7 +125,7 @@ def generate_fp8_checkpoint(
     config = {
         "architectures": ["DeepseekV3ForCausalLM"],
         "model_type": "deepseek_v3",
-        "hidden_size": HIDDEN,
+        "hidden_size": hidden,
         "num_hidden_layers": MTP_LAYER,
         "num_nextn_predict_layers": 1,
         "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]},
