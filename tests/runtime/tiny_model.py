@@ -77,18 +77,18 @@ def vocabulary() -> tuple[list[str], list[int]]:
 def write_tiny_qwen35(
     path: Path,
     *,
-    with_mtp: bool = True,
+    mtp_blocks: int = 1,
     seed: int = 0,
     perturbation: float = 0.35,
     output_scale: float = 1.0,
     shape: TinyModelShape = TinyModelShape(),
 ) -> Path:
-    """Write a random qwen35 GGUF to ``path`` (with one nextn block unless ``with_mtp=False``)."""
+    """Write a random qwen35 GGUF to ``path`` with ``mtp_blocks`` nextn blocks (0 = none)."""
     rng = np.random.default_rng(seed)
     tokens, token_types = vocabulary()
     n_vocab = len(tokens)
     s = shape
-    n_blocks = s.n_trunk_layers + (1 if with_mtp else 0)
+    n_blocks = s.n_trunk_layers + mtp_blocks
     key_dim = s.ssm_state * s.ssm_groups
     value_dim = s.ssm_state * s.ssm_value_heads
     rope_dims = s.head_dim // 2
@@ -123,8 +123,8 @@ def write_tiny_qwen35(
     writer.add_ssm_state_size(s.ssm_state)
     writer.add_ssm_time_step_rank(s.ssm_value_heads)
     writer.add_ssm_group_count(s.ssm_groups)
-    if with_mtp:
-        writer.add_nextn_predict_layers(1)
+    if mtp_blocks:
+        writer.add_nextn_predict_layers(mtp_blocks)
 
     writer.add_tokenizer_model("gpt2")
     writer.add_tokenizer_pre("qwen2")
@@ -180,8 +180,7 @@ def write_tiny_qwen35(
             add_recurrent(bid)
         add_common(bid)
 
-    if with_mtp:
-        bid = s.n_trunk_layers
+    for bid in range(s.n_trunk_layers, n_blocks):
         add_attention(bid)
         add_common(bid)
         embedding_half = np.eye(s.n_embd, dtype=np.float32)

@@ -36,6 +36,9 @@ MTP_ARCHITECTURES = frozenset(
 )
 """Architectures whose MTP draft graph exists in the pinned llama.cpp (src/models/*.cpp)."""
 
+MULTI_BLOCK_MTP_ARCHITECTURES = frozenset({"glm5-next", "hy_v3", "mimo2", "step35"})
+"""Of those, the ones whose graph accepts more than one nextn block; the others abort on it."""
+
 
 @dataclass(frozen=True)
 class GgufSummary:
@@ -61,6 +64,12 @@ class GgufSummary:
                 f"{self.path.name} declares {self.nextn_layers} MTP layer(s) but the bundled "
                 f"llama.cpp has no MTP graph for architecture '{self.architecture}', so decoding "
                 "runs autoregressively"
+            )
+        if self.nextn_layers > 1 and self.architecture not in MULTI_BLOCK_MTP_ARCHITECTURES:
+            return (
+                f"{self.path.name} declares {self.nextn_layers} MTP blocks but the bundled "
+                f"llama.cpp runs '{self.architecture}' MTP with exactly one, so decoding runs "
+                "autoregressively"
             )
         return None
 

@@ -1,0 +1,97 @@
+"""Statistics definitions (runtime.md §2) and the Leviathan expected-speedup check."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.engine.runtime.stats import (
+    DecodeStats,
+    StatsRecorder,
+    alpha_for_tokens_per_cycle,
+    expected_speedup,
+    expected_tokens_per_cycle,
+)
+
+
+def _stats(**overrides: object) -> DecodeStats:
+    values: dict[str, object] = dict(
+        mode="lc",
+        depth=3,
+        prompt_tokens=20,
+        generated_tokens=100,
+        cycles=40,
+        drafted_by_depth=(40, 40, 40),
+        accepted_by_depth=(36, 30, 24),
+        prefill_seconds=0.5,
+        ttft_seconds=0.6,
+        elapsed_seconds=2.5,
+        draft_seconds=0.3,
+        draft_steps=120,
+        verify_seconds=1.0,
+        verify_calls=40,
+    )
+    values.update(overrides)
+    return DecodeStats(**values)  # type: ignore[arg-type]
+
+
+def test_leviathan_formula_values() -> None:
+    # α = 0.8, K = 3, c = 0.1: (1 − 0.8⁴) / (0.2 · 1.3) = 0.5904 / 0.26
+    assert expected_speedup(0.8, 3, 0.1) == pytest.approx(0.5904 / 0.26)
+    assert expected_tokens_per_cycle(1.0, 3) == 4.0
+    assert expected_tokens_per_cycle(0.0, 3) == 1.0
+
+
+def test_alpha_is_the_inverse_of_tokens_per_cycle() -> None:
+    for alpha in (0.1, 0.5, 0.77, 0.95):
+        tokens = expected_tokens_per_cycle(alpha, 3)
+        assert alpha_for_tokens_per_cycle(tokens, 3) == pytest.approx(alpha, abs=1e-9)
+
+
+def test_derived_figures() -> None:
+    stats = _stats()
+    assert stats.acceptance_by_depth == (0.9, 0.75, 0.6)
+    assert stats.mean_accepted_length == pytest.approx(90 / 40)
+    assert stats.tokens_per_cycle == pytest.approx(1 + 90 / 40)
+    assert stats.decode_seconds == pytest.approx(2.0)
+    assert stats.decode_tokens_per_second == pytest.approx(50.0)
+    assert stats.prefill_tokens_per_second == pytest.approx(40.0)
+    # c = (0.3 s / 120 steps) / (1.0 s / 40 verifies) = 0.0025 / 0.025
+    assert stats.draft_verify_cost_ratio == pytest.approx(0.1)
+    assert stats.expected_speedup == pytest.approx(stats.tokens_per_cycle / 1.3)
+
+
+def test_plain_decoding_has_no_cycle_figures() -> None:
+    stats = _stats(
+        mode="ar",
+        depth=0,
+        cycles=0,
+        drafted_by_depth=(),
+        accepted_by_depth=(),
+        draft_seconds=0.0,
+        draft_steps=0,
+        verify_seconds=0.0,
+        verify_calls=0,
+    )
+    assert stats.tokens_per_cycle == 0.0
+    assert stats.draft_verify_cost_ratio == 0.0
+    assert stats.expected_speedup == 1.0
+
+
+def test_recorder_counts_prefixes_by_depth() -> None:
+    recorder = StatsRecorder(mode="lc", depth=3)
+    recorder.record_cycle(drafted=3, accepted=0)
+    recorder.record_cycle(drafted=3, accepted=2)
+    recorder.record_cycle(drafted=3, accepted=3)
+    recorder.record_cycle(drafted=2, accepted=2)
+    snapshot = recorder.snapshot()
+    assert snapshot.drafted_by_depth == (4, 4, 3)
+    assert snapshot.accepted_by_depth == (3, 3, 1)
+    assert snapshot.cycles == 4
+
+
+def test_to_dict_carries_recorded_and_derived_figures() -> None:
+    data = _stats().to_dict()
+    assert data["accepted_by_depth"] == [36, 30, 24]
+    assert data["acceptance_by_depth"] == [0.9, 0.75, 0.6]
+    assert data["decode_tokens_per_second"] == pytest.approx(50.0)
+    assert data["expected_speedup"] > 1.0
