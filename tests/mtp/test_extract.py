@@ -217,3 +217,38 @@ def test_a_failed_extraction_keeps_the_previous_good_file(tmp_path: Path) -> Non
         extract_mtp(ShrinkingSource(checkpoint.folder), out)
     assert out.read_bytes() == good
     assert [p.name for p in out.parent.iterdir()] == ["mtp.safetensors"]
+
+
+def test_a_source_sending_extra_bytes_is_refused(tmp_path: Path) -> None:
+    checkpoint = build_deepseek_v3(tmp_path / "ckpt")
+
+    class Overflowing(LocalFolderSource):
+        def iter_bytes(self, path: str, start: int, length: int, chunk_size: int):
+            yield from super().iter_bytes(path, start, length, chunk_size)
+            yield b"\0" * 16
+
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    with pytest.raises(ExtractError, match="16 bytes more than asked"):
+        extract_mtp(Overflowing(checkpoint.folder), out_dir / "mtp.safetensors")
+    assert list(out_dir.iterdir()) == []
+
+
+def test_every_streamed_read_is_finished_not_left_open(
+    checkpoints: dict[str, SyntheticCheckpoint], tmp_path: Path
+) -> None:
+    """A Hub source holds an HTTP response per streamed read; it must be released promptly."""
+    checkpoint = checkpoints["deepseek-v3"]
+    opened: list[str] = []
+    finished: list[str] = []
+
+    class Tracking(LocalFolderSource):
+        def iter_bytes(self, path: str, start: int, length: int, chunk_size: int):
+            opened.append(path)
+            try:
+                yield from super().iter_bytes(path, start, length, chunk_size)
+            finally:
+                finished.append(path)
+
+    extract_mtp(Tracking(checkpoint.folder), tmp_path / "mtp.safetensors")
+    assert opened and finished == opened

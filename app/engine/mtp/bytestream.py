@@ -46,6 +46,25 @@ class ByteStream:
             self._current = self._next_chunk(count)
         self._current = self._current[count:]
 
+    def finish(self) -> None:
+        """Check that the stream held exactly the bytes taken, and let the source clean up.
+
+        Running the source's iterator to its end lets it release what it holds (a file, an HTTP
+        response) now rather than at garbage collection.
+        """
+        leftover = len(self._current) + sum(len(chunk) for chunk in self._chunks)
+        if leftover:
+            raise ExtractError(
+                f"{self._where}: the source returned {leftover} bytes more than asked for; "
+                "the source is faulty"
+            )
+
+    def close(self) -> None:
+        """Stop the source's iterator early (after an error), releasing what it holds."""
+        close = getattr(self._chunks, "close", None)
+        if close is not None:
+            close()
+
     def _next_chunk(self, wanted: int) -> memoryview:
         try:
             chunk = next(self._chunks)

@@ -170,9 +170,13 @@ def _stream_run(
         on_chunk=progress.advance,
     )
     position = run.start
-    for stored in run.tensors:
-        stream.skip(stored.start - position)
-        item = by_name[stored.name]
-        for piece in decode_tensor(item, scales.get(item.name), stream.take):
-            writer.write(piece)
-        position = stored.end
+    try:
+        for stored in run.tensors:
+            stream.skip(stored.start - position)
+            item = by_name[stored.name]
+            for piece in decode_tensor(item, scales.get(item.name), stream.take):
+                writer.write(piece)
+            position = stored.end
+        stream.finish()
+    finally:
+        stream.close()
