@@ -4,4 +4,12 @@ Each module exposes ``register(subparsers)`` which adds its subcommand(s) and se
 parser to a callable ``(args) -> int``. ``app.cli`` wires them in the order listed here.
 """
 
-COMMAND_MODULES: tuple[str, ...] = ("catalog", "publish", "scratch", "extract", "download", "bench")
+COMMAND_MODULES: tuple[str, ...] = (
+    "catalog",
+    "publish",
+    "scratch",
+    "extract",
+    "download",
+    "bench",
+    "chat",
+)

@@ -8,6 +8,8 @@ for a cancel (or shutdown) so a long generation stops promptly.
 
 from __future__ import annotations
 
+import signal
+import time
 import traceback
 from multiprocessing.connection import Connection
 
@@ -25,6 +27,41 @@ from app.engine.runtime.messages import (
     StartGeneration,
     WorkerFailure,
 )
+from app.engine.runtime.request import TokenChunk
+
+_CHUNK_INTERVAL_SECONDS = 0.02
+
+
+class _ChunkSender:
+    """Sends the first chunk at once, then at most one merged chunk per interval.
+
+    A small model commits thousands of tokens a second; one message per cycle would cost the
+    decoding loop more than the GUI can show. Merged chunks keep every token and the latest stats.
+    """
+
+    def __init__(self, connection: Connection, request_id: int) -> None:
+        self._connection = connection
+        self._request_id = request_id
+        self._pending: list[TokenChunk] = []
+        self._last_sent = 0.0
+
+    def add(self, chunk: TokenChunk) -> None:
+        self._pending.append(chunk)
+        now = time.perf_counter()
+        if now - self._last_sent >= _CHUNK_INTERVAL_SECONDS:
+            self.flush()
+            self._last_sent = now
+
+    def flush(self) -> None:
+        if not self._pending:
+            return
+        merged = TokenChunk(
+            token_ids=tuple(token for chunk in self._pending for token in chunk.token_ids),
+            text="".join(chunk.text for chunk in self._pending),
+            stats=self._pending[-1].stats,
+        )
+        self._pending = []
+        self._connection.send(ChunkMessage(self._request_id, merged))
 
 
 class _Worker:
@@ -83,15 +120,17 @@ class _Worker:
                     return True
             return False
 
-        result = generate(
-            self._backend,
-            message.request,
-            emit=lambda chunk: self._connection.send(ChunkMessage(request_id, chunk)),
-            cancelled=cancelled,
-        )
+        sender = _ChunkSender(self._connection, request_id)
+        result = generate(self._backend, message.request, emit=sender.add, cancelled=cancelled)
+        sender.flush()
         self._connection.send(GenerationFinished(request_id, result))
 
 
 def worker_main(connection: Connection) -> None:
-    """Entry point of the spawned worker process."""
+    """Entry point of the spawned worker process.
+
+    Ctrl-C in a terminal reaches the whole process group; the client turns it into a cancel, so
+    the worker itself ignores SIGINT instead of dying with a traceback.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _Worker(connection).serve()

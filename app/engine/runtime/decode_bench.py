@@ -1,0 +1,280 @@
+"""The decode benchmark: plain decoding vs MTP (LC) vs MTP (match), measured in one run.
+
+Speed claims are only meaningful side by side on the same prompts, machine and moment, so every
+mode runs over the same fixed prompt set, interleaved prompt by prompt (a background load then
+hits all modes alike), after one warm-up request. Per mode it aggregates the worker's
+:class:`DecodeStats` and derives: decode tok/s, TTFT, acceptance by depth, mean accepted length,
+the measured draft/verify cost ratio c, the speedup over plain decoding, and Leviathan's expected
+speedup for the measured α and c. A greedy pass first checks that MTP output is identical to
+plain decoding at every depth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.engine.errors import RuntimeBackendError
+from app.engine.runtime.acceptance import AcceptMode
+from app.engine.runtime.client import RuntimeClient
+from app.engine.runtime.prompting import ChatMessage
+from app.engine.runtime.request import GenerationRequest
+from app.engine.runtime.sampling import SamplerSettings
+from app.engine.runtime.stats import DecodeStats, alpha_for_tokens_per_cycle, expected_speedup
+
+PROMPTS: tuple[str, ...] = (
+    "Return the number of lines in a text file.",
+    "Return True if the string is a palindrome, ignoring case.",
+    "Split a path into its directory and file name.",
+    "Compute the greatest common divisor of two integers.",
+    "Read a JSON file and return the parsed object.",
+    "Return a sorted list of the unique words in a sentence.",
+)
+SPEEDUP_TO_EXPECTED_TARGET = 0.9
+GREEDY_CHECK_TOKENS = 64
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ModeFigures:
+    """Aggregated figures of one decoding mode over every prompt and repeat."""
+
+    label: str
+    mode: str
+    depth: int
+    requests: int
+    generated_tokens: int
+    decode_seconds: float
+    mean_ttft_seconds: float
+    acceptance_by_depth: tuple[float, ...]
+    mean_accepted_length: float
+    tokens_per_cycle: float
+    cost_ratio: float
+    verify_seconds_per_call: float
+    alpha: float
+    expected_speedup: float
+    speedup: float
+
+    @property
+    def decode_tokens_per_second(self) -> float:
+        return self.generated_tokens / self.decode_seconds if self.decode_seconds > 0 else 0.0
+
+    @property
+    def speedup_to_expected(self) -> float:
+        return self.speedup / self.expected_speedup if self.expected_speedup > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class DecodeBenchmark:
+    model: str
+    temperature: float
+    max_tokens: int
+    prompts: int
+    repeats: int
+    greedy_identical: dict[int, bool]
+    ar_seconds_per_token: float
+    rows: tuple[ModeFigures, ...]
+
+    def row(self, mode: str, depth: int) -> ModeFigures:
+        return next(r for r in self.rows if r.mode == mode and r.depth == depth)
+
+    @property
+    def depths(self) -> tuple[int, ...]:
+        return tuple(sorted({r.depth for r in self.rows if r.depth > 0}))
+
+    @property
+    def best_depth(self) -> int:
+        return max(self.depths, key=lambda depth: self.row("lc", depth).speedup)
+
+    @property
+    def checks(self) -> dict[str, bool]:
+        best = self.row("lc", self.best_depth)
+        checks = {"greedy MTP identical to plain decoding": all(self.greedy_identical.values())}
+        for depth in self.depths:
+            checks[f"LC accepts ≥ match at depth {depth}"] = (
+                self.row("lc", depth).mean_accepted_length
+                >= self.row("match", depth).mean_accepted_length
+            )
+        checks[f"speedup ≥ {SPEEDUP_TO_EXPECTED_TARGET} × Leviathan expected at best depth"] = (
+            best.speedup_to_expected >= SPEEDUP_TO_EXPECTED_TARGET
+        )
+        checks["speedup > 1.0× at best depth"] = best.speedup > 1.0
+        return checks
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "prompts": self.prompts,
+            "repeats": self.repeats,
+            "greedy_identical": {str(k): v for k, v in self.greedy_identical.items()},
+            "ar_seconds_per_token": self.ar_seconds_per_token,
+            "best_depth": self.best_depth,
+            "checks": self.checks,
+            "modes": [
+                {
+                    **{k: v for k, v in row.__dict__.items() if k != "acceptance_by_depth"},
+                    "acceptance_by_depth": list(row.acceptance_by_depth),
+                    "decode_tokens_per_second": row.decode_tokens_per_second,
+                    "speedup_to_expected": row.speedup_to_expected,
+                }
+                for row in self.rows
+            ],
+        }
+
+
+@dataclass
+class _Totals:
+    """Sums of the per-request statistics of one mode."""
+
+    requests: int = 0
+    generated: int = 0
+    decode_seconds: float = 0.0
+    ttft_seconds: float = 0.0
+    cycles: int = 0
+    drafted: list[int] = field(default_factory=list)
+    accepted: list[int] = field(default_factory=list)
+    draft_seconds: float = 0.0
+    draft_steps: int = 0
+    verify_seconds: float = 0.0
+    verify_calls: int = 0
+
+    def add(self, stats: DecodeStats) -> None:
+        self.requests += 1
+        self.generated += stats.generated_tokens
+        self.decode_seconds += stats.decode_seconds
+        self.ttft_seconds += stats.ttft_seconds
+        self.cycles += stats.cycles
+        if not self.drafted:
+            self.drafted = [0] * stats.depth
+            self.accepted = [0] * stats.depth
+        for depth in range(stats.depth):
+            self.drafted[depth] += stats.drafted_by_depth[depth]
+            self.accepted[depth] += stats.accepted_by_depth[depth]
+        self.draft_seconds += stats.draft_seconds
+        self.draft_steps += stats.draft_steps
+        self.verify_seconds += stats.verify_seconds
+        self.verify_calls += stats.verify_calls
+
+    def figures(self, label: str, mode: str, depth: int, ar_rate: float) -> ModeFigures:
+        rate = self.generated / self.decode_seconds if self.decode_seconds > 0 else 0.0
+        mean_accepted = sum(self.accepted) / self.cycles if self.cycles else 0.0
+        tokens_per_cycle = mean_accepted + 1.0 if self.cycles else 0.0
+        verify_per_call = self.verify_seconds / self.verify_calls if self.verify_calls else 0.0
+        cost_ratio = (
+            (self.draft_seconds / self.draft_steps) / verify_per_call
+            if self.draft_steps and verify_per_call > 0
+            else 0.0
+        )
+        alpha = alpha_for_tokens_per_cycle(tokens_per_cycle, depth)
+        return ModeFigures(
+            label=label,
+            mode=mode,
+            depth=depth,
+            requests=self.requests,
+            generated_tokens=self.generated,
+            decode_seconds=self.decode_seconds,
+            mean_ttft_seconds=self.ttft_seconds / self.requests if self.requests else 0.0,
+            acceptance_by_depth=tuple(
+                a / d if d else 0.0 for a, d in zip(self.accepted, self.drafted, strict=True)
+            ),
+            mean_accepted_length=mean_accepted,
+            tokens_per_cycle=tokens_per_cycle,
+            cost_ratio=cost_ratio,
+            verify_seconds_per_call=verify_per_call,
+            alpha=alpha,
+            expected_speedup=expected_speedup(alpha, depth, cost_ratio) if depth else 1.0,
+            speedup=rate / ar_rate if ar_rate > 0 else 0.0,
+        )
+
+
+def _request(
+    prompt: str, depth: int, accept: AcceptMode, sampler: SamplerSettings, tokens: int
+) -> GenerationRequest:
+    return GenerationRequest(
+        messages=(ChatMessage("user", prompt),),
+        max_tokens=tokens,
+        sampler=sampler,
+        mtp_depth=depth,
+        accept=accept,
+    )
+
+
+def _greedy_check(
+    client: RuntimeClient, prompts: Sequence[str], depths: Sequence[int]
+) -> dict[int, bool]:
+    greedy = SamplerSettings(temperature=0.0)
+    plain = [
+        client.generate(_request(p, 0, AcceptMode.LEVIATHAN_CHEN, greedy, GREEDY_CHECK_TOKENS))
+        for p in prompts
+    ]
+    identical = {}
+    for depth in depths:
+        identical[depth] = all(
+            client.generate(
+                _request(p, depth, AcceptMode.LEVIATHAN_CHEN, greedy, GREEDY_CHECK_TOKENS)
+            ).token_ids
+            == reference.token_ids
+            for p, reference in zip(prompts, plain, strict=True)
+        )
+    return identical
+
+
+def run_decode_benchmark(
+    client: RuntimeClient,
+    *,
+    depths: Sequence[int],
+    temperature: float,
+    max_tokens: int,
+    repeats: int = 1,
+    prompts: Sequence[str] = PROMPTS,
+    seed: int = 0,
+    progress: Progress = lambda _message: None,
+) -> DecodeBenchmark:
+    """Measure every mode on ``client``'s model; the model must have a usable MTP head."""
+    info = client.load()
+    if not info.mtp_available:
+        raise RuntimeBackendError(
+            f"bench decode compares MTP with plain decoding, but {info.mtp_unavailable_reason}"
+        )
+    progress("greedy check: MTP output vs plain decoding")
+    greedy_identical = _greedy_check(client, prompts, depths)
+
+    modes: list[tuple[str, str, int, AcceptMode]] = [("plain (AR)", "ar", 0, AcceptMode.MATCH)]
+    for depth in depths:
+        modes.append((f"MTP LC K={depth}", "lc", depth, AcceptMode.LEVIATHAN_CHEN))
+        modes.append((f"MTP match K={depth}", "match", depth, AcceptMode.MATCH))
+    totals = {(mode, depth): _Totals() for _label, mode, depth, _accept in modes}
+
+    progress("warm-up")
+    warm_sampler = SamplerSettings(temperature=temperature, seed=seed)
+    client.generate(
+        _request(prompts[0], max(depths), AcceptMode.LEVIATHAN_CHEN, warm_sampler, max_tokens)
+    )
+    for repeat in range(repeats):
+        for index, prompt in enumerate(prompts):
+            progress(f"repeat {repeat + 1}/{repeats}, prompt {index + 1}/{len(prompts)}")
+            sampler = SamplerSettings(temperature=temperature, seed=seed + 1000 * repeat + index)
+            for _label, mode, depth, accept in modes:
+                result = client.generate(_request(prompt, depth, accept, sampler, max_tokens))
+                totals[(mode, depth)].add(result.stats)
+
+    ar = totals[("ar", 0)]
+    ar_rate = ar.generated / ar.decode_seconds if ar.decode_seconds > 0 else 0.0
+    rows = tuple(
+        totals[(mode, depth)].figures(label, mode, depth, ar_rate)
+        for label, mode, depth, _accept in modes
+    )
+    return DecodeBenchmark(
+        model=str(info.path),
+        temperature=temperature,
+        max_tokens=max_tokens,
+        prompts=len(prompts),
+        repeats=repeats,
+        greedy_identical=greedy_identical,
+        ar_seconds_per_token=1.0 / ar_rate if ar_rate > 0 else 0.0,
+        rows=rows,
+    )

@@ -1,0 +1,26 @@
+"""Where the bundled demo MTP model lives, so chat and benchmarks work with no ``--model``.
+
+The project trains its own small Qwen3.5-architecture model with an MTP head
+(``tools/train_demo_model.py``) and ships its GGUF in ``resources/models/``, which sits beside the
+``app`` package both in the source tree and in an installed wheel.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app.engine.errors import RuntimeBackendError
+
+DEMO_MODEL_FILENAME = "demo-mtp.gguf"
+MODELS_DIR = Path(__file__).resolve().parents[3] / "resources" / "models"
+
+
+def demo_model_path(models_dir: Path = MODELS_DIR) -> Path:
+    """The bundled demo GGUF; a clear error when the installation lacks it."""
+    path = models_dir / DEMO_MODEL_FILENAME
+    if not path.is_file():
+        raise RuntimeBackendError(
+            f"the bundled demo model {path} is missing; pass --model PATH to a .gguf model, or "
+            "rebuild it with tools/train_demo_model.py"
+        )
+    return path
