@@ -113,6 +113,7 @@ class LlamaCppBackend(DecodeBackend):
         self._head_queue_tokens: list[int] = []
         self._head_queue_hidden: list[np.ndarray] = []
         self._verified: tuple[int, Sequence[int], np.ndarray, np.ndarray] | None = None
+        self._warm_up()
 
     # --- loading ----------------------------------------------------------------------------
 
@@ -161,6 +162,13 @@ class LlamaCppBackend(DecodeBackend):
                 f"{context} tokens ({llama_cpp_log.take_recent()}); try a smaller --ctx"
             )
         return ctx
+
+    def _warm_up(self) -> None:
+        """Run one row through each context so first-use allocations don't land in a TTFT."""
+        self.prefill([0], with_mtp=self._draft_ctx is not None)
+        if self._draft_ctx is not None:
+            self.draft(0, 1, lambda _index, _logits: 0)
+        self.reset()
 
     def close(self) -> None:
         for ctx in (self._draft_ctx, self._target):
