@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -116,6 +117,9 @@ def report_text(result: ExtractBenchmark) -> str:
             ),
             f"extraction / floor: {result.ratio:.2f}x (target <= {RATIO_TARGET:g}x) "
             f"{_verdict(result.ratio <= RATIO_TARGET)}",
+            f"CPU time: floor {result.floor_cpu_seconds:.2f} s, extraction "
+            f"{result.extract_cpu_seconds:.2f} s over {os.cpu_count()} cores "
+            f"(load average {os.getloadavg()[0]:.1f}; wall times depend on free cores)",
             f"peak RSS: {format_bytes(result.extract_rss)}, interpreter baseline "
             f"{format_bytes(result.baseline_rss)}: +{format_bytes(rss)} "
             f"(target <= {format_bytes(RSS_TARGET_BYTES)}) {_verdict(rss <= RSS_TARGET_BYTES)}",

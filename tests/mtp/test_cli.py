@@ -96,6 +96,7 @@ def test_bench_extract_runs_end_to_end_and_cleans_up(tmp_path: Path) -> None:
     assert figures["bytes_needed"] <= figures["bytes_read"] <= 1.05 * figures["bytes_needed"]
     assert figures["read_ok"] is True
     assert figures["floor_seconds"] > 0 and figures["extract_seconds"] > 0
+    assert figures["floor_cpu_seconds"] > 0 and figures["extract_cpu_seconds"] > 0
     assert figures["ratio"] == pytest.approx(figures["extract_seconds"] / figures["floor_seconds"])
     assert 0 < figures["baseline_rss"] < figures["extract_rss"]
     assert figures["rss_above_baseline"] < 300_000_000

@@ -51,9 +51,12 @@ class ExtractBenchmark:
     bytes_written: int
     floor_read_seconds: float
     floor_write_seconds: float
+    floor_cpu_seconds: float
     hash_seconds: float
     extract_seconds: float
     """Inside the child, from detection to the renamed file (interpreter start-up excluded)."""
+    extract_cpu_seconds: float
+    """User + system CPU of the extraction child, less that of the baseline child (start-up)."""
     baseline_rss: int
     extract_rss: int
 
@@ -84,8 +87,10 @@ class ExtractBenchmark:
             "floor_read_seconds": self.floor_read_seconds,
             "floor_write_seconds": self.floor_write_seconds,
             "floor_seconds": self.floor_seconds,
+            "floor_cpu_seconds": self.floor_cpu_seconds,
             "hash_seconds": self.hash_seconds,
             "extract_seconds": self.extract_seconds,
+            "extract_cpu_seconds": self.extract_cpu_seconds,
             "extract_read_gbps": self.bytes_read / self.extract_seconds / 1e9,
             "extract_write_gbps": self.bytes_written / self.extract_seconds / 1e9,
             "ratio": self.ratio,
@@ -118,7 +123,7 @@ def run_extract_benchmark(
         ctx.stage("sync", "flushing the generated checkpoint so writeback does not skew timings")
         os.sync()
         ctx.stage("baseline", "interpreter baseline RSS")
-        baseline_rss, _ = _run_child([sys.executable, "-c", "import app.cli, app.engine.mtp"], ctx)
+        baseline = _run_child([sys.executable, "-c", "import app.cli, app.engine.mtp"], ctx)
         best: dict[str, float] = {}
         extraction: dict[str, int] = {}
         extract_rss = 0
@@ -127,10 +132,15 @@ def run_extract_benchmark(
             for key, seconds in _measure_floor(folder, info, out).items():
                 best[key] = min(best.get(key, seconds), seconds)
             ctx.stage("extract", f"round {round_number}/{rounds}")
-            ctx.check_cancelled()
-            extraction, rss = _run_extraction(folder, out, ctx)
-            extract_rss = max(extract_rss, rss)
-            best["extract"] = min(best.get("extract", extraction["seconds"]), extraction["seconds"])
+            command = [sys.executable, "-m", "app", "extract", "--source", str(folder)]
+            child = _run_child([*command, "--out", str(out), "--json"], ctx)
+            extraction = json.loads(child.stdout)
+            extract_rss = max(extract_rss, child.peak_rss)
+            for key, seconds in (
+                ("extract", extraction["seconds"]),
+                ("extract_cpu", child.cpu_seconds - baseline.cpu_seconds),
+            ):
+                best[key] = min(best.get(key, seconds), seconds)
             out.unlink()
         return ExtractBenchmark(
             checkpoint_bytes=info.total_bytes,
@@ -141,9 +151,11 @@ def run_extract_benchmark(
             bytes_written=int(extraction["bytes_written"]),
             floor_read_seconds=best["read"],
             floor_write_seconds=best["write"],
+            floor_cpu_seconds=best["cpu"],
             hash_seconds=best["hash"],
             extract_seconds=best["extract"],
-            baseline_rss=baseline_rss,
+            extract_cpu_seconds=best["extract_cpu"],
+            baseline_rss=baseline.peak_rss,
             extract_rss=extract_rss,
         )
 
@@ -166,6 +178,7 @@ def _measure_floor(folder: Path, info: SyntheticCheckpointInfo, out: Path) -> di
     buffer = bytearray(os.urandom(_BUFFER))
     view = memoryview(buffer)
     _read_runs(folder, runs, view)  # warm the page cache
+    cpu_started = time.process_time()
     started = time.perf_counter()
     _read_runs(folder, runs, view)
     read_seconds = time.perf_counter() - started
@@ -179,6 +192,7 @@ def _measure_floor(folder: Path, info: SyntheticCheckpointInfo, out: Path) -> di
     finally:
         os.close(descriptor)
     write_seconds = time.perf_counter() - started
+    cpu_seconds = time.process_time() - cpu_started
     out.unlink()
 
     digest = hashlib.sha256()
@@ -187,7 +201,7 @@ def _measure_floor(folder: Path, info: SyntheticCheckpointInfo, out: Path) -> di
         digest.update(view)
     digest.update(view[: info.output_bytes % _BUFFER])
     hash_seconds = time.perf_counter() - started
-    return {"read": read_seconds, "write": write_seconds, "hash": hash_seconds}
+    return {"read": read_seconds, "write": write_seconds, "cpu": cpu_seconds, "hash": hash_seconds}
 
 
 def _read_runs(folder: Path, runs: Sequence[ReadRun], view: memoryview) -> None:
@@ -199,25 +213,28 @@ def _read_runs(folder: Path, runs: Sequence[ReadRun], view: memoryview) -> None:
                 remaining -= handle.readinto(view[: min(remaining, len(view))])
 
 
-def _run_extraction(folder: Path, out: Path, ctx: JobContext) -> tuple[dict[str, int], int]:
-    command = [sys.executable, "-m", "app", "extract", "--source", str(folder), "--out", str(out)]
-    rss, stdout = _run_child([*command, "--json"], ctx)
-    return json.loads(stdout), rss
+@dataclass(frozen=True)
+class _ChildRun:
+    peak_rss: int
+    cpu_seconds: float
+    stdout: str
 
 
 _LAUNCHER = """
-import resource, subprocess, sys
+import json, resource, subprocess, sys
 code = subprocess.call(sys.argv[2:])
-peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-open(sys.argv[1], "w").write(str(peak * (1 if sys.platform == "darwin" else 1024)))
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+peak = usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+cpu = usage.ru_utime + usage.ru_stime
+open(sys.argv[1], "w").write(json.dumps({"peak_rss": peak, "cpu_seconds": cpu}))
 sys.exit(code)
 """
-"""Runs a command and records its peak RSS. A child's ru_maxrss counts the memory of the process
-that forked it, so the fork must come from this small interpreter, not from the benchmark."""
+"""Runs a command and records its peak RSS and CPU time. A child's ru_maxrss counts the memory of
+the process that forked it, so the fork must come from this small interpreter, not the benchmark."""
 
 
-def _run_child(command: list[str], ctx: JobContext) -> tuple[int, str]:
-    """Run ``command`` to completion: its own peak RSS in bytes, and its stdout."""
+def _run_child(command: list[str], ctx: JobContext) -> _ChildRun:
+    """Run ``command`` to completion; a cancelled job kills it."""
     environment = dict(os.environ)
     package_root = str(Path(__file__).resolve().parents[3])
     environment["PYTHONPATH"] = os.pathsep.join(
@@ -225,10 +242,10 @@ def _run_child(command: list[str], ctx: JobContext) -> tuple[int, str]:
     )
     with tempfile.TemporaryDirectory() as captured:
         stdout_path, stderr_path = Path(captured) / "out", Path(captured) / "err"
-        rss_path = Path(captured) / "rss"
+        usage_path = Path(captured) / "usage"
         with stdout_path.open("wb") as stdout, stderr_path.open("wb") as stderr:
             process = subprocess.Popen(
-                [sys.executable, "-c", _LAUNCHER, str(rss_path), *command],
+                [sys.executable, "-c", _LAUNCHER, str(usage_path), *command],
                 stdout=stdout,
                 stderr=stderr,
                 env=environment,
@@ -244,4 +261,5 @@ def _run_child(command: list[str], ctx: JobContext) -> tuple[int, str]:
                 f"benchmark step {' '.join(command[1:4])} failed (exit {process.returncode}): "
                 f"{stderr_path.read_text(errors='replace').strip()[-2000:]}"
             )
-        return int(rss_path.read_text()), stdout_path.read_text()
+        usage = json.loads(usage_path.read_text())
+        return _ChildRun(usage["peak_rss"], usage["cpu_seconds"], stdout_path.read_text())
