@@ -19,7 +19,7 @@ from app.engine.runtime.backends import BACKEND_CHOICES
 from app.engine.runtime.client import GenerationStream, RuntimeClient
 from app.engine.runtime.demo_model import demo_model_path
 from app.engine.runtime.prompting import ChatMessage
-from app.engine.runtime.request import GenerationRequest, GenerationResult
+from app.engine.runtime.request import GenerationRequest, GenerationResult, check_mtp_depth
 from app.engine.runtime.sampling import SamplerSettings
 from app.engine.runtime.stats import DecodeStats
 
@@ -67,6 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_mtp_depth(args.mtp_depth)
     model = args.model if args.model is not None else demo_model_path()
     settings = LoadSettings(
         context_length=args.ctx,

@@ -18,6 +18,15 @@ from app.engine.runtime.stats import DecodeStats
 MAX_DRAFT_DEPTH = 8
 
 
+def check_mtp_depth(depth: int) -> None:
+    """Raise a clear error unless 0 ≤ ``depth`` ≤ :data:`MAX_DRAFT_DEPTH`."""
+    if not 0 <= depth <= MAX_DRAFT_DEPTH:
+        raise RuntimeBackendError(
+            f"MTP depth {depth} is invalid: use 0 (plain decoding) to {MAX_DRAFT_DEPTH}; "
+            "2–3 is usually fastest"
+        )
+
+
 @dataclass(frozen=True)
 class GenerationRequest:
     """Chat ``messages`` (rendered with the model's template) or a raw ``prompt``, not both.
@@ -38,11 +47,7 @@ class GenerationRequest:
             raise RuntimeBackendError("a request needs either chat messages or a raw prompt")
         if self.max_tokens < 1:
             raise RuntimeBackendError(f"max tokens {self.max_tokens} is invalid: use 1 or more")
-        if not 0 <= self.mtp_depth <= MAX_DRAFT_DEPTH:
-            raise RuntimeBackendError(
-                f"MTP depth {self.mtp_depth} is invalid: use 0 (plain decoding) to "
-                f"{MAX_DRAFT_DEPTH}; 2–3 is usually fastest"
-            )
+        check_mtp_depth(self.mtp_depth)
 
 
 @dataclass(frozen=True)

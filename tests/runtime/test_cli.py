@@ -1,0 +1,152 @@
+"""``mtp-studio chat`` and ``mtp-studio bench decode`` as a user runs them."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+from app.engine.errors import RuntimeBackendError
+from app.engine.runtime.demo_model import DEMO_MODEL_FILENAME, demo_model_path
+from app.engine.runtime.generation import generate
+from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
+from app.engine.runtime.prompting import ChatMessage
+from app.engine.runtime.request import GenerationRequest
+from app.engine.runtime.sampling import SamplerSettings
+
+
+def _chat(model: Path, *extra: str) -> list[str]:
+    return ["chat", "--model", str(model), "--threads", "2", "--ctx", "1024", *extra]
+
+
+def test_chat_json_prints_text_token_ids_and_statistics(
+    tiny_models: dict[str, Path], backend: LlamaCppBackend, capsys: pytest.CaptureFixture
+) -> None:
+    args = _chat(tiny_models["mtp"], "--prompt", "Hello", "--temp", "0", "--max-tokens", "12")
+    assert main([*args, "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["model"] == str(tiny_models["mtp"])
+    assert answer["stats"]["mode"] == "lc" and answer["stats"]["depth"] == 3
+    assert len(answer["stats"]["acceptance_by_depth"]) == 3
+    expected = generate(
+        backend,
+        GenerationRequest(
+            messages=(ChatMessage("user", "Hello"),),
+            max_tokens=12,
+            sampler=SamplerSettings(temperature=0.0),
+        ),
+        emit=lambda _c: None,
+        cancelled=lambda: False,
+    )
+    assert answer["token_ids"] == list(expected.token_ids)
+    assert answer["text"] == expected.text
+
+
+def test_chat_streams_the_answer_and_reports_statistics(
+    tiny_models: dict[str, Path], capsys: pytest.CaptureFixture
+) -> None:
+    args = _chat(tiny_models["mtp"], "--prompt", "Hi", "--max-tokens", "10", "--mtp-depth", "2")
+    assert main([*args, "--seed", "7", "--accept", "match"]) == 0
+    captured = capsys.readouterr()
+    assert "tiny-mtp.gguf · qwen35 · llama.cpp · MTP head: 1 layer(s), depth 2, match" in (
+        captured.err
+    )
+    assert "tokens (" in captured.err and "acceptance by depth" in captured.err
+    assert captured.out.endswith("\n")
+
+
+def test_chat_on_a_model_without_mtp_says_it_decodes_plainly(
+    tiny_models: dict[str, Path], capsys: pytest.CaptureFixture
+) -> None:
+    assert main(_chat(tiny_models["no_mtp"], "--prompt", "Hi", "--max-tokens", "4")) == 0
+    assert "note: tiny-no-mtp.gguf has no MTP block" in capsys.readouterr().err
+
+
+def test_interactive_chat_keeps_the_conversation(
+    tiny_models: dict[str, Path], capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("first\nsecond\n/reset\nthird\n/exit\n"))
+    args = _chat(tiny_models["mtp"], "--max-tokens", "3", "--json", "--temp", "0")
+    assert main(args) == 0
+    answers = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    prompt_lengths = [answer["prompt_tokens"] for answer in answers]
+    assert len(answers) == 3
+    assert prompt_lengths[1] > prompt_lengths[0] + 3  # the second turn carries the first
+    assert prompt_lengths[2] < prompt_lengths[1]  # /reset forgot it
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--model", "/nonexistent/model.gguf"], "model file not found: /nonexistent/model.gguf"),
+        (["--backend", "mlx"], "the MLX backend is not available yet"),
+        (["--mtp-depth", "9"], "MTP depth 9 is invalid"),
+        (["--top-p", "0"], "top-p 0.0 is invalid"),
+    ],
+)
+def test_chat_errors_are_one_clear_line_and_exit_2(
+    tiny_models: dict[str, Path],
+    capsys: pytest.CaptureFixture,
+    extra: list[str],
+    message: str,
+) -> None:
+    args = ["chat", "--model", str(tiny_models["mtp"]), "--prompt", "x", *extra]
+    assert main(args) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("mtp-studio: error: ") and message in error
+    assert error.count("\n") == 1
+
+
+def test_the_demo_model_is_found_or_clearly_missing(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeBackendError, match=r"demo-mtp\.gguf is missing; pass --model"):
+        demo_model_path(tmp_path)
+    (tmp_path / DEMO_MODEL_FILENAME).write_bytes(b"GGUF")
+    assert demo_model_path(tmp_path) == tmp_path / DEMO_MODEL_FILENAME
+
+
+def test_bench_decode_compares_every_mode_in_one_run(
+    tiny_models: dict[str, Path], capsys: pytest.CaptureFixture
+) -> None:
+    args = ["bench", "decode", "--model", str(tiny_models["mtp"]), "--depths", "1,2"]
+    assert main([*args, "--max-tokens", "16", "--repeats", "1", "--threads", "2", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    labels = [mode["label"] for mode in report["modes"]]
+    assert labels == [
+        "plain (AR)",
+        "MTP LC K=1",
+        "MTP match K=1",
+        "MTP LC K=2",
+        "MTP match K=2",
+    ]
+    assert report["greedy_identical"] == {"1": True, "2": True}
+    assert report["checks"]["greedy MTP identical to plain decoding"] is True
+    for mode in report["modes"]:
+        assert mode["requests"] == 6 and mode["generated_tokens"] > 0
+        assert mode["decode_tokens_per_second"] > 0
+        if mode["depth"]:
+            assert len(mode["acceptance_by_depth"]) == mode["depth"]
+            assert mode["cost_ratio"] > 0 and mode["expected_speedup"] > 0
+            assert 1.0 <= mode["tokens_per_cycle"] <= mode["depth"] + 1
+
+
+def test_bench_decode_prints_the_table_and_targets(
+    tiny_models: dict[str, Path], capsys: pytest.CaptureFixture
+) -> None:
+    args = ["bench", "decode", "--model", str(tiny_models["mtp"]), "--depths", "2"]
+    assert main([*args, "--max-tokens", "8", "--repeats", "1", "--threads", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "plain (AR)" in out and "MTP LC K=2" in out and "MTP match K=2" in out
+    assert "targets (best depth K=2):" in out
+    assert "greedy MTP identical to plain decoding" in out
+
+
+def test_bench_decode_needs_an_mtp_head(
+    tiny_models: dict[str, Path], capsys: pytest.CaptureFixture
+) -> None:
+    assert main(["bench", "decode", "--model", str(tiny_models["no_mtp"])]) == 2
+    assert "bench decode compares MTP with plain decoding" in capsys.readouterr().err
+    assert main(["bench", "decode", "--model", str(tiny_models["mtp"]), "--depths", "0,x"]) == 2
+    assert "--depths '0,x' is invalid" in capsys.readouterr().err
