@@ -76,6 +76,24 @@ def test_a_worker_dying_mid_stream_is_a_clear_error_and_the_next_request_works(
     assert client.worker_pid not in (None, first_pid)
 
 
+def test_a_stuck_worker_is_stopped_after_the_cancel_grace_period(
+    tiny_models: dict[str, Path],
+) -> None:
+    with RuntimeClient(tiny_models["mtp"], settings=SETTINGS, cancel_grace_seconds=0.5) as client:
+        stream = client.start(LONG)
+        stuck_pid = client.worker_pid
+        assert stuck_pid is not None
+        for _chunk in stream:
+            os.kill(stuck_pid, signal.SIGSTOP)  # stands in for a native call that never returns
+            stream.cancel()
+        result = stream.result
+        assert result is not None and result.finish_reason == "cancelled"
+        assert result.note is not None and "did not stop in time" in result.note
+        assert len(result.token_ids) > 0
+        after = client.generate(GenerationRequest(prompt="Fresh worker", max_tokens=3))
+        assert len(after.token_ids) == 3 and client.worker_pid != stuck_pid
+
+
 def test_a_second_generation_while_one_runs_is_refused(client: RuntimeClient) -> None:
     stream = client.start(LONG)
     with pytest.raises(RuntimeBackendError, match="already running"):

@@ -184,12 +184,10 @@ class RuntimeClient:
         )
 
     def _stop_worker(self) -> None:
+        """Kill the worker if it still runs (it holds nothing that needs a graceful exit)."""
         if self._process is not None and self._process.is_alive():
-            self._process.terminate()
-            self._process.join(_SHUTDOWN_SECONDS)
-            if self._process.is_alive():
-                self._process.kill()
-                self._process.join()
+            self._process.kill()
+            self._process.join()
         if self._connection is not None:
             self._connection.close()
         self._process, self._connection, self._info = None, None, None

@@ -10,7 +10,11 @@ functions in ``llama_cpp.llama_cpp_ext`` directly, as runtime.md §4 lays out:
   trunk can be rolled back by up to the maximum draft depth;
 - the draft context (``LLAMA_CONTEXT_TYPE_MTP``, ``ctx_other`` = target) runs the nextn block;
   its row at position p carries token x_p and the trunk's hidden state h_{p−1};
-- the target exports the hidden state of every row, the draft only of rows with outputs.
+- both contexts export the hidden state of every row (``llama_set_embeddings_nextn(ctx, True,
+  False)``). runtime.md proposes ``masked=True`` for the draft, but in this llama.cpp the MTP
+  graph's masked export copies the *first* n_outputs rows of the batch, which is the wrong row
+  as soon as a batch carries queued rows before the drafting row (measured: depth-2 acceptance
+  collapsed to ~2%); unmasked export has the right row at its batch index.
 
 The head's cache is kept one step behind to save a decode per cycle: rows for tokens committed
 by a verify are queued and decoded together with the next cycle's first draft row.
