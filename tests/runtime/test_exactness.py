@@ -103,3 +103,40 @@ def test_rollback_leaves_the_state_of_a_fresh_run(backend: LlamaCppBackend) -> N
     wrong_difference = float(np.max(np.abs(after_cycles - wrong)))
     print(f"rollback control: one extra token gives max |Δlogit| = {wrong_difference:.3g}")
     assert wrong_difference > 100 * max(difference, 1e-5)
+
+
+def test_the_mtp_heads_state_after_cycles_matches_a_fresh_prefill(
+    backend: LlamaCppBackend,
+) -> None:
+    """The head's cache and pending hidden state are rebuilt right after every rollback.
+
+    Greedy exactness cannot see a wrong head input (it only lowers acceptance), so the draft
+    logits after sampled cycles are compared with those of a fresh prefill of the same tokens.
+    """
+    prompt = backend.tokenize("Head cache bookkeeping", parse_special=False)
+    committed, accepted = _committed_after_cycles(backend, prompt, cycles=10, seed=3)
+    assert set(accepted) & {1, 2}
+
+    def first_draft_logits() -> np.ndarray:
+        return backend.draft(committed[-1], 3, lambda _i, logits: greedy_token(logits)).logits
+
+    after_cycles = first_draft_logits()
+    backend.reset()
+    backend.prefill(prompt + committed[:-1], with_mtp=True)
+    fresh = first_draft_logits()
+    difference = float(np.max(np.abs(after_cycles - fresh)))
+    print(f"MTP head: max |Δq logit| vs a fresh prefill = {difference:.3g}")
+    assert difference < 1e-2
+
+    # The bound has power: feeding the head the previous position's hidden state (an
+    # off-by-one in the bookkeeping) differs far beyond it. Reaching into the backend is only
+    # for building that wrong state.
+    backend.reset()
+    backend.prefill(prompt + committed[:-2], with_mtp=True)
+    previous_hidden = backend._hidden_last.copy()
+    backend.reset()
+    backend.prefill(prompt + committed[:-1], with_mtp=True)
+    backend._hidden_last = previous_hidden
+    wrong_difference = float(np.max(np.abs(after_cycles - first_draft_logits())))
+    print(f"MTP head control: the previous hidden state gives {wrong_difference:.3g}")
+    assert wrong_difference > 100 * max(difference, 1e-5)

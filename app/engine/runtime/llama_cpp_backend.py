@@ -13,8 +13,9 @@ functions in ``llama_cpp.llama_cpp_ext`` directly, as runtime.md §4 lays out:
 - both contexts export the hidden state of every row (``llama_set_embeddings_nextn(ctx, True,
   False)``). runtime.md proposes ``masked=True`` for the draft, but in this llama.cpp the MTP
   graph's masked export copies the *first* n_outputs rows of the batch, which is the wrong row
-  as soon as a batch carries queued rows before the drafting row (measured: depth-2 acceptance
-  collapsed to ~2%); unmasked export has the right row at its batch index.
+  as soon as a batch carries queued rows before the drafting row (checked: for a 3-row batch
+  whose last row is the output, the masked export holds row 0's state); unmasked export has
+  every row at its batch index.
 
 The head's cache is kept one step behind to save a decode per cycle: rows for tokens committed
 by a verify are queued and decoded together with the next cycle's first draft row.
