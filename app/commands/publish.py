@@ -8,11 +8,15 @@ hands it on: ``--dry-run`` prints the plan without touching the network; otherwi
 from __future__ import annotations
 
 import argparse
+import sys
+from typing import TextIO
 
 from app.commands.catalog import add_catalog_option
 from app.commands.scratch import add_scratch_option
 from app.engine.catalog import load_catalog
-from app.engine.errors import PublishError
+from app.engine.hub import PUBLISHED, PublishOptions, publish_sidecar
+from app.engine.hub.job import publish_job_spec
+from app.engine.jobs import JobContext, JobEvent, LogEvent, ProgressEvent, ResultEvent, StageEvent
 from app.engine.publish_plan import (
     ALL_ARTIFACTS,
     ArtifactKind,
@@ -21,6 +25,9 @@ from app.engine.publish_plan import (
     plan_publish,
 )
 from app.engine.scratch import resolve_scratch
+from app.engine.settings import SettingsStore, app_dirs
+from app.engine.store import JobState, JobStore, run_recorded
+from app.engine.units import format_bytes
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -61,8 +68,89 @@ def run(args: argparse.Namespace) -> int:
 
 
 def execute(plan: PublishPlan, *, force: bool) -> int:
-    """Run ``plan`` against the Hub (issue 3 replaces this with the app.engine.hub publish job)."""
-    raise PublishError(
-        f"publishing {plan.entry.key} to the Hub is not available in this version yet; "
-        "run with --dry-run to see what would be published"
+    """Run ``plan``: the publish job of app.engine.hub, recorded in the job history."""
+    if plan.mtp is None:
+        return 0
+    settings = SettingsStore().load()
+    options = PublishOptions(
+        force=force, endpoint=settings.endpoint, file_in_collection=settings.file_in_collection
     )
+    dirs = app_dirs()
+    dirs.data.mkdir(parents=True, exist_ok=True)
+    store = JobStore(dirs.job_database)
+    sidecar = plan.mtp
+    try:
+        job_id = store.create(publish_job_spec(sidecar, options))
+        printer = PublishPrinter(sys.stdout, sys.stderr)
+        try:
+            run_recorded(
+                store,
+                job_id,
+                lambda ctx: publish_sidecar(sidecar, options, ctx),
+                JobContext(emit=printer),
+            )
+        except KeyboardInterrupt:
+            store.finish(
+                job_id,
+                JobState.INTERRUPTED,
+                "stopped with Ctrl-C; run it again (a sidecar already extracted is reused)",
+            )
+            raise
+    finally:
+        store.close()
+    return 0
+
+
+STAGE_WORDS = {
+    "preflight": "checking the token and write access for",
+    "pin": "pinning",
+    "detect": "finding the MTP heads of",
+    "extract": "extracting to",
+    "card": "writing the model card of",
+    "upload": "uploading",
+    "collection": "filing into",
+    "clean": "cleaning up scratch",
+}
+PROGRESS_WORDS = {"extract": "fetching", "upload": "uploading"}
+
+
+class PublishPrinter:
+    """Prints publish events as ``mtp: …`` lines, e.g. ``mtp: uploading 12% (1.3 GB / 10.6 GB)``.
+
+    Progress lines come at most every 1% or every second (the job's ProgressReporter throttles);
+    warnings go to ``errors``.
+    """
+
+    def __init__(self, out: TextIO, errors: TextIO) -> None:
+        self._out = out
+        self._errors = errors
+
+    def __call__(self, event: JobEvent) -> None:
+        if isinstance(event, StageEvent):
+            words = STAGE_WORDS.get(event.stage, event.stage)
+            self._line(f"mtp: {words} {event.detail}".rstrip())
+        elif isinstance(event, ProgressEvent) and event.total:
+            percent = int(100 * event.done / event.total)
+            words = PROGRESS_WORDS.get(event.stage, event.stage)
+            self._line(
+                f"mtp: {words} {percent}% "
+                f"({format_bytes(event.done)} / {format_bytes(event.total)})"
+            )
+        elif isinstance(event, LogEvent):
+            if event.level == "warning":
+                self._line(f"mtp: warning: {event.message}", self._errors)
+            else:
+                self._line(f"mtp: {event.message}")
+        elif isinstance(event, ResultEvent) and event.summary.get("outcome") == PUBLISHED:
+            summary = event.summary
+            self._line(
+                f"mtp: published hf://{summary['sidecar_repo']}/{summary['filename']} "
+                f"({format_bytes(summary['sidecar_bytes'])}, {summary['tensor_count']} tensors, "
+                f"fetched {format_bytes(summary['bytes_fetched'])} of "
+                f"{summary['source_repo']}) in {summary['seconds_total']:.1f} s"
+            )
+
+    def _line(self, text: str, stream: TextIO | None = None) -> None:
+        target = stream or self._out
+        target.write(text + "\n")
+        target.flush()

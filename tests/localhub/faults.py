@@ -56,13 +56,25 @@ class FaultPlan:
         with self._lock:
             self._faults.clear()
 
-    def take(self, kind: FaultKind, subject: str, part_number: int | None = None) -> Fault | None:
-        """The first armed fault of ``kind`` matching ``subject``, using up one of its times."""
+    def take(
+        self,
+        kind: FaultKind,
+        subject: str,
+        part_number: int | None = None,
+        body_size: int | None = None,
+    ) -> Fault | None:
+        """The first armed fault of ``kind`` matching ``subject``, using up one of its times.
+
+        A drop fault only matches a body longer than its ``after_bytes`` (``body_size``), so it
+        is never spent on a response or upload it could not cut short.
+        """
         with self._lock:
             for fault in self._faults:
                 if fault.kind != kind or fault.match not in subject:
                     continue
                 if fault.part_number is not None and fault.part_number != part_number:
+                    continue
+                if body_size is not None and fault.after_bytes >= body_size:
                     continue
                 if fault.times is not None:
                     fault.times -= 1

@@ -103,7 +103,7 @@ def _pending(handler: HubHandler, upload_id: str) -> PendingUpload:
 
 def _receive(handler: HubHandler, pending: PendingUpload, target: Path) -> tuple[int, str, str]:
     """Stream the body into ``target``: (bytes, sha256, md5); honours the drop_upload fault."""
-    drop = handler.hub.faults.take("drop_upload", pending.repo_id)
+    drop = handler.hub.faults.take("drop_upload", pending.repo_id, body_size=handler.body_length)
     sha256, md5 = hashlib.sha256(), hashlib.md5()
     total = 0
     try:

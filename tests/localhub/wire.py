@@ -78,6 +78,7 @@ class HubHandler(BaseHTTPRequestHandler):
         self.query = {key: values[-1] for key, values in parse_qs(split.query).items()}
         self._remaining = self._declared_length()
         self._chunked = "chunked" in self.headers.get("Transfer-Encoding", "").lower()
+        self.body_length: int | None = None if self._chunked else self._remaining
         dropped = False
         slow = self.hub.faults.take("slow", split.path)
         if slow:
@@ -270,7 +271,7 @@ class HubHandler(BaseHTTPRequestHandler):
         )
         if self.command == "HEAD":
             return
-        drop = self.hub.faults.take("drop_download", subject)
+        drop = self.hub.faults.take("drop_download", subject, body_size=length)
         with open(path, "rb") as source:
             if drop is None:
                 self.sent += self.connection.sendfile(source, start, length) if length else 0
