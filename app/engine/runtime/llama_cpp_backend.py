@@ -70,7 +70,15 @@ class LlamaCppBackend(DecodeBackend):
         _initialise_once()
         self._path = Path(path)
         self._summary = summary
-        mtp_reason = summary.mtp_unavailable_reason
+        self._model = self._target = self._draft_ctx = None
+        try:
+            self._open(settings)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, settings: LoadSettings) -> None:
+        mtp_reason = self._summary.mtp_unavailable_reason
         self._model = self._load_model(load_mtp=mtp_reason is None, gpu_layers=settings.gpu_layers)
         self._vocab = llama_cpp.llama_model_get_vocab(self._model)
         self._vocab_size = llama_cpp.llama_vocab_n_tokens(self._vocab)
@@ -81,17 +89,19 @@ class LlamaCppBackend(DecodeBackend):
         depth = settings.max_draft_depth if mtp_reason is None else 0
 
         self._target = self._new_context(context, threads, rollback_depth=depth, other=None)
-        self._draft_ctx = None
+        if mtp_reason is None and llama_cpp.llama_model_n_embd_inp(self._model) != self._width:
+            mtp_reason = (
+                f"{self._path.name}: the MTP head's input width does not match the trunk's "
+                "hidden size, so decoding runs autoregressively"
+            )
         if mtp_reason is None:
-            if llama_cpp.llama_model_n_embd_inp(self._model) != self._width:
-                mtp_reason = (
-                    f"{self._path.name}: the MTP head's input width does not match the trunk's "
-                    "hidden size, so decoding runs autoregressively"
-                )
-            else:
+            try:
                 self._draft_ctx = self._new_context(
                     context, threads, rollback_depth=0, other=self._target
                 )
+            except RuntimeBackendError as exc:
+                mtp_reason = f"{exc}; decoding runs autoregressively"
+            else:
                 llama_cpp_ext.llama_set_embeddings_nextn(self._draft_ctx, True, False)
         self._target_memory = llama_cpp.llama_get_memory(self._target)
         self._draft_memory = (
@@ -103,14 +113,14 @@ class LlamaCppBackend(DecodeBackend):
         self.info = ModelInfo(
             path=self._path,
             backend=BACKEND_NAME,
-            architecture=summary.architecture,
+            architecture=self._summary.architecture,
             vocab_size=self._vocab_size,
             context_length=llama_cpp.llama_n_ctx(self._target),
             embedding_length=self._width,
-            mtp_layers=summary.nextn_layers,
+            mtp_layers=self._summary.nextn_layers,
             max_draft_depth=depth if mtp_reason is None else 0,
             mtp_unavailable_reason=mtp_reason,
-            has_chat_template=summary.chat_template is not None,
+            has_chat_template=self._summary.chat_template is not None,
         )
         self._n_past = 0
         self._hidden_last = np.zeros(self._width, dtype=np.float32)
