@@ -24,10 +24,11 @@ import numpy as np
 class LoadSettings:
     """How a backend loads a model.
 
-    ``context_length`` 0 → min(4096, the model's trained context); ``threads`` 0 → the CPU
-    count (at most 8); ``max_draft_depth`` bounds the MTP depth a request may use (hybrid models
-    keep that many recurrent-state snapshots for rollback); ``gpu_layers`` −1 → all when the
-    build has a GPU backend.
+    ``context_length`` 0 → min(4096, the model's trained context); ``threads`` 0 → half the
+    logical CPUs, at most 8 (about the physical cores: llama.cpp's CPU threads spin-wait, and
+    more threads than free cores is many times slower); ``max_draft_depth`` bounds the MTP
+    depth a request may use (hybrid models keep that many recurrent-state snapshots for
+    rollback); ``gpu_layers`` −1 → all when the build has a GPU backend.
     """
 
     context_length: int = 0

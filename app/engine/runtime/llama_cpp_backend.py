@@ -85,7 +85,7 @@ class LlamaCppBackend(DecodeBackend):
         self._width = llama_cpp.llama_model_n_embd_out(self._model)
         trained = llama_cpp.llama_model_n_ctx_train(self._model)
         context = settings.context_length or min(DEFAULT_CONTEXT, trained or DEFAULT_CONTEXT)
-        threads = settings.threads or min(os.cpu_count() or 1, 8)
+        threads = settings.threads or max(1, min(8, (os.cpu_count() or 2) // 2))
         depth = settings.max_draft_depth if mtp_reason is None else 0
 
         self._target = self._new_context(context, threads, rollback_depth=depth, other=None)
