@@ -25,7 +25,8 @@ class PendingUpload:
     sha256: str
     size: int
     chunk_size: int | None  # set for multipart uploads
-    parts: dict[int, tuple[Path, str]] = field(default_factory=dict)  # number -> (file, etag)
+    assembly: Path  # where a multipart object is put together, part by part, in place
+    parts: dict[int, str] = field(default_factory=dict)  # part number -> etag
 
 
 @dataclass

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import re
 import secrets
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 from tests.localhub.auth import require_write
 from tests.localhub.context import PendingUpload
@@ -64,7 +65,9 @@ def batch(handler: HubHandler, namespace: str, name: str) -> None:
         else:
             upload = {"href": f"{hub.storage_url}/upload/{upload_id}"}
         with hub.uploads_lock:
-            hub.uploads[upload_id] = PendingUpload(repo_id, oid, size, chunk_size)
+            hub.uploads[upload_id] = PendingUpload(
+                repo_id, oid, size, chunk_size, hub.store.new_temporary_path()
+            )
         objects.append(
             {
                 "oid": oid,
@@ -101,30 +104,29 @@ def _pending(handler: HubHandler, upload_id: str) -> PendingUpload:
     return pending
 
 
-def _receive(handler: HubHandler, pending: PendingUpload, target: Path) -> tuple[int, str, str]:
-    """Stream the body into ``target``: (bytes, sha256, md5); honours the drop_upload fault."""
+def _drop_after(handler: HubHandler, pending: PendingUpload) -> int | None:
+    """Where an armed ``drop_upload`` fault cuts this request's body, if one applies."""
     drop = handler.hub.faults.take("drop_upload", pending.repo_id, body_size=handler.body_length)
-    sha256, md5 = hashlib.sha256(), hashlib.md5()
-    total = 0
-    try:
-        with open(target, "wb") as out:
-            for chunk in handler.iter_body(CHUNK, drop.after_bytes if drop else None):
-                sha256.update(chunk)
-                md5.update(chunk)
-                out.write(chunk)
-                total += len(chunk)
-    except BaseException:
-        target.unlink(missing_ok=True)
-        raise
-    return total, sha256.hexdigest(), md5.hexdigest()
+    return drop.after_bytes if drop else None
 
 
 def put_object(handler: HubHandler, upload_id: str) -> None:
-    """Basic transfer: the whole object in one unauthenticated PUT."""
+    """Basic transfer: the whole object in one unauthenticated PUT, hashed as it arrives."""
     pending = _pending(handler, upload_id)
     store = handler.hub.store
     temporary = store.new_temporary_path()
-    size, sha256, md5 = _receive(handler, pending, temporary)
+    digest = hashlib.sha256()
+    size = 0
+    try:
+        with open(temporary, "wb") as out:
+            for chunk in handler.iter_body(CHUNK, _drop_after(handler, pending)):
+                digest.update(chunk)
+                out.write(chunk)
+                size += len(chunk)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    sha256 = digest.hexdigest()
     if size != pending.size or sha256 != pending.sha256:
         temporary.unlink(missing_ok=True)
         raise HubReply(
@@ -133,11 +135,11 @@ def put_object(handler: HubHandler, upload_id: str) -> None:
             f"the announced object ({pending.size} bytes, {pending.sha256})",
         )
     store.adopt_lfs_object(pending.repo_id, temporary, sha256)
-    handler.send_bytes(b"", headers={"ETag": f'"{md5}"'})
+    handler.send_bytes(b"", headers={"ETag": f'"{sha256[:32]}"'})
 
 
 def put_part(handler: HubHandler, upload_id: str, number: str) -> None:
-    """Multipart transfer: one part; answers its ETag for the completion call."""
+    """Multipart transfer: one part, written in place into the object being assembled."""
     pending = _pending(handler, upload_id)
     part = int(number)
     chunk = pending.chunk_size or 0
@@ -148,23 +150,28 @@ def put_part(handler: HubHandler, upload_id: str, number: str) -> None:
         for _ in handler.iter_body():
             pass
         raise HubReply(500, f"injected failure on part {part}")
-    temporary = handler.hub.store.new_temporary_path()
-    size, _sha256, md5 = _receive(handler, pending, temporary)
     expected = min(chunk, pending.size - (part - 1) * chunk)
-    if size != expected:
-        temporary.unlink(missing_ok=True)
-        raise HubReply(400, f"part {part} has {size} bytes, expected {expected}")
-    etag = f'"{md5}"'
+    if handler.body_length is not None and handler.body_length != expected:
+        raise HubReply(400, f"part {part} has {handler.body_length} bytes, expected {expected}")
+    offset = (part - 1) * chunk
+    received = 0
+    descriptor = os.open(pending.assembly, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        for piece in handler.iter_body(CHUNK, _drop_after(handler, pending)):
+            os.pwrite(descriptor, piece, offset + received)
+            received += len(piece)
+    finally:
+        os.close(descriptor)
+    if received != expected:
+        raise HubReply(400, f"part {part} has {received} bytes, expected {expected}")
+    etag = f'"{secrets.token_hex(16)}"'
     with handler.hub.uploads_lock:
-        previous = pending.parts.get(part)
-        pending.parts[part] = (temporary, etag)
-    if previous:
-        previous[0].unlink(missing_ok=True)
+        pending.parts[part] = etag
     handler.send_bytes(b"", headers={"ETag": etag})
 
 
 def complete_multipart(handler: HubHandler, upload_id: str) -> None:
-    """Join the parts in order, check size and SHA-256, and store the object."""
+    """Check every part arrived, hash the assembled object, and store it."""
     pending = _pending(handler, upload_id)
     payload = handler.read_json()
     listed = {int(p["partNumber"]): p["etag"] for p in payload.get("parts", [])}
@@ -172,23 +179,15 @@ def complete_multipart(handler: HubHandler, upload_id: str) -> None:
     if payload.get("oid") != pending.sha256 or sorted(listed) != list(range(1, expected_parts + 1)):
         raise HubReply(400, "completion must name the object's oid and every part 1..n once")
     for number, etag in listed.items():
-        if pending.parts.get(number, (None, None))[1] != etag:
+        if pending.parts.get(number) != etag:
             raise HubReply(400, f"part {number}: etag {etag} does not match an uploaded part")
-    store = handler.hub.store
-    temporary = store.new_temporary_path()
     digest = hashlib.sha256()
-    with open(temporary, "wb") as out:
-        for number in range(1, expected_parts + 1):
-            with open(pending.parts[number][0], "rb") as source:
-                while chunk := source.read(CHUNK):
-                    digest.update(chunk)
-                    out.write(chunk)
-    if digest.hexdigest() != pending.sha256 or temporary.stat().st_size != pending.size:
-        temporary.unlink(missing_ok=True)
+    with open(pending.assembly, "rb") as assembled:
+        while piece := assembled.read(CHUNK):
+            digest.update(piece)
+    if digest.hexdigest() != pending.sha256 or pending.assembly.stat().st_size != pending.size:
         raise HubReply(400, "the joined parts do not match the announced sha256 and size")
-    store.adopt_lfs_object(pending.repo_id, temporary, pending.sha256)
-    for path, _etag in pending.parts.values():
-        path.unlink(missing_ok=True)
+    handler.hub.store.adopt_lfs_object(pending.repo_id, pending.assembly, pending.sha256)
     with handler.hub.uploads_lock:
         handler.hub.uploads.pop(upload_id, None)
     handler.send_json({"ok": True}, content_type=LFS_JSON)

@@ -68,22 +68,25 @@ class HubHandler(BaseHTTPRequestHandler):
     # -- request ---------------------------------------------------------------------------
 
     def _dispatch(self) -> None:
+        self.hub.traffic.begin()
         self.sent = 0
         self.received = 0
         self.status = 0
         self.repo_id: str | None = None
         self.file_path: str | None = None
         self._headers_done = False
+        self._remaining = 0
+        self._chunked = "chunked" in self.headers.get("Transfer-Encoding", "").lower()
+        self.body_length: int | None = None
         split = urlsplit(self.path)
         self.query = {key: values[-1] for key, values in parse_qs(split.query).items()}
-        self._remaining = self._declared_length()
-        self._chunked = "chunked" in self.headers.get("Transfer-Encoding", "").lower()
-        self.body_length: int | None = None if self._chunked else self._remaining
         dropped = False
-        slow = self.hub.faults.take("slow", split.path)
-        if slow:
-            time.sleep(slow.delay_s)
         try:
+            self._remaining = self._declared_length()
+            self.body_length = None if self._chunked else self._remaining
+            slow = self.hub.faults.take("slow", split.path)
+            if slow:
+                time.sleep(slow.delay_s)
             self._route(split.path)
         except HubReply as reply:
             self._send_reply(reply)
