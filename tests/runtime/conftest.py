@@ -28,6 +28,6 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture(scope="session")
 def backend(tiny_models: dict[str, Path]) -> Iterator[LlamaCppBackend]:
-    loaded = LlamaCppBackend(tiny_models["mtp"], LoadSettings(threads=2, context_length=1024))
+    loaded = LlamaCppBackend(tiny_models["mtp"], LoadSettings(threads=1, context_length=1024))
     yield loaded
     loaded.close()

@@ -19,7 +19,7 @@ from app.engine.runtime.sampling import SamplerSettings
 
 
 def _chat(model: Path, *extra: str) -> list[str]:
-    return ["chat", "--model", str(model), "--threads", "2", "--ctx", "1024", *extra]
+    return ["chat", "--model", str(model), "--threads", "1", "--ctx", "1024", *extra]
 
 
 def test_chat_json_prints_text_token_ids_and_statistics(
@@ -111,7 +111,7 @@ def test_bench_decode_compares_every_mode_in_one_run(
     tiny_models: dict[str, Path], capsys: pytest.CaptureFixture
 ) -> None:
     args = ["bench", "decode", "--model", str(tiny_models["mtp"]), "--depths", "1,2"]
-    assert main([*args, "--max-tokens", "12", "--repeats", "1", "--threads", "2", "--json"]) == 0
+    assert main([*args, "--max-tokens", "12", "--repeats", "1", "--threads", "1", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     labels = [mode["label"] for mode in report["modes"]]
     assert labels == [
@@ -136,7 +136,7 @@ def test_bench_decode_prints_the_table_and_targets(
     tiny_models: dict[str, Path], capsys: pytest.CaptureFixture
 ) -> None:
     args = ["bench", "decode", "--model", str(tiny_models["mtp"]), "--depths", "1"]
-    assert main([*args, "--max-tokens", "4", "--repeats", "1", "--threads", "2"]) == 0
+    assert main([*args, "--max-tokens", "4", "--repeats", "1", "--threads", "1"]) == 0
     out = capsys.readouterr().out
     assert "plain (AR)" in out and "MTP LC K=1" in out and "MTP match K=1" in out
     assert "targets (best depth K=1):" in out

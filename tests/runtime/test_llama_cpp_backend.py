@@ -78,7 +78,7 @@ def test_streamed_chunks_add_up_to_the_result(backend: LlamaCppBackend) -> None:
 def test_a_gguf_without_nextn_runs_plain_decoding_and_says_why(
     tiny_models: dict[str, Path],
 ) -> None:
-    plain_only = LlamaCppBackend(tiny_models["no_mtp"], LoadSettings(threads=2))
+    plain_only = LlamaCppBackend(tiny_models["no_mtp"], LoadSettings(threads=1))
     try:
         assert not plain_only.info.mtp_available
         result = _generate(plain_only, GenerationRequest(prompt="Hello", max_tokens=8))
@@ -94,7 +94,7 @@ def test_more_mtp_blocks_than_llama_cpp_runs_falls_back_instead_of_aborting(
     tiny_models: dict[str, Path],
 ) -> None:
     # llama.cpp's qwen35 MTP graph asserts a single nextn block: creating it would abort.
-    backend = LlamaCppBackend(tiny_models["two_mtp_blocks"], LoadSettings(threads=2))
+    backend = LlamaCppBackend(tiny_models["two_mtp_blocks"], LoadSettings(threads=1))
     try:
         result = _generate(backend, GenerationRequest(prompt="Hello", max_tokens=4))
     finally:
@@ -114,7 +114,7 @@ def test_a_prompt_longer_than_the_context_is_a_clear_error(backend: LlamaCppBack
 
 
 def test_generation_stops_when_the_context_is_full(tiny_models: dict[str, Path]) -> None:
-    small = LlamaCppBackend(tiny_models["mtp"], LoadSettings(threads=2, context_length=32))
+    small = LlamaCppBackend(tiny_models["mtp"], LoadSettings(threads=1, context_length=32))
     try:
         context = small.info.context_length  # llama.cpp rounds the size up to its padding
         result = _generate(
@@ -147,7 +147,7 @@ def test_a_truncated_gguf_is_a_clear_error(tiny_models: dict[str, Path], tmp_pat
     truncated = tmp_path / "truncated.gguf"
     truncated.write_bytes(tiny_models["mtp"].read_bytes()[:60_000])
     with pytest.raises(RuntimeBackendError, match=r"truncated\.gguf"):
-        LlamaCppBackend(truncated, LoadSettings(threads=2))
+        LlamaCppBackend(truncated, LoadSettings(threads=1))
 
 
 def test_the_mlx_backend_is_reported_as_not_available_yet(tiny_models: dict[str, Path]) -> None:

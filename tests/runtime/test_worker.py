@@ -17,7 +17,7 @@ from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
 from app.engine.runtime.prompting import ChatMessage
 from app.engine.runtime.request import GenerationRequest
 
-SETTINGS = LoadSettings(threads=2, context_length=1024)
+SETTINGS = LoadSettings(threads=1, context_length=1024)
 LONG = GenerationRequest(prompt="Keep going", max_tokens=1000, mtp_depth=2)
 
 
