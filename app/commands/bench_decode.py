@@ -87,15 +87,16 @@ def render(benchmark: DecodeBenchmark) -> str:
         f"tokens each, temperature {benchmark.temperature}",
         "",
         f"{'mode':<18}{'tok/s':>9}{'TTFT ms':>9}{'speedup':>9}{'expected':>10}{'ratio':>7}"
-        f"{'tok/cyc':>9}{'c':>7}{'α':>6}  acceptance by depth",
+        f"{'parts':>8}{'loop':>6}{'tok/cyc':>9}{'c':>7}{'α':>6}  acceptance by depth",
     ]
     for row in benchmark.rows:
         if row.depth == 0:
-            cycle_columns = f"{'—':>10}{'—':>7}{'—':>9}{'—':>7}{'—':>6}  —"
+            cycle_columns = f"{'—':>10}{'—':>7}{'—':>8}{'—':>6}{'—':>9}{'—':>7}{'—':>6}  —"
         else:
             acceptance = " / ".join(f"{rate:.0%}" for rate in row.acceptance_by_depth)
             cycle_columns = (
                 f"{row.expected_speedup:>9.2f}×{row.speedup_to_expected:>7.2f}"
+                f"{row.parts_speedup:>7.2f}×{row.loop_overhead:>6.0%}"
                 f"{row.tokens_per_cycle:>9.2f}{row.cost_ratio:>7.2f}{row.alpha:>6.2f}  {acceptance}"
             )
         lines.append(
@@ -112,8 +113,9 @@ def render(benchmark: DecodeBenchmark) -> str:
         )
         if step_ms > 0
         else "",
-        "expected = Leviathan (1 − α^{K+1}) / ((1 − α)(K·c + 1)); ratio = measured / expected; "
-        "c = draft step / verify call",
+        "expected = Leviathan (1 − α^{K+1}) / ((1 − α)(K·c + 1)), c = draft step / verify call; "
+        "ratio = speedup / expected",
+        "parts = tok/cyc × plain step / (K·draft step + verify call); loop = 1 − speedup / parts",
         "",
         f"targets (best depth K={benchmark.best_depth}):",
     ]

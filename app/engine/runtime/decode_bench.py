@@ -5,8 +5,11 @@ mode runs over the same fixed prompt set, interleaved prompt by prompt (a backgr
 hits all modes alike), after one warm-up request. Per mode it aggregates the worker's
 :class:`DecodeStats` and derives: decode tok/s, TTFT, acceptance by depth, mean accepted length,
 the measured draft/verify cost ratio c, the speedup over plain decoding, and Leviathan's expected
-speedup for the measured α and c. A greedy pass first checks that MTP output is identical to
-plain decoding at every depth.
+speedup for the measured α and c. Leviathan's formula assumes a verify call costs what one
+plain step costs; where it does not (a compute-bound CPU), the "parts" speedup — tokens per
+cycle × plain step time / (K × draft step + verify call), all measured — shows what the model's
+own costs allow, and the loop overhead is the measured speedup's shortfall from it. A greedy
+pass first checks that MTP output is identical to plain decoding at every depth.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ class ModeFigures:
     verify_seconds_per_call: float
     alpha: float
     expected_speedup: float
+    parts_speedup: float
     speedup: float
 
     @property
@@ -64,6 +68,11 @@ class ModeFigures:
     @property
     def speedup_to_expected(self) -> float:
         return self.speedup / self.expected_speedup if self.expected_speedup > 0 else 0.0
+
+    @property
+    def loop_overhead(self) -> float:
+        """Share of a cycle's time spent outside its draft and verify calls."""
+        return 1.0 - self.speedup / self.parts_speedup if self.parts_speedup > 0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -120,6 +129,7 @@ class DecodeBenchmark:
                     "acceptance_by_depth": list(row.acceptance_by_depth),
                     "decode_tokens_per_second": row.decode_tokens_per_second,
                     "speedup_to_expected": row.speedup_to_expected,
+                    "loop_overhead": row.loop_overhead,
                 }
                 for row in self.rows
             ],
@@ -170,6 +180,8 @@ class _Totals:
             else 0.0
         )
         alpha = alpha_for_tokens_per_cycle(tokens_per_cycle, depth)
+        draft_per_step = self.draft_seconds / self.draft_steps if self.draft_steps else 0.0
+        cycle_parts = depth * draft_per_step + verify_per_call
         return ModeFigures(
             label=label,
             mode=mode,
@@ -187,6 +199,9 @@ class _Totals:
             verify_seconds_per_call=verify_per_call,
             alpha=alpha,
             expected_speedup=expected_speedup(alpha, depth, cost_ratio) if depth else 1.0,
+            parts_speedup=(
+                tokens_per_cycle / (ar_rate * cycle_parts) if depth and cycle_parts > 0 else 1.0
+            ),
             speedup=rate / ar_rate if ar_rate > 0 else 0.0,
         )
 
