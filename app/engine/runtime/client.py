@@ -19,7 +19,9 @@ A worker that does not stop within ``cancel_grace_seconds`` of a cancel is termi
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import multiprocessing
+import secrets
 import signal
 import threading
 import time
@@ -110,6 +112,9 @@ class RuntimeClient:
             raise RuntimeBackendError(
                 "a generation is already running on this model; cancel it or wait for it first"
             )
+        if request.sampler.seed is None:  # fixed here so even a killed stream reports it
+            sampler = dataclasses.replace(request.sampler, seed=secrets.randbits(63))
+            request = dataclasses.replace(request, sampler=sampler)
         self.load()
         request_id = self._next_request_id
         self._next_request_id += 1
@@ -248,6 +253,8 @@ class GenerationStream:
         return self.result
 
     def _cancelled_result(self) -> GenerationResult:
+        seed = self._request.sampler.seed
+        assert seed is not None, "RuntimeClient.start fixes the seed of every request"
         if self._last_chunk is not None:
             stats = self._last_chunk.stats
         else:
@@ -259,6 +266,7 @@ class GenerationStream:
             prompt_token_count=stats.prompt_tokens,
             finish_reason="cancelled",
             stats=stats,
+            seed=seed,
             note="the worker did not stop in time after the cancel and was restarted",
         )
 

@@ -164,5 +164,6 @@ def generate(
         prompt_token_count=len(tokens),
         finish_reason=output.finish_reason,
         stats=recorder.snapshot(),
+        seed=seed,
         note=note,
     )

@@ -63,6 +63,9 @@ class TokenChunk:
 class GenerationResult:
     """A finished request. ``finish_reason``: stop, length, context or cancelled.
 
+    ``seed`` is the sampling seed used (drawn at random when the request gave none), so any
+    answer can be reproduced.
+
     ``note`` explains a fallback the user should know about (e.g. no MTP block → plain decoding).
     """
 
@@ -71,6 +74,7 @@ class GenerationResult:
     prompt_token_count: int
     finish_reason: str
     stats: DecodeStats
+    seed: int
     note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -79,6 +83,7 @@ class GenerationResult:
             "token_ids": list(self.token_ids),
             "prompt_tokens": self.prompt_token_count,
             "finish_reason": self.finish_reason,
+            "seed": self.seed,
             "note": self.note,
             "stats": self.stats.to_dict(),
         }
