@@ -16,6 +16,7 @@ from app.engine.runtime.generation import generate
 from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
 from app.engine.runtime.prompting import ChatMessage
 from app.engine.runtime.request import GenerationRequest
+from app.engine.runtime.sampling import SamplerSettings
 
 SETTINGS = LoadSettings(threads=1, context_length=1024)
 LONG = GenerationRequest(prompt="Keep going", max_tokens=1000, mtp_depth=2)
@@ -124,3 +125,19 @@ def test_a_model_llama_cpp_cannot_load_fails_cleanly(
         RuntimeClient(broken, settings=SETTINGS).load()
     with RuntimeClient(tiny_models["mtp"], settings=SETTINGS) as healthy:
         assert len(healthy.generate(GenerationRequest(prompt="ok", max_tokens=2)).token_ids) == 2
+
+
+def test_the_reported_seed_reproduces_a_sampled_answer(client: RuntimeClient) -> None:
+    sampled = SamplerSettings(temperature=0.9, top_k=50)
+    request = GenerationRequest(prompt="Surprise me", max_tokens=40, sampler=sampled)
+    first = client.generate(request)
+    again = client.generate(
+        GenerationRequest(
+            prompt="Surprise me",
+            max_tokens=40,
+            sampler=SamplerSettings(temperature=0.9, top_k=50, seed=first.seed),
+        )
+    )
+    other = client.generate(request)
+    assert again.token_ids == first.token_ids
+    assert other.seed != first.seed and other.token_ids != first.token_ids
