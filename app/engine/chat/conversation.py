@@ -1,0 +1,169 @@
+"""What a conversation is: its settings, its messages, and the request its next reply needs.
+
+A conversation keeps its own system prompt and sampling settings (so reopening it next week
+replays it the same way), and every assistant message keeps the statistics and stop reason of the
+generation that wrote it. Turning the stored messages into a :class:`GenerationRequest` happens
+here, once, so regenerate, edit-and-resend and compare mode all send the same context.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+from enum import StrEnum
+from typing import Any
+
+from app.engine.runtime.acceptance import AcceptMode
+from app.engine.runtime.prompting import ChatMessage
+from app.engine.runtime.request import MAX_DRAFT_DEPTH, GenerationRequest
+from app.engine.runtime.sampling import SamplerSettings
+from app.engine.runtime.stats import DecodeStats
+
+USER = "user"
+ASSISTANT = "assistant"
+SYSTEM = "system"
+TITLE_LENGTH = 48
+
+
+class MessageState(StrEnum):
+    """Where a message stands. A reply is ``streaming`` while tokens arrive."""
+
+    COMPLETE = "complete"
+    STREAMING = "streaming"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+
+
+@dataclass(frozen=True)
+class ChatSettings:
+    """A conversation's system prompt, sampling settings and MTP choice (CLI defaults)."""
+
+    system_prompt: str = ""
+    temperature: float = 0.6
+    top_p: float = 0.95
+    top_k: int = 20
+    min_p: float = 0.0
+    seed: int | None = None
+    max_tokens: int = 512
+    mtp_enabled: bool = True
+    mtp_depth: int = 3
+    accept: str = AcceptMode.LEVIATHAN_CHEN.value
+
+    @property
+    def effective_depth(self) -> int:
+        return self.mtp_depth if self.mtp_enabled else 0
+
+    def sampler(self, seed: int | None = None) -> SamplerSettings:
+        """The runtime's sampler for these settings (``seed`` overrides the stored one)."""
+        return SamplerSettings(
+            temperature=self.temperature,
+            top_k=self.top_k,
+            top_p=self.top_p,
+            min_p=self.min_p,
+            seed=self.seed if seed is None else seed,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> ChatSettings:
+        """Settings from stored JSON; unknown keys (a newer app's) are ignored."""
+        known = {f.name for f in fields(cls)}
+        settings = cls(**{key: value for key, value in raw.items() if key in known})
+        return replace(settings, mtp_depth=min(max(settings.mtp_depth, 1), MAX_DRAFT_DEPTH))
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    """One message as stored. Assistant messages carry their generation's figures."""
+
+    id: int
+    conversation_id: int
+    role: str
+    content: str
+    state: MessageState
+    created_at: float
+    model: str = ""
+    finish_reason: str = ""
+    stats: DecodeStats | None = None
+    note: str = ""
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class ConversationSummary:
+    """A row of the conversations list."""
+
+    id: int
+    title: str
+    created_at: float
+    updated_at: float
+    message_count: int
+
+
+@dataclass(frozen=True)
+class Conversation:
+    summary: ConversationSummary
+    settings: ChatSettings
+    messages: tuple[StoredMessage, ...]
+
+    @property
+    def id(self) -> int:
+        return self.summary.id
+
+    @property
+    def title(self) -> str:
+        return self.summary.title
+
+
+def title_from(text: str) -> str:
+    """A conversation title from its first message: the first line, shortened."""
+    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    if not line:
+        return "New conversation"
+    return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1].rstrip() + "…"
+
+
+def chat_context(
+    settings: ChatSettings, messages: tuple[StoredMessage, ...]
+) -> tuple[ChatMessage, ...]:
+    """The messages a reply is conditioned on: the system prompt, then every user message and
+    every assistant reply that has text (a failed or stopped reply's partial text included)."""
+    context = [ChatMessage(SYSTEM, settings.system_prompt)] if settings.system_prompt else []
+    for message in messages:
+        if message.role == USER or (message.role == ASSISTANT and message.content):
+            context.append(ChatMessage(message.role, message.content))
+    return tuple(context)
+
+
+def reply_request(
+    settings: ChatSettings,
+    messages: tuple[StoredMessage, ...],
+    *,
+    mtp_depth: int | None = None,
+    seed: int | None = None,
+) -> GenerationRequest:
+    """The request for the assistant reply that follows ``messages``."""
+    return GenerationRequest(
+        messages=chat_context(settings, messages),
+        max_tokens=settings.max_tokens,
+        sampler=settings.sampler(seed),
+        mtp_depth=settings.effective_depth if mtp_depth is None else mtp_depth,
+        accept=AcceptMode(settings.accept),
+    )
+
+
+def stats_to_json(stats: DecodeStats) -> dict[str, Any]:
+    """The recorded fields of ``stats`` (derived figures are recomputed on load)."""
+    data = asdict(stats)
+    data["drafted_by_depth"] = list(stats.drafted_by_depth)
+    data["accepted_by_depth"] = list(stats.accepted_by_depth)
+    return data
+
+
+def stats_from_json(raw: dict[str, Any]) -> DecodeStats:
+    known = {f.name for f in fields(DecodeStats)}
+    values = {key: value for key, value in raw.items() if key in known}
+    values["drafted_by_depth"] = tuple(values.get("drafted_by_depth", ()))
+    values["accepted_by_depth"] = tuple(values.get("accepted_by_depth", ()))
+    return DecodeStats(**values)

@@ -1,0 +1,121 @@
+"""A conversation as Markdown (to read or paste) or JSON (to process), written atomically.
+
+Markdown keeps replies verbatim (they are Markdown already), with each reply's figures under it.
+JSON holds everything stored: settings, every message with its state, stop reason and the full
+statistics (recorded and derived), so an export is a complete record of the conversation.
+The file is written under a temporary name and renamed, so a failed export never leaves half a
+file in place of a good one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from app.engine.chat.conversation import (
+    ASSISTANT,
+    USER,
+    Conversation,
+    MessageState,
+    StoredMessage,
+)
+from app.engine.chat.figures import reply_figures
+from app.engine.errors import MtpStudioError
+
+EXPORT_FORMAT_VERSION = 1
+ROLE_HEADINGS = {USER: "User", ASSISTANT: "Assistant"}
+
+
+class ExportError(MtpStudioError):
+    """A conversation cannot be written to the chosen file."""
+
+
+def _timestamp(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds")
+
+
+def _state_note(message: StoredMessage) -> str | None:
+    if message.state is MessageState.FAILED:
+        return f"This reply failed: {message.error}"
+    if message.state is MessageState.INTERRUPTED:
+        return "This reply was interrupted (the app stopped while it was being written)."
+    if message.state is MessageState.STREAMING:
+        return "This reply was still being written when the conversation was exported."
+    return None
+
+
+def to_markdown(conversation: Conversation) -> str:
+    settings = conversation.settings
+    lines = [f"# {conversation.title}", ""]
+    lines.append(
+        f"*Exported from MTP Studio · started {_timestamp(conversation.summary.created_at)}*"
+    )
+    lines.append("")
+    if settings.system_prompt:
+        lines += ["## System", "", settings.system_prompt, ""]
+    for message in conversation.messages:
+        heading = ROLE_HEADINGS.get(message.role, message.role.title())
+        if message.role == ASSISTANT and message.model:
+            heading += f" ({message.model})"
+        lines += [f"## {heading}", "", message.content, ""]
+        note = _state_note(message)
+        if message.stats is not None and message.role == ASSISTANT:
+            figures = reply_figures(message.stats, message.finish_reason or None)
+            lines += [f"> {line}  " for line in figures.lines()]
+            lines.append("")
+        if note is not None:
+            lines += [f"> {note}", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def to_json_document(conversation: Conversation) -> dict[str, Any]:
+    return {
+        "format": "mtp-studio-conversation",
+        "version": EXPORT_FORMAT_VERSION,
+        "title": conversation.title,
+        "created_at": _timestamp(conversation.summary.created_at),
+        "updated_at": _timestamp(conversation.summary.updated_at),
+        "settings": conversation.settings.to_dict(),
+        "messages": [_message_document(message) for message in conversation.messages],
+    }
+
+
+def _message_document(message: StoredMessage) -> dict[str, Any]:
+    document: dict[str, Any] = {
+        "role": message.role,
+        "content": message.content,
+        "state": message.state.value,
+        "created_at": _timestamp(message.created_at),
+    }
+    if message.role == ASSISTANT:
+        document.update(
+            model=message.model,
+            finish_reason=message.finish_reason or None,
+            stats=message.stats.to_dict() if message.stats is not None else None,
+            note=message.note or None,
+            error=message.error or None,
+        )
+    return document
+
+
+def to_json(conversation: Conversation) -> str:
+    return json.dumps(to_json_document(conversation), indent=2, ensure_ascii=False) + "\n"
+
+
+def export_conversation(conversation: Conversation, path: Path) -> Path:
+    """Write ``conversation`` to ``path``: JSON for a ``.json`` name, Markdown otherwise."""
+    path = Path(path)
+    text = to_json(conversation) if path.suffix.lower() == ".json" else to_markdown(conversation)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, path)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        raise ExportError(
+            f"cannot write {path} ({exc.strerror or exc}); choose a folder you can write to"
+        ) from None
+    return path

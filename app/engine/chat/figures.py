@@ -1,0 +1,59 @@
+"""The figures shown under a reply, worded once for the window and for Markdown export.
+
+Statistics are defined in :mod:`app.engine.runtime.stats`; this module only decides how they
+read: the first line is what every reply has (tokens, decode speed, time to first token, why it
+stopped), the second what only an MTP reply has (depth, acceptance at each depth, mean accepted
+length, tokens per cycle).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.engine.runtime.stats import DecodeStats
+
+STOP_REASONS = {
+    "stop": "end of turn",
+    "length": "max tokens",
+    "context": "context full",
+    "cancelled": "stopped",
+}
+
+
+@dataclass(frozen=True)
+class ReplyFigures:
+    basics: str
+    mtp: str | None
+
+    def lines(self) -> tuple[str, ...]:
+        return (self.basics,) if self.mtp is None else (self.basics, self.mtp)
+
+
+def stop_reason_text(finish_reason: str) -> str:
+    return STOP_REASONS.get(finish_reason, finish_reason)
+
+
+def reply_figures(stats: DecodeStats, finish_reason: str | None) -> ReplyFigures:
+    """The reply's figures; ``finish_reason`` None while it still streams."""
+    reason = "generating…" if finish_reason is None else stop_reason_text(finish_reason)
+    basics = " · ".join(
+        (
+            f"{stats.generated_tokens} tokens",
+            f"{stats.decode_tokens_per_second:.1f} tok/s",
+            f"TTFT {stats.ttft_seconds * 1000:.0f} ms",
+            reason,
+        )
+    )
+    if stats.depth == 0:
+        return ReplyFigures(basics, None)
+    acceptance = " / ".join(f"{rate:.0%}" for rate in stats.acceptance_by_depth)
+    mode = "Leviathan–Chen" if stats.mode == "lc" else "sample-and-compare"
+    mtp = " · ".join(
+        (
+            f"MTP depth {stats.depth} ({mode})",
+            f"acceptance by depth {acceptance}",
+            f"mean accepted {stats.mean_accepted_length:.2f}",
+            f"{stats.tokens_per_cycle:.2f} tokens/cycle",
+        )
+    )
+    return ReplyFigures(basics, mtp)

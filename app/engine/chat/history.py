@@ -1,0 +1,400 @@
+"""The chat history in SQLite: conversations, their messages, and the models the user opened.
+
+Why it looks the way it does:
+- A reply is written *while* it streams (see :mod:`app.engine.chat.recorder`), so a crash of the
+  app loses at most the last fraction of a second of text, never the conversation. WAL mode keeps
+  those frequent small writes cheap and lets the GUI read while the streaming thread writes; one
+  connection guarded by a lock serves both threads.
+- Each open store holds a lock file named after its session. On open, a reply still marked
+  ``streaming`` whose session lock can be taken was being written by a process that died: it is
+  marked ``interrupted`` (its text is kept). Another app instance's live reply is left alone.
+- The schema carries a version (``PRAGMA user_version``); a database from a newer app is refused
+  with a message instead of being half-understood, so an update never loses history.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock, Timeout
+
+from app.engine.chat.conversation import (
+    ChatSettings,
+    Conversation,
+    ConversationSummary,
+    MessageState,
+    StoredMessage,
+    stats_from_json,
+    stats_to_json,
+)
+from app.engine.errors import MtpStudioError
+from app.engine.runtime.request import GenerationResult
+from app.engine.runtime.stats import DecodeStats
+
+SCHEMA_VERSION = 1
+HISTORY_FILE_NAME = "chat.sqlite3"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS conversations (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    title TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    settings TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    role TEXT NOT NULL,
+    content TEXT NOT NULL,
+    state TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    model TEXT NOT NULL DEFAULT '',
+    finish_reason TEXT NOT NULL DEFAULT '',
+    stats TEXT,
+    note TEXT NOT NULL DEFAULT '',
+    error TEXT NOT NULL DEFAULT '',
+    session TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, id);
+CREATE TABLE IF NOT EXISTS opened_models (
+    path TEXT PRIMARY KEY,
+    opened_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS preferences (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+"""
+
+_MESSAGE_COLUMNS = (
+    "id, conversation_id, role, content, state, created_at, model, finish_reason, stats, note, "
+    "error"
+)
+
+
+class HistoryError(MtpStudioError):
+    """The chat history database cannot be opened or written."""
+
+
+class HistoryStore:
+    """The chat history of this user; thread-safe (the GUI reads, the stream thread writes)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.session = uuid.uuid4().hex
+        self._sessions_dir = path.parent / "chat-sessions"
+        try:
+            self._sessions_dir.mkdir(parents=True, exist_ok=True)
+            self._session_lock = FileLock(self._sessions_dir / f"{self.session}.lock")
+            self._session_lock.acquire()
+        except OSError as exc:
+            raise HistoryError(
+                f"{path}: cannot create the chat history ({exc}); check the data folder's "
+                "permissions and free space"
+            ) from None
+        try:
+            self._db = self._open(path)
+        except BaseException:
+            self._session_lock.release()
+            (self._sessions_dir / f"{self.session}.lock").unlink(missing_ok=True)
+            raise
+        self._lock = threading.Lock()
+        self.interrupted_on_open = self._mark_dead_sessions_interrupted()
+
+    @staticmethod
+    def _open(path: Path) -> sqlite3.Connection:
+        try:
+            db = sqlite3.connect(path, check_same_thread=False, timeout=10)
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                db.close()
+                raise HistoryError(
+                    f"{path}: chat history version {version} is newer than this app "
+                    "understands; update MTP Studio (the history is left untouched)"
+                )
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA foreign_keys=ON")
+            db.executescript(_SCHEMA)
+            db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            db.commit()
+        except sqlite3.DatabaseError as exc:
+            raise HistoryError(
+                f"{path}: cannot open the chat history ({exc}); move the file away to start a "
+                "new history (the old file is not changed)"
+            ) from None
+        return db
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+        self._session_lock.release()
+        (self._sessions_dir / f"{self.session}.lock").unlink(missing_ok=True)
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                yield self._db
+                self._db.commit()
+            except sqlite3.DatabaseError as exc:
+                self._db.rollback()
+                raise HistoryError(
+                    f"{self.path}: cannot write the chat history ({exc}); check free disk space"
+                ) from None
+
+    def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    # -- conversations ------------------------------------------------------------------------
+
+    def create_conversation(self, title: str, settings: ChatSettings) -> int:
+        now = time.time()
+        with self._write() as db:
+            cursor = db.execute(
+                "INSERT INTO conversations (title, created_at, updated_at, settings) "
+                "VALUES (?, ?, ?, ?)",
+                (title, now, now, json.dumps(settings.to_dict())),
+            )
+        return int(cursor.lastrowid or 0)
+
+    def conversations(self, search: str = "") -> list[ConversationSummary]:
+        """Newest first; ``search`` matches titles and message text, case-insensitively."""
+        sql = (
+            "SELECT c.id, c.title, c.created_at, c.updated_at, "
+            "(SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) "
+            "FROM conversations c"
+        )
+        args: tuple[Any, ...] = ()
+        if search.strip():
+            pattern = f"%{_escape_like(search.strip())}%"
+            sql += (
+                " WHERE c.title LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM messages m "
+                "WHERE m.conversation_id = c.id AND m.content LIKE ? ESCAPE '\\')"
+            )
+            args = (pattern, pattern)
+        sql += " ORDER BY c.updated_at DESC, c.id DESC"
+        return [ConversationSummary(*row) for row in self._read(sql, args)]
+
+    def conversation(self, conversation_id: int) -> Conversation:
+        rows = self._read(
+            "SELECT id, title, created_at, updated_at, settings FROM conversations WHERE id = ?",
+            (conversation_id,),
+        )
+        if not rows:
+            raise HistoryError(
+                f"conversation {conversation_id} is not in {self.path}; it may have been deleted "
+                "in another window"
+            )
+        cid, title, created, updated, settings = rows[0]
+        messages = tuple(
+            _message(row)
+            for row in self._read(
+                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ? ORDER BY id",
+                (conversation_id,),
+            )
+        )
+        summary = ConversationSummary(cid, title, created, updated, len(messages))
+        return Conversation(summary, ChatSettings.from_dict(json.loads(settings)), messages)
+
+    def rename(self, conversation_id: int, title: str) -> None:
+        title = title.strip()
+        if not title:
+            raise HistoryError("a conversation needs a title; type at least one character")
+        with self._write() as db:
+            db.execute("UPDATE conversations SET title = ? WHERE id = ?", (title, conversation_id))
+
+    def delete(self, conversation_id: int) -> None:
+        with self._write() as db:
+            db.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
+
+    def save_settings(self, conversation_id: int, settings: ChatSettings) -> None:
+        with self._write() as db:
+            db.execute(
+                "UPDATE conversations SET settings = ? WHERE id = ?",
+                (json.dumps(settings.to_dict()), conversation_id),
+            )
+
+    # -- messages -----------------------------------------------------------------------------
+
+    def add_user_message(self, conversation_id: int, content: str) -> StoredMessage:
+        return self._insert(conversation_id, "user", content, MessageState.COMPLETE, model="")
+
+    def start_reply(self, conversation_id: int, model: str) -> StoredMessage:
+        """An empty assistant message in state ``streaming``, owned by this session."""
+        return self._insert(conversation_id, "assistant", "", MessageState.STREAMING, model=model)
+
+    def save_partial(self, message_id: int, content: str, stats: DecodeStats | None) -> None:
+        """The text so far of a streaming reply (ignored once the reply is finished)."""
+        with self._write() as db:
+            db.execute(
+                "UPDATE messages SET content = ?, stats = ? WHERE id = ? AND state = ?",
+                (content, _stats_text(stats), message_id, MessageState.STREAMING.value),
+            )
+            self._touch(db, message_id)
+
+    def finish_reply(self, message_id: int, result: GenerationResult) -> None:
+        with self._write() as db:
+            db.execute(
+                "UPDATE messages SET content = ?, state = ?, finish_reason = ?, stats = ?, "
+                "note = ? WHERE id = ?",
+                (
+                    result.text,
+                    MessageState.COMPLETE.value,
+                    result.finish_reason,
+                    _stats_text(result.stats),
+                    result.note or "",
+                    message_id,
+                ),
+            )
+            self._touch(db, message_id)
+
+    def fail_reply(
+        self, message_id: int, content: str, error: str, stats: DecodeStats | None
+    ) -> None:
+        """A reply that ended with an error: its partial text and the error are kept."""
+        with self._write() as db:
+            db.execute(
+                "UPDATE messages SET content = ?, state = ?, error = ?, stats = ? WHERE id = ?",
+                (content, MessageState.FAILED.value, error, _stats_text(stats), message_id),
+            )
+            self._touch(db, message_id)
+
+    def edit_message(self, message_id: int, content: str) -> None:
+        """Replace a user message's text and drop everything after it (it is about to be
+        answered again)."""
+        with self._write() as db:
+            row = db.execute(
+                "SELECT conversation_id FROM messages WHERE id = ?", (message_id,)
+            ).fetchone()
+            if row is None:
+                raise HistoryError(f"message {message_id} no longer exists; reload the chat")
+            db.execute("UPDATE messages SET content = ? WHERE id = ?", (content, message_id))
+            db.execute(
+                "DELETE FROM messages WHERE conversation_id = ? AND id > ?", (row[0], message_id)
+            )
+            self._touch(db, message_id)
+
+    def delete_message(self, message_id: int) -> None:
+        with self._write() as db:
+            self._touch(db, message_id)
+            db.execute("DELETE FROM messages WHERE id = ?", (message_id,))
+
+    def _insert(
+        self, conversation_id: int, role: str, content: str, state: MessageState, model: str
+    ) -> StoredMessage:
+        now = time.time()
+        with self._write() as db:
+            cursor = db.execute(
+                "INSERT INTO messages (conversation_id, role, content, state, created_at, model, "
+                "session) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (conversation_id, role, content, state.value, now, model, self.session),
+            )
+            db.execute(
+                "UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation_id)
+            )
+        return StoredMessage(
+            int(cursor.lastrowid or 0), conversation_id, role, content, state, now, model
+        )
+
+    @staticmethod
+    def _touch(db: sqlite3.Connection, message_id: int) -> None:
+        db.execute(
+            "UPDATE conversations SET updated_at = ? WHERE id = "
+            "(SELECT conversation_id FROM messages WHERE id = ?)",
+            (time.time(), message_id),
+        )
+
+    # -- models and preferences ---------------------------------------------------------------
+
+    def remember_model(self, path: Path) -> None:
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO opened_models (path, opened_at) VALUES (?, ?) "
+                "ON CONFLICT(path) DO UPDATE SET opened_at = excluded.opened_at",
+                (str(path), time.time()),
+            )
+
+    def forget_model(self, path: Path) -> None:
+        with self._write() as db:
+            db.execute("DELETE FROM opened_models WHERE path = ?", (str(path),))
+
+    def opened_models(self) -> list[Path]:
+        """Models the user opened by hand, most recent first."""
+        rows = self._read("SELECT path FROM opened_models ORDER BY opened_at DESC")
+        return [Path(row[0]) for row in rows]
+
+    def preference(self, name: str) -> str | None:
+        rows = self._read("SELECT value FROM preferences WHERE name = ?", (name,))
+        return rows[0][0] if rows else None
+
+    def set_preference(self, name: str, value: str) -> None:
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO preferences (name, value) VALUES (?, ?) "
+                "ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+                (name, value),
+            )
+
+    # -- crash recovery -----------------------------------------------------------------------
+
+    def _mark_dead_sessions_interrupted(self) -> int:
+        """Mark replies left ``streaming`` by a dead process as interrupted; return how many."""
+        rows = self._read(
+            "SELECT DISTINCT session FROM messages WHERE state = ? AND session != ?",
+            (MessageState.STREAMING.value, self.session),
+        )
+        count = 0
+        for (session,) in rows:
+            lock_path = self._sessions_dir / f"{session}.lock"
+            lock = FileLock(lock_path)
+            try:
+                lock.acquire(timeout=0)
+            except Timeout:
+                continue  # another live app instance is writing that reply
+            try:
+                with self._write() as db:
+                    cursor = db.execute(
+                        "UPDATE messages SET state = ? WHERE state = ? AND session = ?",
+                        (MessageState.INTERRUPTED.value, MessageState.STREAMING.value, session),
+                    )
+                    count += cursor.rowcount
+            finally:
+                lock.release()
+                lock_path.unlink(missing_ok=True)
+        return count
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _stats_text(stats: DecodeStats | None) -> str | None:
+    return json.dumps(stats_to_json(stats)) if stats is not None else None
+
+
+def _message(row: tuple[Any, ...]) -> StoredMessage:
+    mid, cid, role, content, state, created, model, reason, stats, note, error = row
+    return StoredMessage(
+        id=mid,
+        conversation_id=cid,
+        role=role,
+        content=content,
+        state=MessageState(state),
+        created_at=created,
+        model=model,
+        finish_reason=reason,
+        stats=stats_from_json(json.loads(stats)) if stats else None,
+        note=note,
+        error=error,
+    )

@@ -1,0 +1,47 @@
+"""Chat tests: isolated folders, a tiny MTP GGUF, and the bundled demo model when it exists.
+
+Behaviour tests that need a long reply (stop mid-reply, a worker killed mid-reply) use the tiny
+random qwen35 model: it never ends a reply on its own, so a stop always lands mid-reply. Tests
+about what a user reads (a streamed reply, its statistics, no special tokens) run on the bundled
+demo model when ``resources/models/demo-mtp.gguf`` is present, else on the tiny model.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from pathlib import Path
+
+import pytest
+
+from app.engine.runtime.demo_model import DEMO_MODEL_FILENAME, MODELS_DIR
+from tests.runtime.tiny_model import write_tiny_qwen35
+from tests.store.isolation import IsolatedHome, isolate
+
+DEMO_GGUF = MODELS_DIR / DEMO_MODEL_FILENAME
+
+
+@pytest.fixture(autouse=True)
+def home(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> IsolatedHome:
+    return isolate(monkeypatch, tmp_path_factory.mktemp("home"))
+
+
+@pytest.fixture(scope="session")
+def tiny_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_tiny_qwen35(
+        tmp_path_factory.mktemp("chat-models") / "tiny-mtp.gguf", perturbation=0.15
+    )
+
+
+@pytest.fixture(scope="session")
+def tiny_gguf_without_mtp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("chat-models-plain")
+    return write_tiny_qwen35(folder / "tiny-plain.gguf", mtp_blocks=0)
+
+
+@pytest.fixture(scope="session")
+def reading_model(tiny_gguf: Path) -> Path:
+    """The bundled demo model when it has landed, else the tiny model."""
+    return DEMO_GGUF if DEMO_GGUF.is_file() else tiny_gguf
