@@ -9,7 +9,6 @@ must fail the same bound, which shows the bound has the power to catch a bias.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -21,6 +20,7 @@ from app.engine.runtime.acceptance import (
     accept_leviathan_chen,
 )
 from app.engine.runtime.sampling import draw
+from tests.runtime.chi_square import chi_square_critical
 
 P = [
     np.array([0.40, 0.30, 0.20, 0.10, 0.00]),
@@ -36,32 +36,10 @@ FALSE_ALARM = 1e-6
 Law = Callable[[Sequence[int], np.random.Generator], CycleOutcome]
 
 
-def _chi_square_critical(degrees_of_freedom: int, tail: float) -> float:
-    """x with P(χ²_df > x) = tail: the survival function by its series, inverted by bisection."""
-    shape = degrees_of_freedom / 2
-
-    def survival(x: float) -> float:
-        half = x / 2
-        term = math.exp(shape * math.log(half) - half - math.lgamma(shape + 1))
-        lower = 0.0
-        n = 0
-        while term > 1e-18 * (lower + term):
-            lower += term
-            n += 1
-            term *= half / (shape + n)
-        return 1.0 - lower
-
-    low, high = 0.0, 1000.0
-    for _ in range(200):
-        middle = (low + high) / 2
-        low, high = (middle, high) if survival(middle) > tail else (low, middle)
-    return high
-
-
 def test_the_chi_square_bound_matches_known_quantiles() -> None:
     # χ² tables: P(χ²_4 > 9.488) = 0.05, P(χ²_3 > 16.266) = 0.001
-    assert _chi_square_critical(4, 0.05) == pytest.approx(9.488, abs=1e-3)
-    assert _chi_square_critical(3, 0.001) == pytest.approx(16.266, abs=1e-3)
+    assert chi_square_critical(4, 0.05) == pytest.approx(9.488, abs=1e-3)
+    assert chi_square_critical(3, 0.001) == pytest.approx(16.266, abs=1e-3)
 
 
 def _chi_square(counts: np.ndarray, probs: np.ndarray) -> tuple[float, int]:
@@ -107,7 +85,7 @@ def _lc_repairing_from_p(drafts: Sequence[int], rng: np.random.Generator) -> Cyc
 def _assert_follows_target(first: np.ndarray, second: np.ndarray) -> None:
     for counts, probs in ((first, P[0]), (second, P[1])):
         statistic, dof = _chi_square(counts, probs)
-        bound = _chi_square_critical(dof, FALSE_ALARM)
+        bound = chi_square_critical(dof, FALSE_ALARM)
         assert statistic < bound, f"χ²={statistic:.1f} ≥ {bound:.1f} for counts {counts}"
 
 
@@ -138,4 +116,4 @@ def test_leviathan_chen_accepts_more_than_sample_and_compare() -> None:
 def test_a_law_without_residual_repair_fails_the_same_bound() -> None:
     first, _, _ = _run(_lc_repairing_from_p, 200_000, seed=14)
     statistic, dof = _chi_square(first, P[0])
-    assert statistic > _chi_square_critical(dof, FALSE_ALARM)
+    assert statistic > chi_square_critical(dof, FALSE_ALARM)
