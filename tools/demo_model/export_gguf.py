@@ -1,0 +1,81 @@
+"""The demo checkpoint as a `qwen35` GGUF with its nextn (MTP) block, by llama.cpp's converter.
+
+The most faithful GGUF is the one llama.cpp's own `convert_hf_to_gguf.py` writes: it knows every
+tensor rename and transform the bundled llama.cpp expects (norms +1, A_log → −exp, conv squeeze,
+`mtp.*` → block n_layer with nextn names, recurrent-layer flags, rope sections). So the converter
+from the pinned llama-cpp-python source package runs here, unmodified, with its own `gguf-py`, in
+a child process. One thing is set rather than detected: the pre-tokenizer. The converter
+identifies it by hashing how a known vocabulary splits a probe text, and a freshly trained
+vocabulary is known to nobody; our BPE was trained with Qwen2's split regex, so it is declared
+`qwen2` (demo_model.tokenizer.LLAMA_CPP_PRE_TOKENIZER).
+
+Run as a script only through :func:`convert_to_gguf`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+LLAMA_CPP_PYTHON_VERSION = "0.3.36"
+
+
+def llama_cpp_source(cache_dir: Path) -> Path:
+    """The vendored llama.cpp tree of the pinned llama-cpp-python sdist (fetched once with pip)."""
+    tree = cache_dir / f"llama_cpp_python-{LLAMA_CPP_PYTHON_VERSION}" / "vendor" / "llama.cpp"
+    if (tree / "convert_hf_to_gguf.py").is_file():
+        return tree
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    archive = cache_dir / f"llama_cpp_python-{LLAMA_CPP_PYTHON_VERSION}.tar.gz"
+    if not archive.is_file():
+        subprocess.run(
+            [
+                sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+                f"llama-cpp-python=={LLAMA_CPP_PYTHON_VERSION}", "-d", str(cache_dir),
+            ],
+            check=True,
+        )  # fmt: skip
+    with tarfile.open(archive) as sdist:
+        sdist.extractall(cache_dir, filter="data")
+    if not (tree / "convert_hf_to_gguf.py").is_file():
+        raise FileNotFoundError(f"{archive} has no vendor/llama.cpp/convert_hf_to_gguf.py")
+    return tree
+
+
+def convert_to_gguf(hf_dir: Path, output: Path, llama_cpp_tree: Path, outtype: str) -> None:
+    """Convert ``hf_dir`` to ``output`` (written under a temporary name, then renamed)."""
+    partial = output.with_name(f".{output.name}.partial")
+    partial.unlink(missing_ok=True)
+    subprocess.run(
+        [sys.executable, __file__, str(llama_cpp_tree), str(hf_dir), str(partial), outtype],
+        check=True,
+        env={**os.environ, "PYTHONPATH": ""},
+    )
+    os.replace(partial, output)
+
+
+def _run_converter(llama_cpp_tree: Path, hf_dir: Path, output: Path, outtype: str) -> None:
+    sys.path[:0] = [str(llama_cpp_tree), str(llama_cpp_tree / "gguf-py")]
+    import convert_hf_to_gguf
+    from conversion.base import TextModel
+    from demo_model.tokenizer import LLAMA_CPP_PRE_TOKENIZER
+
+    TextModel.get_vocab_base_pre = lambda self, tokenizer: LLAMA_CPP_PRE_TOKENIZER
+    sys.argv = [
+        "convert_hf_to_gguf.py",
+        str(hf_dir),
+        "--outfile",
+        str(output),
+        "--outtype",
+        outtype,
+    ]
+    convert_hf_to_gguf.main()
+
+
+if __name__ == "__main__":
+    sys.path[0] = str(Path(__file__).resolve().parents[1])  # tools/, not this module's folder
+    tree, source, destination, kind = sys.argv[1:5]
+    _run_converter(Path(tree), Path(source), Path(destination), kind)
