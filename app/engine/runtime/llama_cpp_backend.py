@@ -109,6 +109,7 @@ class LlamaCppBackend(DecodeBackend):
         )
         self._batch = NumpyBatch(BATCH_SIZE, self._width)
         self._piece_cache: dict[int, bytes] = {}
+        self._end_cache: dict[int, bool] = {}
 
         self.info = ModelInfo(
             path=self._path,
@@ -226,7 +227,10 @@ class LlamaCppBackend(DecodeBackend):
         return buffer.raw[:length]
 
     def is_end_of_generation(self, token: int) -> bool:
-        return bool(llama_cpp.llama_vocab_is_eog(self._vocab, token))
+        end = self._end_cache.get(token)
+        if end is None:
+            end = self._end_cache[token] = bool(llama_cpp.llama_vocab_is_eog(self._vocab, token))
+        return end
 
     @property
     def chat_template(self) -> str | None:

@@ -9,6 +9,7 @@ text of its messages, with a note.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -34,6 +35,16 @@ def _strftime_now(format_string: str) -> str:
     return datetime.now().strftime(format_string)
 
 
+@functools.lru_cache(maxsize=4)
+def _compiled(template: str) -> jinja2.Template:
+    """Compiling a large template takes milliseconds; a chat renders the same one every turn."""
+    environment = ImmutableSandboxedEnvironment(
+        trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"]
+    )
+    environment.globals.update(raise_exception=_raise_exception, strftime_now=_strftime_now)
+    return environment.from_string(template)
+
+
 def render_chat(
     template: str | None,
     messages: Sequence[ChatMessage],
@@ -44,12 +55,8 @@ def render_chat(
     """The prompt text for ``messages`` followed by the assistant turn's opening."""
     if template is None:
         return "\n".join(message.content for message in messages)
-    environment = ImmutableSandboxedEnvironment(
-        trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"]
-    )
-    environment.globals.update(raise_exception=_raise_exception, strftime_now=_strftime_now)
     try:
-        return environment.from_string(template).render(
+        return _compiled(template).render(
             messages=[{"role": m.role, "content": m.content} for m in messages],
             add_generation_prompt=True,
             **special_tokens,
