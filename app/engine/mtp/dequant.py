@@ -2,16 +2,18 @@
 
 A decoder pulls the tensor's stored bytes through ``take(n)`` in pieces of about
 ``target_elements`` elements and yields each piece's BF16 bytes, so memory stays near one piece
-whatever the tensor's size. Pieces never straddle a scale boundary in a way that needs per-element
-scale arithmetic: quantised codes are decoded by one table lookup per element into a table of
-``RNE_bf16(code × scale)`` values — bit-identical to decoding, multiplying in F32 and rounding
-once, at a fraction of the cost. Only F32/BF16 scales over small 1D blocks (where per-block tables
-would outweigh the data) take the plain decode-multiply-round path.
+whatever the tensor's size. Quantised codes are decoded with one table lookup per element: for
+each scale, a 256-entry table holds ``bf16_rne(f32(code value × scale))`` for every code, which is
+bit-identical to decoding, multiplying in F32 and rounding once, at a fraction of the cost. Pieces
+are cut so that their scales' tables are cheap to build (a tile row, a run of whole blocks, or part
+of one block). Only F32/BF16 scales over tiny 1D blocks, where tables would outweigh the data,
+take the plain decode-multiply-round path.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -57,12 +59,12 @@ def decode_tensor(
     return _decode_flat(tensor, item.blocks, scales, take, target_elements)
 
 
+@dataclass(frozen=True)
 class Scales:
     """A weight's scales, checked: E8M0 codes (table-indexed) or finite F32 values."""
 
-    def __init__(self, codes: np.ndarray | None, values: np.ndarray | None) -> None:
-        self.codes = codes
-        self.values = values
+    codes: np.ndarray | None
+    values: np.ndarray | None
 
     @classmethod
     def parse(cls, item: MtpTensor, data: bytes, where: str) -> Scales:
