@@ -6,10 +6,11 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
+from app.ui.main_window import MainWindow
 from tests.store.isolation import IsolatedHome, isolate
 
 
@@ -19,13 +20,27 @@ def home(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFacto
 
 
 @pytest.fixture
-def main_window(qtbot, home: IsolatedHome) -> Iterator[object]:
-    """The app's main window on fresh folders; shut down (jobs stopped, store closed) after."""
+def open_window(qtbot, home: IsolatedHome) -> Iterator[Callable[[], MainWindow]]:
+    """Opens main windows on the test's folders (as many as a "restart" needs); each one is
+    shut down (jobs stopped, job store closed) at the end."""
     from app.engine.settings import app_dirs
-    from app.ui.main_window import MainWindow
 
-    window = MainWindow(app_dirs())
-    qtbot.addWidget(window)
-    window.show()
-    yield window
-    window.shutdown()
+    opened: list[MainWindow] = []
+
+    def open_one() -> MainWindow:
+        window = MainWindow(app_dirs())  # not qtbot.addWidget: it would close before shutdown
+        window.show()
+        opened.append(window)
+        return window
+
+    yield open_one
+    for window in opened:
+        window.shutdown()
+        window.close()
+        window.deleteLater()
+
+
+@pytest.fixture
+def main_window(open_window: Callable[[], MainWindow]) -> MainWindow:
+    """The app's main window on fresh folders (the bundled catalog, default settings)."""
+    return open_window()

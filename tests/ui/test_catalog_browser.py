@@ -135,9 +135,21 @@ def test_bundled_entries_are_read_only_and_say_why(main_window: MainWindow) -> N
     assert not detail.edit_button.isEnabled()
     assert "bundled catalog is read-only" in detail.edit_button.toolTip()
     assert detail.publish_button.isEnabled()
+    assert browser.paths == [default_catalog_path()]
+
+
+def test_chat_is_off_until_a_handler_plugs_in(main_window: MainWindow, qtbot) -> None:
+    detail = main_window.browser.detail
+    detail.chat_available = False
+    main_window.browser.select_key("qwen3-6-27b-mlx-4bit")
     assert not detail.chat_button.isEnabled()
     assert detail.chat_button.toolTip() == "Chat is not part of this version yet."
-    assert browser.paths == [default_catalog_path()]
+
+    chosen = []
+    main_window.set_chat_handler(chosen.append)
+    assert detail.chat_button.isEnabled()
+    qtbot.mouseClick(detail.chat_button, Qt.MouseButton.LeftButton)
+    assert [entry.key for entry in chosen] == ["qwen3-6-27b-mlx-4bit"]
 
 
 def test_an_entry_without_sidecar_explains_why_it_cannot_be_published(
