@@ -37,6 +37,7 @@ from app.ui.jobs.monitor import JobMonitor
 from app.ui.jobs.runner import JobRunner
 from app.ui.settings_dialog import SettingsDialog, SignInDialog, token_summary
 from app.ui.wizards.download import DownloadWizard
+from app.ui.wizards.publish import PublishWizard
 
 ChatHandler = Callable[[CatalogEntry], None]
 
@@ -134,15 +135,12 @@ class MainWindow(QMainWindow):
         self._keep_open(wizard)
         return wizard
 
-    def publish_sidecar(self, key: str) -> None:
-        show_error(
-            self,
-            "Publishing is not available yet",
-            MtpStudioError(
-                f"publishing {key} from the app is not available in this version yet; "
-                f"`mtp-studio publish --model {key} --dry-run` shows what would be published"
-            ),
+    def publish_sidecar(self, key: str = "") -> PublishWizard:
+        wizard = PublishWizard(
+            self.runner, self.jobs, self.settings, self.browser.valid_entries(), key, self
         )
+        self._keep_open(wizard)
+        return wizard
 
     def open_settings(self) -> SettingsDialog:
         dialog = SettingsDialog(self.settings_store, self.settings, self)
@@ -190,6 +188,7 @@ class MainWindow(QMainWindow):
 
         models_menu = self.menuBar().addMenu("&Models")
         self._action(models_menu, "&Download…", lambda: self.open_download_wizard())
+        self._action(models_menu, "&Publish sidecar…", lambda: self.publish_sidecar(""))
         self._action(models_menu, "&New catalog entry…", self.browser.new_entry)
         self._action(
             models_menu,

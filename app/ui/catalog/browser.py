@@ -213,6 +213,14 @@ class CatalogBrowser(QWidget):
                 return parse_entry(node.row.fields, node.row.location.file, node.row.location)
         raise MtpStudioError(f"no catalog entry with key {key!r}")
 
+    def valid_entries(self) -> list[CatalogEntry]:
+        """Every entry without errors (an entry with problems cannot be published)."""
+        valid = []
+        for node in self.model.entries():
+            if not node.errors:
+                valid.append(parse_entry(node.row.fields, node.row.location.file))
+        return valid
+
     def select_key(self, key: str) -> None:
         source = self.model.index_of_key(key)
         if source.isValid():

@@ -111,9 +111,9 @@ class JobMonitor(QWidget):
         layout.addWidget(splitter)
 
         self.table.selectionModel().currentRowChanged.connect(self._on_selection)
-        jobs.dataChanged.connect(lambda *_changed: self._update_buttons())
-        jobs.rowsInserted.connect(lambda *_inserted: self._update_buttons())
-        runner.pause_changed.connect(lambda *_paused: self._update_buttons())
+        jobs.dataChanged.connect(self._update_buttons)
+        jobs.rowsInserted.connect(self._update_buttons)
+        runner.pause_changed.connect(self._update_buttons)
         if jobs.rowCount():
             self.select_job(jobs.job_at(0).job_id)
         self._update_buttons()
@@ -135,7 +135,7 @@ class JobMonitor(QWidget):
         self.progress.follow(int(current.data(JOB_ID_ROLE)) if current.isValid() else None)
         self._update_buttons()
 
-    def _update_buttons(self) -> None:
+    def _update_buttons(self, *_changed: object) -> None:
         row = self.selected_job()
         running = row is not None and self.runner.is_running(row.job_id)
         self.cancel_button.setEnabled(running)

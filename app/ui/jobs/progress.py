@@ -48,7 +48,7 @@ class JobProgressView(QWidget):
             layout.addWidget(widget)
         runner.job_events.connect(self._on_events)
         runner.job_finished.connect(self._on_finished)
-        jobs.dataChanged.connect(lambda *_changed: self._refresh())
+        jobs.dataChanged.connect(self._on_rows_changed)  # a bound slot: dropped with the view
 
     @property
     def job_id(self) -> int | None:
@@ -67,6 +67,9 @@ class JobProgressView(QWidget):
         stamp = time.strftime("%H:%M:%S", time.localtime(event.at))
         prefix = {"stage": "▸ ", "error": "✖ ", "result": "✔ "}.get(event.kind, "  ")
         self.log_view.appendPlainText(f"{stamp} {prefix}{event.text}")
+
+    def _on_rows_changed(self, *_changed: object) -> None:
+        self._refresh()
 
     def _on_events(self, job_id: int, events: list[JobEvent]) -> None:
         if self._row is None or job_id != self._row.job_id:
