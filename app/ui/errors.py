@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 from app.engine.errors import MtpStudioError
 
 log = logging.getLogger(__name__)
+_shown: set[QMessageBox] = set()  # a box without a parent lives only as long as a reference
 
 
 def readable(exc: BaseException) -> str:
@@ -33,6 +34,8 @@ def show_error(parent: QWidget | None, title: str, exc: BaseException) -> None:
         log.error("%s", title, exc_info=(type(exc), exc, exc.__traceback__))
     box = QMessageBox(QMessageBox.Icon.Warning, title, readable(exc), parent=parent)
     box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    _shown.add(box)
+    box.finished.connect(lambda _result: _shown.discard(box))
     box.open()
 
 

@@ -154,9 +154,8 @@ class CatalogBrowser(QWidget):
         self.modified = False
         self._reload()
         bundled = default_catalog_path()
-        self.files_changed.emit(
-            [BUNDLED_CATALOG if path == bundled else str(path) for path in self.paths]
-        )
+        saved = [BUNDLED_CATALOG if path == bundled else str(path) for path in self.paths]
+        self.files_changed.emit([] if saved == [BUNDLED_CATALOG] else saved)  # [] is the default
         return True
 
     def open_saved(self, saved: tuple[str, ...]) -> bool:
