@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QDialogButtonBox
 
 from app.engine.catalog import Catalog, default_catalog_path
 from app.ui.catalog.editor import EntryEditor
-from app.ui.catalog.model import SIDECAR_COL
+from app.ui.catalog.model import PROBLEMS_COL, SIDECAR_COL
 from app.ui.catalog.proxy import WITH_SIDECAR, WITHOUT_SIDECAR
 from app.ui.main_window import MainWindow
 from tests.localhub import LocalHub
@@ -120,7 +120,7 @@ def test_problems_are_shown_on_the_row(main_window: MainWindow, my_catalog: Path
     assert any("mtp_sidecar_repo is missing" in m for m in messages)
     # The row is there, marked, with the first problem and the count in its last column.
     broken_index = model.index_of_key("Broken_Key")
-    problems_cell = broken_index.siblingAtColumn(6).data()
+    problems_cell = broken_index.siblingAtColumn(PROBLEMS_COL).data()
     assert problems_cell.startswith("key: key 'Broken_Key' is not lowercase-kebab")
     assert "(+1 more)" in problems_cell
     assert broken_index.data(Qt.ItemDataRole.DecorationRole) is not None

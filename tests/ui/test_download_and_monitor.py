@@ -79,7 +79,9 @@ def test_the_wizard_downloads_a_sidecar_into_the_cache(
     assert "700.0 kB / 700.0 kB" in run_page.progress.figures_label.text()
     assert states(window)[0] == (f"Download {REPO} (mtp.safetensors)", "succeeded")
     log = run_page.progress.log_view.toPlainText()
-    assert "▸ pin" in log and "▸ verify: mtp.safetensors" in log
+    assert log.count("▸ pin: ") == 1, "each line once, however the view caught up"
+    assert "▸ verify: mtp.safetensors" in log
+    assert log.splitlines()[-1].endswith(f"✔ done — {snapshot(home, commit)}")
 
 
 def test_the_wizard_names_a_missing_repo_and_stays_on_the_page(

@@ -225,11 +225,13 @@ class JobStore:
             ).fetchall()
         return [_to_record(row) for row in rows]
 
-    def events(self, job_id: int) -> list[StoredEvent]:
+    def events(self, job_id: int, after_seq: int = 0) -> list[StoredEvent]:
+        """The job's stages, log lines, result and error, oldest first (after ``after_seq``)."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT job_id, seq, at, kind, text, level FROM events WHERE job_id=? ORDER BY seq",
-                (job_id,),
+                "SELECT job_id, seq, at, kind, text, level FROM events "
+                "WHERE job_id=? AND seq>? ORDER BY seq",
+                (job_id, after_seq),
             ).fetchall()
         return [StoredEvent(*row) for row in rows]
 

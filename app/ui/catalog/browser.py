@@ -28,12 +28,7 @@ from app.engine.errors import MtpStudioError
 from app.engine.settings import BUNDLED_CATALOG
 from app.ui.catalog.detail import EntryDetail
 from app.ui.catalog.editor import EntryEditor
-from app.ui.catalog.model import (
-    MODEL_COL,
-    PROBLEMS_COL,
-    CatalogTreeModel,
-    EntryNode,
-)
+from app.ui.catalog.model import COLUMN_WIDTHS, PROBLEMS_COL, CatalogTreeModel, EntryNode
 from app.ui.catalog.proxy import ANY, WITH_SIDECAR, WITHOUT_SIDECAR, CatalogFilterProxy
 from app.ui.catalog.status import SidecarStatusBook
 from app.ui.errors import show_error
@@ -108,6 +103,9 @@ class CatalogBrowser(QWidget):
         header.setStretchLastSection(False)
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setSectionResizeMode(PROBLEMS_COL, QHeaderView.ResizeMode.Stretch)
+        for column, width in COLUMN_WIDTHS.items():
+            header.resizeSection(column, width)
+        header.setMinimumSectionSize(60)
         self.detail = EntryDetail(book)
         self.detail.edit_requested.connect(self.edit_entry)
 
@@ -123,7 +121,7 @@ class CatalogBrowser(QWidget):
         splitter.addWidget(self.detail)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 2)
-        splitter.setSizes([760, 420])
+        splitter.setSizes([900, 440])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addWidget(splitter)
@@ -277,9 +275,6 @@ class CatalogBrowser(QWidget):
         self._fill_filter(self.tier_combo, "All tiers", "tier")
         self._fill_filter(self.quant_combo, "All quants", "quant")
         self.tree.expandAll()
-        for column in range(PROBLEMS_COL):
-            self.tree.resizeColumnToContents(column)
-        self.tree.setColumnWidth(MODEL_COL, max(self.tree.columnWidth(MODEL_COL), 260))
         problems = self.model.file_problems
         self.file_banner.setText("\n".join(str(problem) for problem in problems))
         self.file_banner.setVisible(bool(problems))

@@ -135,7 +135,7 @@ class EntryDetail(QWidget):
             return
         self.title.setText(
             f"<h2 style='margin:0'>{html.escape(node.key)}</h2>"
-            f"<span style='color:palette(mid)'>{html.escape(node.group.base_model)}</span>"
+            f"<span style='color:#5f6368'>{html.escape(node.group.base_model)}</span>"
         )
         while self.fields_form.rowCount():
             self.fields_form.removeRow(0)

@@ -26,10 +26,17 @@ from app.ui.catalog.status import Published, SidecarStatusBook
 
 ModelIndex = QModelIndex | QPersistentModelIndex
 
-COLUMNS = ("Model", "Source", "Quant", "Tier", "Sidecar repo", "Sidecar", "Problems")
-(MODEL_COL, SOURCE_COL, QUANT_COL, TIER_COL, SIDECAR_REPO_COL, SIDECAR_COL, PROBLEMS_COL) = range(
+COLUMNS = ("Model", "Quant", "Tier", "Sidecar", "Sidecar repo", "Source", "Problems")
+(MODEL_COL, QUANT_COL, TIER_COL, SIDECAR_COL, SIDECAR_REPO_COL, SOURCE_COL, PROBLEMS_COL) = range(
     len(COLUMNS)
 )
+COLUMN_WIDTHS = {
+    MODEL_COL: 270,
+    QUANT_COL: 70,
+    TIER_COL: 70,
+    SIDECAR_COL: 150,
+    SIDECAR_REPO_COL: 230,
+}
 KEY_ROLE = Qt.ItemDataRole.UserRole + 1
 IS_GROUP_ROLE = Qt.ItemDataRole.UserRole + 2
 SEARCH_ROLE = Qt.ItemDataRole.UserRole + 3

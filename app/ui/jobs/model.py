@@ -148,7 +148,7 @@ class JobTableModel(QAbstractTableModel):
         values = (
             row.record.spec.title,
             state_text(row),
-            row.stage,
+            row.stage if row.state is JobState.RUNNING else "",
             row.amount_text(),
             row.speed_text(),
             row.eta_text(),

@@ -1,24 +1,50 @@
 """One job's live progress: stage, a bar, bytes, speed and time left, and its log.
 
 Shared by the job monitor's detail area and the wizards' run pages, so a download or publish
-looks the same wherever it is watched.
+looks the same wherever it is watched. The log is always rendered from the job store (which
+records each event before the GUI hears of it), so a line is never shown twice or missed,
+whether the view followed the job from its start or opened it from history.
 """
 
 from __future__ import annotations
 
+import html
+import json
 import time
 
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QLabel, QPlainTextEdit, QProgressBar, QVBoxLayout, QWidget
 
-from app.engine.jobs import JobEvent, LogEvent, ResultEvent, StageEvent
+from app.engine.jobs import JobEvent, ProgressEvent
 from app.engine.store import JobState, StoredEvent
-from app.ui.jobs.model import JobRow, JobTableModel
+from app.ui.jobs.model import JobRow, JobTableModel, state_text
 from app.ui.jobs.runner import JobRunner
+
+NOTHING_SELECTED = (
+    "No job selected. Downloads and publishes appear in the list with their progress, and stay "
+    "there after a restart."
+)
+RESULT_LINKS = ("commit_url", "location", "repo_url")
+
+
+def result_line(summary: dict) -> str:
+    """A result in one line: its outcome and where to look (commit, folder or repo)."""
+    outcome = summary.get("outcome", "done")
+    where = next((str(summary[key]) for key in RESULT_LINKS if summary.get(key)), "")
+    return f"{outcome} — {where}" if where else str(outcome)
+
+
+def log_line(event: StoredEvent) -> str:
+    stamp = time.strftime("%H:%M:%S", time.localtime(event.at))
+    if event.kind == "result":
+        return f"{stamp} ✔ {result_line(json.loads(event.text))}"
+    prefix = {"stage": "▸ ", "error": "✖ "}.get(event.kind, "  ")
+    marker = "⚠ " if event.level == "warning" else ""
+    return f"{stamp} {prefix}{marker}{event.text}"
 
 
 class JobProgressView(QWidget):
-    """Follows the job given to :meth:`follow`; shows nothing-selected text until then."""
+    """Follows the job given to :meth:`follow`; shows an explanation until then."""
 
     def __init__(
         self,
@@ -31,7 +57,8 @@ class JobProgressView(QWidget):
         self._runner = runner
         self._jobs = jobs
         self._row: JobRow | None = None
-        self.stage_label = QLabel("No job selected.")
+        self._last_seq = 0
+        self.stage_label = QLabel(NOTHING_SELECTED)
         self.stage_label.setWordWrap(True)
         self.bar = QProgressBar()
         self.bar.setRange(0, 100)
@@ -55,60 +82,49 @@ class JobProgressView(QWidget):
         return self._row.job_id if self._row else None
 
     def follow(self, job_id: int | None) -> None:
-        """Show job ``job_id`` (its live row in the job table) with its stored log."""
+        """Show job ``job_id`` (its live row in the job table) with its log."""
         self._row = None if job_id is None else self._jobs.job(job_id)
+        self._last_seq = 0
         self.log_view.clear()
-        if self._row is not None:
-            for event in self._runner.store.events(self._row.job_id):
-                self._append_stored(event)
+        self._append_new_lines()
         self._refresh()
 
-    def _append_stored(self, event: StoredEvent) -> None:
-        stamp = time.strftime("%H:%M:%S", time.localtime(event.at))
-        prefix = {"stage": "▸ ", "error": "✖ ", "result": "✔ "}.get(event.kind, "  ")
-        self.log_view.appendPlainText(f"{stamp} {prefix}{event.text}")
+    def _append_new_lines(self) -> None:
+        if self._row is None:
+            return
+        for event in self._runner.store.events(self._row.job_id, self._last_seq):
+            self.log_view.appendPlainText(log_line(event))
+            self._last_seq = event.seq
 
     def _on_rows_changed(self, *_changed: object) -> None:
         self._refresh()
 
     def _on_events(self, job_id: int, events: list[JobEvent]) -> None:
-        if self._row is None or job_id != self._row.job_id:
-            return
-        stamp = time.strftime("%H:%M:%S")
-        for event in events:
-            if isinstance(event, StageEvent):
-                detail = f": {event.detail}" if event.detail else ""
-                self.log_view.appendPlainText(f"{stamp} ▸ {event.stage}{detail}")
-            elif isinstance(event, LogEvent):
-                self.log_view.appendPlainText(f"{stamp}   {event.message}")
-            elif isinstance(event, ResultEvent):
-                self.log_view.appendPlainText(f"{stamp} ✔ {event.summary}")
+        ours = self._row is not None and job_id == self._row.job_id
+        if ours and any(not isinstance(event, ProgressEvent) for event in events):
+            self._append_new_lines()
 
-    def _on_finished(self, job_id: int, _state: str, message: str) -> None:
-        if self._row is None or job_id != self._row.job_id:
-            return
-        if message:
-            self.log_view.appendPlainText(f"{time.strftime('%H:%M:%S')} ✖ {message}")
+    def _on_finished(self, job_id: int, _state: str, _message: str) -> None:
+        if self._row is not None and job_id == self._row.job_id:
+            self._append_new_lines()
 
     def _refresh(self) -> None:
         row = self._row
+        self.bar.setVisible(row is not None)
         if row is None:
-            self.stage_label.setText("No job selected.")
-            self.bar.setValue(0)
+            self.stage_label.setText(NOTHING_SELECTED)
             self.figures_label.setText("")
             return
-        state = "paused" if row.paused and row.state is JobState.RUNNING else row.state.value
-        stage = f" — {row.stage}" if row.stage and row.state is JobState.RUNNING else ""
-        headline = f"<b>{row.record.spec.title}</b><br>{state}{stage}"
+        state = state_text(row)
+        running_stage = row.state is JobState.RUNNING and row.stage and row.stage != state
+        headline = f"<b>{html.escape(row.record.spec.title)}</b><br>{state}"
+        if running_stage:
+            headline += f" — {html.escape(row.stage)}"
         if row.error:
-            headline += f"<br><span style='color:#b00020'>{_escape(row.error)}</span>"
+            headline += f"<br><span style='color:#b00020'>{html.escape(row.error)}</span>"
         self.stage_label.setText(headline)
         self.bar.setValue(row.percent)
         figures = [row.amount_text(), row.speed_text()]
         if row.eta_text():
             figures.append(f"{row.eta_text()} left")
         self.figures_label.setText("  ·  ".join(part for part in figures if part))
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

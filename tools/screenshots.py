@@ -1,0 +1,258 @@
+"""Regenerates screenshots of every window and wizard page, to look at the app without clicking.
+
+Why: layout slips (truncated text, empty panes, a wizard page with nothing on it) only show when
+someone looks. This drives the real app against the local test hub (``tests/localhub``) with a
+small model, a publishable source checkpoint and a catalog that has a broken entry, and saves a
+PNG per window or page. Run it under a real X server for real fonts and decorations:
+
+    xvfb-run -a .venv/bin/python tools/screenshots.py            # → scratch/screenshots/
+    QT_QPA_PLATFORM=offscreen .venv/bin/python tools/screenshots.py --out /tmp/shots
+
+Everything happens in a temporary home folder; the user's settings, history and token are
+never touched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+REPO = "acme/tiny-mtp-model"
+MY_CATALOG = """\
+# my own catalog
+models:
+  - key: qwen3-6b-mlx-4bit
+    source_model: Qwen/Qwen3-6B
+    quant: 4bit
+    tier: small
+    slices: [full]
+    output_name: Qwen3-6B-mlx-4bit
+    hf_repo: acme/Qwen3-6B-mlx-4bit
+    mtp_source_repo: Qwen/Qwen3-6B
+    mtp_sidecar_repo: acme/qwen3-6b-mtp
+  - key: tiny-mtp-model
+    source_model: acme/tiny-mtp-model
+    quant: bf16
+    tier: small
+    slices: [full]
+    output_name: tiny-mtp-model
+    hf_repo: acme/tiny-mtp-model
+  - key: Broken_Entry
+    source_model: Qwen/Qwen3-6B
+    quant: 8bit
+    tier: small
+    slices: [full]
+    output_name: Qwen3-6B-8bit
+    hf_repo: acme/Qwen3-6B-mlx-4bit
+    mtp_source_repo: Qwen/Qwen3-6B
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "scratch" / "screenshots")
+    args = parser.parse_args()
+    home = Path(tempfile.mkdtemp(prefix="mtp-studio-screens-"))
+    hub_data = home / "hub-data"
+    hub_data.mkdir()
+    # huggingface_hub reads these when first imported: set them before anything imports it.
+    os.environ.update(
+        {
+            "MTP_STUDIO_HOME": str(home / "app"),
+            "HF_HOME": str(home / "hf"),
+            "HF_HUB_DISABLE_XET": "1",
+            "HF_HUB_DISABLE_TELEMETRY": "1",
+            "HF_TOKEN": "hf_screenshots_only_token_0000",
+        }
+    )
+    sys.path.insert(0, str(ROOT))
+    from tests.localhub import LocalHub
+
+    with LocalHub(hub_data, user="mtp-tester", orgs=("acme", "mtp-studio")) as hub:
+        os.environ["HF_ENDPOINT"] = hub.endpoint
+        return Shooter(hub, home, args.out).run()
+
+
+class Shooter:
+    def __init__(self, hub: object, home: Path, out: Path) -> None:
+        from PySide6.QtWidgets import QApplication
+
+        self.hub = hub
+        self.home = home
+        self.out = out
+        out.mkdir(parents=True, exist_ok=True)
+        for old in out.glob("*.png"):
+            old.unlink()
+        self.app = QApplication.instance() or QApplication(sys.argv)
+        self.count = 0
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def pump(self, seconds: float = 0.2) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.app.processEvents()
+            time.sleep(0.01)
+
+    def wait(self, condition: Callable[[], bool], seconds: float = 30.0) -> None:
+        end = time.monotonic() + seconds
+        while not condition():
+            if time.monotonic() > end:
+                raise TimeoutError("the app did not reach the expected state")
+            self.pump(0.05)
+
+    def shot(self, widget: object, name: str) -> None:
+        self.pump(0.3)
+        self.count += 1
+        path = self.out / f"{self.count:02d}-{name}.png"
+        widget.grab().save(str(path))  # type: ignore[attr-defined]
+        print(path)
+
+    # -- the tour -----------------------------------------------------------------------------
+
+    def seed(self) -> None:
+        from tests.hub.sources import FAMILIES, seed_source
+
+        hub = self.hub
+        seed_source(hub, FAMILIES["qwen-bf16"], self.home / "checkpoint")  # type: ignore[arg-type]
+        hub.seed_files(  # type: ignore[attr-defined]
+            REPO,
+            {
+                "config.json": b'{"model_type": "qwen3_5", "mtp_num_hidden_layers": 1}',
+                "model.safetensors": os.urandom(48_000_000),
+                "mtp.safetensors": os.urandom(6_000_000),
+                "README.md": b"# tiny MTP model\n",
+            },
+        )
+        hub.seed_files("mtp-studio/qwen3-6-27b-mtp", {"mtp.safetensors": b"heads"})  # type: ignore[attr-defined]
+        catalog = self.home / "my-catalog.yaml"
+        catalog.write_text(MY_CATALOG)
+        from app.engine.settings import BUNDLED_CATALOG, SettingsStore
+
+        SettingsStore().update(
+            hub_endpoint=hub.endpoint,  # type: ignore[attr-defined]
+            scratch_dir=str(self.home / "scratch"),
+            catalog_files=(BUNDLED_CATALOG, str(catalog)),
+        )
+
+    def run(self) -> int:
+        self.seed()
+        from app.engine.settings import app_dirs
+        from app.ui.main_window import MainWindow
+
+        window = MainWindow(app_dirs())
+        window.resize(1400, 900)
+        window.show()
+        book = window.status_book
+        self.wait(lambda: book.status("mtp-studio/qwen3-6-27b-mtp").published.value == "yes")
+        self.main_window_tour(window)
+        self.download_tour(window)
+        self.publish_tour(window)
+        self.dialogs_tour(window)
+        window.shutdown()
+        window.close()
+        print(f"{self.count} screenshots in {self.out}")
+        return 0
+
+    def main_window_tour(self, window: object) -> None:
+        browser = window.browser  # type: ignore[attr-defined]
+        browser.select_key("qwen3-6-27b-mlx-4bit")
+        self.shot(window, "main-window")
+        browser.search_edit.setText("qwen3.6")
+        self.shot(window, "main-window-search")
+        browser.search_edit.setText("no such model")
+        self.shot(window, "main-window-no-match")
+        browser.search_edit.clear()
+        browser.select_key("Broken_Entry")
+        self.shot(window, "main-window-entry-with-problems")
+        browser.select_key("qwen3-6b-mlx-4bit")
+        editor = browser.edit_entry("qwen3-6b-mlx-4bit")
+        editor.edits["hf_repo"].setText("acme/Qwen3-6B")
+        self.shot(editor, "entry-editor-validating")
+        editor.reject()
+
+    def download_tour(self, window: object) -> None:
+        hub = self.hub
+        wizard = window.open_download_wizard(REPO)  # type: ignore[attr-defined]
+        wizard.repo_page.pattern_radio.setChecked(True)
+        wizard.repo_page.pattern_edit.setText("*.json *.safetensors")
+        self.shot(wizard, "download-1-what")
+        wizard.next()
+        self.wait(lambda: wizard.plan_page.plan is not None)
+        self.shot(wizard, "download-2-files-and-destination")
+        hub.faults.slow(match="model.safetensors", delay_s=0.05, times=None)  # type: ignore[attr-defined]
+        hub.faults.drop_download(match="model.safetensors", after_bytes=20_000_000, times=1)  # type: ignore[attr-defined]
+        wizard.next()
+        job = wizard.run_page.job_id
+        row = window.jobs.job(job)  # type: ignore[attr-defined]
+        self.wait(lambda: row.stage == "download" and row.done > 8_000_000)
+        self.shot(wizard, "download-3-running")
+        window.runner.set_paused(job, True)  # type: ignore[attr-defined]
+        self.wait(lambda: row.paused)
+        self.shot(wizard, "download-3-paused")
+        window.runner.set_paused(job, False)  # type: ignore[attr-defined]
+        self.wait(wizard.run_page.isComplete, 120)
+        hub.faults.clear()  # type: ignore[attr-defined]
+        self.shot(wizard, "download-3-done")
+        wizard.accept()
+
+    def publish_tour(self, window: object) -> None:
+        browser = window.browser  # type: ignore[attr-defined]
+        browser.select_key("qwen3-6b-mlx-4bit")
+        wizard = window.publish_sidecar("qwen3-6b-mlx-4bit")  # type: ignore[attr-defined]
+        self.shot(wizard, "publish-1-entry")
+        wizard.next()
+        self.shot(wizard, "publish-2-dry-run")
+        wizard.next()
+        self.wait(wizard.preflight_page.isComplete)
+        self.shot(wizard, "publish-3-preflight")
+        wizard.next()
+        self.wait(wizard.run_page.isComplete, 120)
+        self.shot(wizard, "publish-4-run-done")
+        wizard.next()
+        self.shot(wizard, "publish-5-result")
+        wizard.accept()
+        again = window.publish_sidecar("qwen3-6b-mlx-4bit")  # type: ignore[attr-defined]
+        again.next()
+        again.next()
+        self.wait(again.preflight_page.isComplete)
+        self.shot(again, "publish-3-preflight-already-published")
+        again.reject()
+        window.monitor.select_job(window.jobs.job_at(0).job_id)  # type: ignore[attr-defined]
+        self.shot(window, "main-window-after-jobs")
+        self.shot(window.monitor_dock, "job-monitor")  # type: ignore[attr-defined]
+
+    def dialogs_tour(self, window: object) -> None:
+        from PySide6.QtWidgets import QApplication, QMessageBox
+
+        from app.engine.errors import DownloadError
+        from app.ui.errors import show_error
+
+        settings = window.open_settings()  # type: ignore[attr-defined]
+        self.shot(settings, "settings")
+        settings.reject()
+        sign_in = window.open_sign_in()  # type: ignore[attr-defined]
+        self.shot(sign_in, "sign-in")
+        sign_in.reject()
+        show_error(
+            window,  # type: ignore[arg-type]
+            "Cannot download",
+            DownloadError(
+                "not enough free disk space in /data/models: the download needs 54.0 GB more, "
+                "12.3 GB is free; free some space or choose another destination"
+            ),
+        )
+        self.pump()
+        [box] = [w for w in QApplication.topLevelWidgets() if isinstance(w, QMessageBox)]
+        self.shot(box, "error-message")
+        box.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
