@@ -28,7 +28,7 @@ from app import __version__
 from app.engine.catalog import CatalogEntry
 from app.engine.errors import MtpStudioError
 from app.engine.settings import AppDirs, Settings, SettingsStore, app_dirs
-from app.engine.store import JobStore
+from app.engine.store import JobState, JobStore
 from app.ui.catalog.browser import CatalogBrowser
 from app.ui.catalog.status import SidecarStatusBook
 from app.ui.errors import show_error
@@ -79,7 +79,7 @@ class MainWindow(QMainWindow):
         self.browser.catalog_changed.connect(self._update_title)
         self.browser.files_changed.connect(self._remember_catalog_files)
         self.runner.job_started.connect(lambda _job: self._update_status())
-        self.runner.job_finished.connect(lambda *_done: self._update_status())
+        self.runner.job_finished.connect(self._after_job)
 
         if not self.browser.open_saved(self.settings.catalog_files):
             self.browser.open_files([])
@@ -287,6 +287,14 @@ class MainWindow(QMainWindow):
             self.settings_store.save(self.settings)
         except MtpStudioError as exc:
             show_error(self, "Cannot save the settings", exc)
+
+    def _after_job(self, job_id: int, state: str, _message: str) -> None:
+        """A finished publish changes what the Hub holds: ask again about that sidecar."""
+        self._update_status()
+        row = self.jobs.job(job_id)
+        sidecar = row.record.spec.params.get("sidecar_repo") if row else None
+        if state == JobState.SUCCEEDED and isinstance(sidecar, str):
+            self.status_book.refresh([sidecar], force=True)
 
     def _update_status(self) -> None:
         self.endpoint_label.setText(f"Hub: {self.settings.endpoint}")

@@ -110,6 +110,10 @@ def test_publish_end_to_end(
     assert (published.tensors, published.data) == (reference.tensors, reference.data)
     assert window.jobs.index(0, 0).data() == "publish MTP sidecar acme/qwen3-6b-mtp"
     assert window.jobs.index(0, 1).data() == "succeeded"
+    # The browser learns that the sidecar is now published.
+    qtbot.waitUntil(lambda: book.status("acme/qwen3-6b-mtp").published is Published.YES)
+    window.browser.select_key(KEY)
+    assert window.browser.detail.status_label.text().startswith("<b>Sidecar:</b> published")
 
 
 def test_already_published_offers_skip_or_force(
