@@ -173,7 +173,7 @@ class Shooter:
         self.shot(window, "main-window-entry-with-problems")
         browser.select_key("qwen3-6b-mlx-4bit")
         editor = browser.edit_entry("qwen3-6b-mlx-4bit")
-        editor.edits["hf_repo"].setText("acme/Qwen3-6B")
+        editor.edits["hf_repo"].setText("acme/tiny-mtp-model")  # taken by another entry
         self.shot(editor, "entry-editor-validating")
         editor.reject()
 

@@ -130,6 +130,8 @@ class CatalogBrowser(QWidget):
         for signal in (self.proxy.rowsInserted, self.proxy.rowsRemoved, self.proxy.modelReset):
             signal.connect(self._update_empty_state)
         self.proxy.layoutChanged.connect(self._update_empty_state)
+        for signal in (self.proxy.rowsInserted, self.proxy.modelReset, self.proxy.layoutChanged):
+            signal.connect(self._span_groups)
 
     # -- files --------------------------------------------------------------------------------
 
@@ -305,6 +307,11 @@ class CatalogBrowser(QWidget):
         if node is not None and node.row.location.file == default_catalog_path():
             reason = READ_ONLY_REASON
         self.detail.show_entry(node, self.book.endpoint, reason)
+
+    def _span_groups(self, *_args: object) -> None:
+        """A base model's row uses the whole width, so its name is never cut."""
+        for row in range(self.proxy.rowCount(QModelIndex())):
+            self.tree.setFirstColumnSpanned(row, QModelIndex(), True)
 
     def _update_empty_state(self, *_args: object) -> None:
         self.empty_label.setVisible(self.proxy.rowCount(QModelIndex()) == 0)

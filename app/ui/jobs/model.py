@@ -10,7 +10,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    Qt,
+    QTimer,
+)
 
 from app.engine.download.rate import TransferRate, format_duration
 from app.engine.jobs import JobEvent, ProgressEvent, ResultEvent, StageEvent
@@ -21,6 +28,7 @@ from app.ui.jobs.runner import JobRunner
 ModelIndex = QModelIndex | QPersistentModelIndex
 COLUMNS = ("Job", "State", "Stage", "Progress", "Speed", "Time left", "Started")
 PROGRESS_COLUMN = COLUMNS.index("Progress")
+STALLED_AFTER_SECONDS = 3.0
 PROGRESS_ROLE = Qt.ItemDataRole.UserRole + 1
 JOB_ID_ROLE = Qt.ItemDataRole.UserRole + 2
 
@@ -41,6 +49,7 @@ class JobRow:
     speed: float = 0.0
     seconds_left: float | None = None
     rate: TransferRate = field(default_factory=TransferRate)
+    last_progress_at: float = 0.0
 
     @classmethod
     def from_record(cls, record: JobRecord) -> JobRow:
@@ -73,6 +82,7 @@ class JobRow:
                 event.total,
                 event.unit,
             )
+            self.last_progress_at = time.monotonic()
             if event.unit == "B":
                 reading = self.rate.update(event.done, event.total)
                 self.speed, self.seconds_left = reading.bytes_per_second, reading.seconds_left
@@ -115,6 +125,10 @@ class JobTableModel(QAbstractTableModel):
         runner.job_started.connect(self._on_started)
         runner.job_events.connect(self._on_events)
         runner.job_finished.connect(self._on_finished)
+        self._stall_timer = QTimer(self)
+        self._stall_timer.setInterval(1000)
+        self._stall_timer.timeout.connect(self._forget_stale_speeds)
+        self._stall_timer.start()
 
     # -- Qt model -----------------------------------------------------------------------------
 
@@ -196,6 +210,17 @@ class JobTableModel(QAbstractTableModel):
         row = self._rows[number]
         row.state, row.error, row.paused = JobState(state), message, False
         self._changed(number)
+
+    def _forget_stale_speeds(self) -> None:
+        """No bytes for a while (a retry wait, a stalled link): show no speed rather than a
+        stale one, and no time left."""
+        now = time.monotonic()
+        for number, row in enumerate(self._rows):
+            stale = now - row.last_progress_at > STALLED_AFTER_SECONDS
+            if row.state is JobState.RUNNING and stale and row.speed:
+                row.speed, row.seconds_left = 0.0, None
+                row.rate = TransferRate()
+                self._changed(number)
 
     def _changed(self, number: int) -> None:
         self.dataChanged.emit(self.index(number, 0), self.index(number, len(COLUMNS) - 1))

@@ -76,6 +76,7 @@ class JobProgressView(QWidget):
         runner.job_events.connect(self._on_events)
         runner.job_finished.connect(self._on_finished)
         jobs.dataChanged.connect(self._on_rows_changed)  # a bound slot: dropped with the view
+        self._refresh()
 
     @property
     def job_id(self) -> int | None:

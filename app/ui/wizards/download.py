@@ -218,6 +218,7 @@ class RunPage(QWizardPage):
             "interrupted download continues from where it stopped."
         )
         self.job_id: int | None = None
+        self.setButtonText(QWizard.WizardButton.CancelButton, "Close")
         self.progress = JobProgressView(wizard.runner, wizard.jobs)
         self.pause_button = QPushButton("Pause")
         self.cancel_button = QPushButton("Cancel download")

@@ -277,7 +277,10 @@ class RunPage(QWizardPage):
         self.state = ""
         self.message = ""
         self.stages = QListWidget()
-        self.stages.setFixedHeight(8 * 22 + 6)
+        self._show_stage("")
+        rows = self.stages.sizeHintForRow(0) * len(STAGES)
+        self.stages.setFixedHeight(rows + 2 * self.stages.frameWidth() + 4)
+        self.setButtonText(QWizard.WizardButton.CancelButton, "Close")
         self.progress = JobProgressView(wizard.runner, wizard.jobs)
         self.cancel_button = QPushButton("Cancel publish")
         self.cancel_button.clicked.connect(self._cancel)
