@@ -45,3 +45,12 @@ def tiny_gguf_without_mtp(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def reading_model(tiny_gguf: Path) -> Path:
     """The bundled demo model when it has landed, else the tiny model."""
     return DEMO_GGUF if DEMO_GGUF.is_file() else tiny_gguf
+
+
+@pytest.fixture
+def chat(qtbot, tmp_path: Path):
+    from tests.chat.windows import ChatDriver
+
+    driver = ChatDriver(qtbot, tmp_path / "no-demo-model")
+    yield driver
+    driver.close_all()

@@ -50,6 +50,7 @@ def test_json_export_holds_every_message_and_the_full_statistics(
     assert exported["stats"] == json.loads(json.dumps(reply.stats.to_dict()))
     assert exported["stats"]["acceptance_by_depth"] == list(reply.stats.acceptance_by_depth)
     assert exported["finish_reason"] == reply.finish_reason
+    assert reply.seed is not None and exported["seed"] == reply.seed
     assert document["messages"][3]["error"] == "the worker stopped unexpectedly"
 
 

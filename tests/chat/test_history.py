@@ -67,6 +67,7 @@ def test_a_reply_and_its_statistics_survive_reopening(tmp_path: Path, tiny_gguf:
     assert assistant.stats == result.stats
     assert assistant.stats.depth == 2 and assistant.stats.cycles > 0
     assert assistant.model == "tiny-mtp.gguf"
+    assert assistant.seed == 7
 
 
 def test_a_crash_mid_reply_loses_at_most_the_last_second(tmp_path: Path, tiny_gguf: Path) -> None:

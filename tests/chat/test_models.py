@@ -3,7 +3,6 @@ memory, where downloaded models and sidecars are found, and readable problems fo
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -17,24 +16,9 @@ from app.engine.chat.model_files import DEMO, DOWNLOADED, GGUF, HF_FOLDER, OPENE
 from app.engine.chat.sidecar import base_slug
 from app.engine.runtime import llama_cpp_backend
 from app.engine.runtime.demo_model import DEMO_MODEL_FILENAME
+from tests.chat.hub_cache import put_in_cache
 from tests.mtp.checkpoints import build_qwen35
 from tests.runtime.tiny_model import TinyModelShape, vocabulary
-
-SHA = "0123456789abcdef0123456789abcdef01234567"
-
-
-def _cache_file(cache: Path, repo_id: str, name: str, source: Path) -> Path:
-    """Put ``source`` into a Hugging Face cache as huggingface_hub does (blob + snapshot link)."""
-    repo = cache / f"models--{repo_id.replace('/', '--')}"
-    blob = repo / "blobs" / f"blob-{name}"
-    blob.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source, blob)
-    link = repo / "snapshots" / SHA / name
-    link.parent.mkdir(parents=True, exist_ok=True)
-    link.symlink_to(os.path.relpath(blob, link.parent))
-    (repo / "refs").mkdir(exist_ok=True)
-    (repo / "refs" / "main").write_text(SHA)
-    return link
 
 
 def test_the_fast_header_reader_agrees_with_the_gguf_package(tiny_gguf: Path) -> None:
@@ -135,12 +119,12 @@ def test_discovery_lists_demo_downloads_and_opened_models_and_pairs_sidecars(
     demo_dir.mkdir()
     shutil.copyfile(tiny_gguf, demo_dir / DEMO_MODEL_FILENAME)
     cache = tmp_path / "hf" / "hub"
-    with_heads = _cache_file(cache, "acme/Tiny-MTP-GGUF", "tiny-Q8_0.gguf", tiny_gguf)
-    plain = _cache_file(
+    with_heads = put_in_cache(cache, "acme/Tiny-MTP-GGUF", "tiny-Q8_0.gguf", tiny_gguf)
+    plain = put_in_cache(
         cache, "acme/Tiny-Plain-GGUF", "tiny-plain-Q4_K_M.gguf", tiny_gguf_without_mtp
     )
-    sidecar = _cache_file(cache, "someone/Tiny-Plain-mtp", "mtp.safetensors", tiny_gguf)
-    _cache_file(cache, "acme/Tiny-Plain-GGUF", "mmproj-tiny.gguf", tiny_gguf)
+    sidecar = put_in_cache(cache, "someone/Tiny-Plain-mtp", "mtp.safetensors", tiny_gguf)
+    put_in_cache(cache, "acme/Tiny-Plain-GGUF", "mmproj-tiny.gguf", tiny_gguf)
     models_folder = tmp_path / "models"
     (models_folder / "nested").mkdir(parents=True)
     loose = shutil.copyfile(tiny_gguf_without_mtp, models_folder / "nested" / "loose.gguf")
@@ -178,8 +162,8 @@ def test_a_catalog_sidecar_repo_is_paired_even_with_another_name(
     tmp_path: Path, tiny_gguf_without_mtp: Path, tiny_gguf: Path
 ) -> None:
     cache = tmp_path / "hub"
-    plain = _cache_file(cache, "acme/Tiny-Plain-GGUF", "tiny.gguf", tiny_gguf_without_mtp)
-    sidecar = _cache_file(cache, "acme/heads-for-tiny", "mtp.safetensors", tiny_gguf)
+    plain = put_in_cache(cache, "acme/Tiny-Plain-GGUF", "tiny.gguf", tiny_gguf_without_mtp)
+    sidecar = put_in_cache(cache, "acme/heads-for-tiny", "mtp.safetensors", tiny_gguf)
     sources = ModelSources(model_roots=(cache,), demo_dir=tmp_path / "none")
     (unpaired,) = discover_models(sources)
     assert unpaired.path == plain and unpaired.sidecar is None

@@ -86,6 +86,8 @@ class StoredMessage:
     model: str = ""
     finish_reason: str = ""
     stats: DecodeStats | None = None
+    seed: int | None = None
+    """The sampling seed of the reply, so it can be reproduced."""
     note: str = ""
     error: str = ""
 

@@ -94,6 +94,7 @@ def _message_document(message: StoredMessage) -> dict[str, Any]:
         document.update(
             model=message.model,
             finish_reason=message.finish_reason or None,
+            seed=message.seed,
             stats=message.stats.to_dict() if message.stats is not None else None,
             note=message.note or None,
             error=message.error or None,

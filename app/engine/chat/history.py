@@ -60,6 +60,7 @@ CREATE TABLE IF NOT EXISTS messages (
     model TEXT NOT NULL DEFAULT '',
     finish_reason TEXT NOT NULL DEFAULT '',
     stats TEXT,
+    seed INTEGER,
     note TEXT NOT NULL DEFAULT '',
     error TEXT NOT NULL DEFAULT '',
     session TEXT NOT NULL DEFAULT ''
@@ -76,8 +77,8 @@ CREATE TABLE IF NOT EXISTS preferences (
 """
 
 _MESSAGE_COLUMNS = (
-    "id, conversation_id, role, content, state, created_at, model, finish_reason, stats, note, "
-    "error"
+    "id, conversation_id, role, content, state, created_at, model, finish_reason, stats, seed, "
+    "note, error"
 )
 
 
@@ -94,7 +95,10 @@ class HistoryStore:
         self._sessions_dir = path.parent / "chat-sessions"
         try:
             self._sessions_dir.mkdir(parents=True, exist_ok=True)
-            self._session_lock = FileLock(self._sessions_dir / f"{self.session}.lock")
+            # not thread-local: the window may close the store from its runtime thread
+            self._session_lock = FileLock(
+                self._sessions_dir / f"{self.session}.lock", thread_local=False
+            )
             self._session_lock.acquire()
         except OSError as exc:
             raise HistoryError(
@@ -247,12 +251,13 @@ class HistoryStore:
         with self._write() as db:
             db.execute(
                 "UPDATE messages SET content = ?, state = ?, finish_reason = ?, stats = ?, "
-                "note = ? WHERE id = ?",
+                "seed = ?, note = ? WHERE id = ?",
                 (
                     result.text,
                     MessageState.COMPLETE.value,
                     result.finish_reason,
                     _stats_text(result.stats),
+                    result.seed,
                     result.note or "",
                     message_id,
                 ),
@@ -384,7 +389,7 @@ def _stats_text(stats: DecodeStats | None) -> str | None:
 
 
 def _message(row: tuple[Any, ...]) -> StoredMessage:
-    mid, cid, role, content, state, created, model, reason, stats, note, error = row
+    mid, cid, role, content, state, created, model, reason, stats, seed, note, error = row
     return StoredMessage(
         id=mid,
         conversation_id=cid,
@@ -395,6 +400,7 @@ def _message(row: tuple[Any, ...]) -> StoredMessage:
         model=model,
         finish_reason=reason,
         stats=stats_from_json(json.loads(stats)) if stats else None,
+        seed=seed,
         note=note,
         error=error,
     )

@@ -1,0 +1,97 @@
+"""A message body: Markdown rendered by Qt itself, code blocks boxed, as tall as its text.
+
+Replies are Markdown, so they are rendered with ``QTextDocument.setMarkdown`` (GitHub dialect:
+tables, fenced code, task lists) — no extra dependency. Raw HTML in a reply is shown as text,
+never interpreted: a model's output must not be able to restyle the window or embed content.
+Fenced code blocks get a monospace font and a tinted background so they stand out. The view
+has no scroll bar of its own: it grows to fit its text and the transcript scrolls instead.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import (
+    QColor,
+    QFontDatabase,
+    QResizeEvent,
+    QTextBlockFormat,
+    QTextCharFormat,
+    QTextCursor,
+    QTextDocument,
+    QTextFormat,
+)
+from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser, QWidget
+
+MARKDOWN_FEATURES = QTextDocument.MarkdownFeature(
+    QTextDocument.MarkdownFeature.MarkdownDialectGitHub.value
+    | QTextDocument.MarkdownFeature.MarkdownNoHTML.value
+)
+CODE_BACKGROUND = QColor(127, 127, 127, 38)
+
+
+class MarkdownView(QTextBrowser):
+    """Read-only rendered Markdown whose height follows its content."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setOpenExternalLinks(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.viewport().setAutoFillBackground(False)
+        self.document().setDocumentMargin(2)
+        self._markdown = ""
+
+    @property
+    def markdown(self) -> str:
+        return self._markdown
+
+    def set_markdown(self, text: str) -> None:
+        self._markdown = text
+        self.document().setMarkdown(text, MARKDOWN_FEATURES)
+        _box_code_blocks(self.document())
+        self._fit_height()
+
+    def set_plain(self, text: str) -> None:
+        self._markdown = text
+        self.setPlainText(text)
+        self._fit_height()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width():
+            self._fit_height()
+
+    def sizeHint(self) -> QSize:
+        return QSize(super().sizeHint().width(), self.height())
+
+    def _fit_height(self) -> None:
+        document = self.document()
+        document.setTextWidth(self.viewport().width())
+        height = int(document.size().height()) + 2 * self.frameWidth() + 2
+        if height != self.height():
+            self.setFixedHeight(height)
+
+
+def _box_code_blocks(document: QTextDocument) -> None:
+    monospace = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+    block = document.begin()
+    cursor = QTextCursor(document)
+    cursor.beginEditBlock()
+    while block.isValid():
+        if block.blockFormat().hasProperty(QTextFormat.Property.BlockCodeFence):
+            cursor.setPosition(block.position())
+            cursor.setPosition(
+                block.position() + max(block.length() - 1, 0), QTextCursor.MoveMode.KeepAnchor
+            )
+            block_format = QTextBlockFormat()
+            block_format.setBackground(CODE_BACKGROUND)
+            block_format.setLeftMargin(6)
+            block_format.setRightMargin(6)
+            cursor.mergeBlockFormat(block_format)
+            char_format = QTextCharFormat()
+            char_format.setFont(monospace)
+            cursor.mergeCharFormat(char_format)
+        block = block.next()
+    cursor.endEditBlock()

@@ -1,0 +1,196 @@
+"""The strip above the conversation: model picker, what the model is, and what runs it.
+
+For the chosen model it shows size, architecture, whether MTP heads are present (or the sidecar
+paired with it), and the memory estimate with a "fits your machine" hint; beside it, the load
+state and the backend indicator (CPU / CUDA / Metal, with the reason when a better accelerator
+exists but is not used).
+"""
+
+from __future__ import annotations
+
+import html
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QGridLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSizePolicy,
+    QWidget,
+)
+
+from app.engine.chat.accelerator import AcceleratorReport
+from app.engine.chat.memory import fits_text, physical_memory_bytes
+from app.engine.chat.model_files import DEMO, DOWNLOADED, GGUF, ModelDescription
+from app.engine.units import format_bytes
+
+ORIGIN_LABELS = {DEMO: "Demo", DOWNLOADED: "Downloaded"}
+ERROR_COLOR = "#b00020"
+WARNING_COLOR = "#8a6100"
+LLAMA_CPP_SIDECAR_NOTE = (
+    "llama.cpp reads MTP heads only from inside the GGUF, so this model runs without MTP here"
+)
+
+
+def item_text(model: ModelDescription) -> str:
+    origin = ORIGIN_LABELS.get(model.origin, "Opened")
+    where = f"{model.repo_id} · " if model.repo_id else ""
+    flag = "" if model.runnable else "  (cannot run)"
+    return f"{origin}: {where}{model.name}{flag}"
+
+
+def describe_html(model: ModelDescription, memory_bytes: int | None) -> str:
+    """The info line for ``model`` (HTML)."""
+    if model.problem is not None:
+        return f"<span style='color:{ERROR_COLOR}'>{html.escape(model.problem)}</span>"
+    parts = [html.escape(model.architecture), format_bytes(model.size_bytes)]
+    if model.mtp_blocks and model.mtp_note is None:
+        parts.append(f"MTP heads: {model.mtp_blocks} block(s) ✓")
+    elif model.mtp_blocks:
+        parts.append(f"MTP heads: {model.mtp_blocks} block(s), unusable here")
+    else:
+        parts.append("MTP heads: none")
+    if model.memory is not None:
+        memory = model.memory
+        parts.append(
+            f"memory ≈ {format_bytes(memory.total_bytes)} (weights "
+            f"{format_bytes(memory.weights_bytes)}, cache {format_bytes(memory.cache_bytes)} for "
+            f"{memory.context} tokens, compute {format_bytes(memory.compute_bytes)}) — "
+            f"{fits_text(memory, memory_bytes)}"
+        )
+    lines = [" · ".join(parts)]
+    if model.sidecar is not None:
+        note = f" — {LLAMA_CPP_SIDECAR_NOTE}" if model.kind == GGUF else ""
+        lines.append(f"Sidecar paired: {html.escape(str(model.sidecar))}{html.escape(note)}")
+    elif model.mtp_note is not None and model.runnable:
+        lines.append(f"<span style='color:{WARNING_COLOR}'>{html.escape(model.mtp_note)}</span>")
+    if model.runnable_reason is not None:
+        lines.append(
+            f"<span style='color:{WARNING_COLOR}'>{html.escape(model.runnable_reason)}</span>"
+        )
+    return "<br>".join(lines)
+
+
+class ModelBar(QWidget):
+    model_chosen = Signal(object)
+    open_file_requested = Signal()
+    open_folder_requested = Signal()
+    refresh_requested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._models: list[ModelDescription] = []
+        self._memory = physical_memory_bytes()
+        self.picker = QComboBox()
+        self.picker.setObjectName("modelPicker")
+        self.picker.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        )
+        self.picker.setMinimumContentsLength(36)
+        self.picker.setPlaceholderText("Looking for models…")
+        self.picker.activated.connect(self._on_activated)
+        self.open_file_button = QPushButton("Open GGUF…")
+        self.open_file_button.clicked.connect(self.open_file_requested.emit)
+        self.open_folder_button = QPushButton("Open folder…")
+        self.open_folder_button.setToolTip(
+            "A Hugging Face-format model folder (config.json + safetensors)"
+        )
+        self.open_folder_button.clicked.connect(self.open_folder_requested.emit)
+        self.refresh_button = QPushButton("Rescan")
+        self.refresh_button.setToolTip("Look again for downloaded models")
+        self.refresh_button.clicked.connect(self.refresh_requested.emit)
+        self.info = QLabel()
+        self.info.setObjectName("modelInfo")
+        self.info.setWordWrap(True)
+        self.info.setTextFormat(Qt.TextFormat.RichText)
+        self.info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.info.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.state = QLabel("No model loaded")
+        self.state.setObjectName("loadState")
+        self.busy = QProgressBar()
+        self.busy.setRange(0, 0)
+        self.busy.setMaximumWidth(80)
+        self.busy.setMaximumHeight(12)
+        self.busy.setTextVisible(False)
+        self.busy.hide()
+        self.backend = QLabel("Backend: checking…")
+        self.backend.setObjectName("backendIndicator")
+        self.backend.setWordWrap(True)
+        self.backend.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.backend.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+
+        layout = QGridLayout(self)
+        layout.setContentsMargins(8, 6, 8, 6)
+        layout.setHorizontalSpacing(6)
+        layout.addWidget(QLabel("<b>Model</b>"), 0, 0)
+        layout.addWidget(self.picker, 0, 1)
+        layout.addWidget(self.open_file_button, 0, 2)
+        layout.addWidget(self.open_folder_button, 0, 3)
+        layout.addWidget(self.refresh_button, 0, 4)
+        layout.addWidget(self.busy, 0, 5)
+        layout.addWidget(self.state, 0, 6)
+        layout.addWidget(self.info, 1, 1, 1, 6)
+        layout.addWidget(self.backend, 2, 1, 1, 6)
+        layout.setColumnStretch(1, 1)
+        layout.setColumnStretch(6, 1)
+
+    @property
+    def models(self) -> list[ModelDescription]:
+        return list(self._models)
+
+    def current(self) -> ModelDescription | None:
+        index = self.picker.currentIndex()
+        return self._models[index] if 0 <= index < len(self._models) else None
+
+    def set_models(self, models: list[ModelDescription], selected: ModelDescription | None) -> None:
+        """Fill the picker and select ``selected`` (by path) without emitting ``model_chosen``."""
+        self._models = list(models)
+        self.picker.blockSignals(True)
+        try:
+            self.picker.clear()
+            for model in models:
+                self.picker.addItem(item_text(model))
+                self.picker.setItemData(
+                    self.picker.count() - 1,
+                    model.problem or model.runnable_reason or str(model.path),
+                    Qt.ItemDataRole.ToolTipRole,
+                )
+            paths = [model.path for model in models]
+            if selected is not None and selected.path in paths:
+                self.picker.setCurrentIndex(paths.index(selected.path))
+            else:
+                self.picker.setCurrentIndex(-1)
+        finally:
+            self.picker.blockSignals(False)
+        if not models:
+            self.picker.setPlaceholderText("No model found: open a GGUF file")
+        self.show_details(self.current())
+
+    def show_details(self, model: ModelDescription | None) -> None:
+        if model is None:
+            self.info.setText("Choose a model, or open a GGUF file or a model folder.")
+        else:
+            self.info.setText(describe_html(model, self._memory))
+
+    def set_load_state(self, text: str, *, busy: bool = False, error: bool = False) -> None:
+        self.busy.setVisible(busy)
+        self.state.setStyleSheet(f"color: {ERROR_COLOR};" if error else "")
+        self.state.setText(text)
+
+    def set_accelerator(self, report: AcceleratorReport | None, problem: str | None = None) -> None:
+        if report is None:
+            self.backend.setText(f"Backend: unknown — {html.escape(problem or '')}")
+            return
+        text = f"<b>Backend:</b> {html.escape(report.summary)}"
+        if report.reason is not None:
+            color = WARNING_COLOR if report.best != report.running else "palette(placeholder-text)"
+            text += f" — <span style='color:{color}'>{html.escape(report.reason)}</span>"
+        self.backend.setText(text)
+        self.backend.setToolTip(report.system_info)
+
+    def _on_activated(self, index: int) -> None:
+        if 0 <= index < len(self._models):
+            self.show_details(self._models[index])
+            self.model_chosen.emit(self._models[index])

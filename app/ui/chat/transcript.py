@@ -1,0 +1,94 @@
+"""The scrolling column of messages, with an empty state and follow-the-bottom scrolling.
+
+While a reply streams the view stays pinned to the bottom — unless the user scrolled up to read
+something, in which case it stays where they are.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QScrollArea, QVBoxLayout, QWidget
+
+from app.engine.chat.conversation import ASSISTANT, StoredMessage
+from app.ui.chat.message_widget import MessageWidget
+
+EMPTY_TEXT = (
+    "<p style='font-size:15px'><b>Start a conversation</b></p>"
+    "<p>Type a message below. Replies stream here, with their speed, time to first token and "
+    "— with MTP on — the draft acceptance at each depth underneath.</p>"
+    "<p>Use <b>Compare</b> to run the same prompt with plain decoding and with MTP side by "
+    "side.</p>"
+)
+
+
+class TranscriptView(QScrollArea):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWidgetResizable(True)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self._column = QWidget()
+        self._layout = QVBoxLayout(self._column)
+        self._layout.setContentsMargins(12, 12, 12, 12)
+        self._layout.setSpacing(10)
+        self.empty_label = QLabel(EMPTY_TEXT)
+        self.empty_label.setWordWrap(True)
+        self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty_label.setStyleSheet("color: palette(placeholder-text); padding: 40px;")
+        self._layout.addWidget(self.empty_label)
+        self._layout.addStretch(1)
+        self.setWidget(self._column)
+        self.messages: list[MessageWidget] = []
+        self._follow = True
+        bar = self.verticalScrollBar()
+        bar.valueChanged.connect(self._on_scrolled)
+        bar.rangeChanged.connect(self._on_range_changed)
+
+    def clear(self) -> None:
+        for widget in self.messages:
+            self._layout.removeWidget(widget)
+            widget.deleteLater()
+        self.messages = []
+        self.empty_label.show()
+        self._follow = True
+
+    def show_messages(self, messages: tuple[StoredMessage, ...]) -> list[MessageWidget]:
+        self.clear()
+        widgets = [self.add(message.role, message.model) for message in messages]
+        for widget, message in zip(widgets, messages, strict=True):
+            widget.show_message(message)
+        self.update_regenerate()
+        return widgets
+
+    def add(self, role: str, model: str = "") -> MessageWidget:
+        widget = MessageWidget(role, model)
+        self._layout.insertWidget(self._layout.count() - 1, widget)
+        self.messages.append(widget)
+        self.empty_label.hide()
+        self._follow = True
+        return widget
+
+    def remove_from(self, index: int) -> None:
+        """Drop the message widgets from ``index`` on (an edited message's old answers)."""
+        for widget in self.messages[index:]:
+            self._layout.removeWidget(widget)
+            widget.deleteLater()
+        self.messages = self.messages[:index]
+        self.empty_label.setVisible(not self.messages)
+
+    def update_regenerate(self) -> None:
+        """Only the last reply can be regenerated."""
+        for widget in self.messages:
+            widget.set_regenerate_available(False)
+        if self.messages and self.messages[-1].role == ASSISTANT:
+            self.messages[-1].set_regenerate_available(True)
+
+    def set_actions_enabled(self, enabled: bool) -> None:
+        for widget in self.messages:
+            widget.set_actions_enabled(enabled)
+
+    def _on_scrolled(self, value: int) -> None:
+        self._follow = value >= self.verticalScrollBar().maximum() - 4
+
+    def _on_range_changed(self, _minimum: int, maximum: int) -> None:
+        if self._follow:
+            self.verticalScrollBar().setValue(maximum)

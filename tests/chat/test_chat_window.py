@@ -1,0 +1,265 @@
+"""The chat window as a user drives it, with real llama.cpp in the runtime's worker process.
+
+See conftest.py for which model each test uses and why.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+
+from app.engine.chat.conversation import MessageState
+from app.engine.runtime.prompting import ChatMessage  # noqa: F401
+from tests.runtime.tiny_model import SPECIAL_TOKENS
+
+LONG_REPLY = 4000
+
+
+def _stored_reply(window):
+    conversation = window.store.conversation(window.conversations.current_id)
+    return conversation.messages[-1]
+
+
+def test_a_streamed_reply_appears_and_its_statistics_are_shown(chat, tiny_gguf: Path) -> None:
+    window = chat.open()
+    chat.load(window, tiny_gguf)
+    window.settings_panel.max_tokens.setValue(300)
+    seen: list[tuple[bool, int, str]] = []
+    reply = chat.send(window, "Tell me a story")
+    reply.body.document().contentsChanged.connect(
+        lambda: seen.append((reply.streaming, len(reply.text), reply.figures.text()))
+    )
+    chat.wait_reply(window)
+
+    partial = [entry for entry in seen if entry[0] and entry[1] > 0]
+    assert partial, "no text was shown before the reply finished"
+    assert min(length for _s, length, _f in partial) < len(reply.text)
+    assert any("generating…" in figures for _s, _l, figures in partial)
+    stored = _stored_reply(window)
+    assert stored.state is MessageState.COMPLETE and stored.content == reply.text
+    stats = stored.stats
+    assert stats is not None and stats.generated_tokens == 300
+    basics, mtp = reply.figures.text().split("\n")
+    assert basics.startswith("300 tokens · ")
+    assert f"{stats.decode_tokens_per_second:.1f} tok/s" in basics
+    assert f"TTFT {stats.ttft_seconds * 1000:.0f} ms" in basics
+    assert basics.endswith("max tokens")
+    assert mtp.startswith("MTP depth 3 (Leviathan–Chen) · acceptance by depth ")
+    rates = mtp.split("acceptance by depth ")[1].split(" · ")[0].split(" / ")
+    assert rates == [f"{rate:.0%}" for rate in stats.acceptance_by_depth]
+    assert f"mean accepted {stats.mean_accepted_length:.2f}" in mtp
+    assert f"{stats.tokens_per_cycle:.2f} tokens/cycle" in mtp
+    assert reply.regenerate_button.isVisibleTo(window)
+
+
+def test_a_reply_reads_clean_without_special_tokens(chat, reading_model: Path) -> None:
+    window = chat.open()
+    chat.load(window, reading_model)
+    window.settings_panel.temperature.setValue(0.0)
+    window.settings_panel.max_tokens.setValue(120)
+    reply = chat.ask(window, "Return the number of lines in a text file.")
+    assert reply.text.strip()
+    rendered = reply.body.toPlainText()
+    for special in (*SPECIAL_TOKENS, "<|im_start|>", "<|im_end|>", "<|endoftext|>"):
+        assert special not in reply.text and special not in rendered
+    assert _stored_reply(window).content == reply.text
+    assert "tokens · " in reply.figures.text()
+
+
+def test_the_mtp_switch_and_depth_decide_how_the_reply_is_decoded(chat, tiny_gguf: Path) -> None:
+    window = chat.open()
+    chat.load(window, tiny_gguf)
+    panel = window.settings_panel
+    panel.max_tokens.setValue(40)
+    panel.mtp_enabled.setChecked(False)
+    plain = chat.ask(window, "plain please")
+    assert "MTP depth" not in plain.figures.text()
+    assert _stored_reply(window).stats.depth == 0
+    panel.mtp_enabled.setChecked(True)
+    panel.mtp_depth.setValue(2)
+    drafted = chat.ask(window, "with two drafts")
+    assert "MTP depth 2 (Leviathan–Chen)" in drafted.figures.text()
+    assert _stored_reply(window).stats.depth == 2
+    panel.accept.setCurrentIndex(panel.accept.findData("match"))
+    matched = chat.ask(window, "sample and compare")
+    assert "MTP depth 2 (sample-and-compare)" in matched.figures.text()
+
+
+def test_stop_mid_reply_keeps_the_partial_text(chat, tiny_gguf: Path) -> None:
+    window = chat.open()
+    chat.load(window, tiny_gguf)
+    window.settings_panel.max_tokens.setValue(LONG_REPLY)
+    reply = chat.send(window, "Never stop talking")
+    chat.qtbot.waitUntil(lambda: len(reply.text) > 0, timeout=60_000)
+    assert window.composer.stop_button.isVisible()
+    chat.qtbot.mouseClick(window.composer.stop_button, Qt.MouseButton.LeftButton)
+    chat.wait_reply(window)
+
+    stored = _stored_reply(window)
+    assert stored.finish_reason == "cancelled" and stored.state is MessageState.COMPLETE
+    assert stored.content == reply.text and reply.text
+    assert 0 < stored.stats.generated_tokens < LONG_REPLY
+    assert reply.figures.text().split("\n")[0].endswith("stopped")
+    assert window.composer.send_button.isVisible()
+
+
+def test_history_survives_closing_and_reopening_the_window(chat, tiny_gguf: Path) -> None:
+    window = chat.open()
+    chat.load(window, tiny_gguf)
+    window.settings_panel.max_tokens.setValue(30)
+    window.settings_panel.system_prompt.setPlainText("Answer in one line.")
+    chat.ask(window, "First question")
+    chat.ask(window, "Second question")
+    before = [(m.role, m.text, m.figures.text()) for m in window.transcript.messages]
+    title = window.conversations.list.item(0).text().split("\n")[0]
+    chat.close(window)
+
+    reopened = chat.open()
+    assert reopened.conversations.list.count() == 1
+    assert reopened.conversations.list.item(0).text().startswith(title)
+    assert title == "First question"
+    after = [(m.role, m.text, m.figures.text()) for m in reopened.transcript.messages]
+    assert after == before
+    assert reopened.settings_panel.system_prompt.toPlainText() == "Answer in one line."
+    assert reopened.settings_panel.max_tokens.value() == 30
+
+
+def test_export_writes_what_the_conversation_holds(chat, tiny_gguf: Path, tmp_path: Path) -> None:
+    window = chat.open()
+    chat.load(window, tiny_gguf)
+    window.settings_panel.max_tokens.setValue(25)
+    chat.ask(window, "Export me")
+    chat.ask(window, "And me")
+    conversation_id = window.conversations.current_id
+    json_path = window.export_to(conversation_id, tmp_path / "chat.json")
+    markdown_path = window.export_to(conversation_id, tmp_path / "chat.md")
+    assert json_path is not None and markdown_path is not None
+    document = json.loads(json_path.read_text(encoding="utf-8"))
+    shown = [(m.role, m.text) for m in window.transcript.messages]
+    assert [(m["role"], m["content"]) for m in document["messages"]] == shown
+    markdown = markdown_path.read_bytes().decode("utf-8")
+    for _role, text in shown:
+        assert text in markdown
+    assert "Exported to" in window.statusBar().currentMessage()
+
+
+def test_a_killed_worker_gives_a_message_and_the_next_message_works(chat, tiny_gguf: Path) -> None:
+    window = chat.open()
+    chat.load(window, tiny_gguf)
+    window.settings_panel.max_tokens.setValue(LONG_REPLY)
+    reply = chat.send(window, "Talk for a long time")
+    chat.qtbot.waitUntil(lambda: len(reply.text) > 0, timeout=60_000)
+    first_pid = window.bridge.worker_pid
+    assert first_pid is not None
+    os.kill(first_pid, signal.SIGKILL)
+    chat.wait_reply(window)
+
+    notice = reply.notice.text()
+    assert reply.notice.isVisible()
+    assert "stopped unexpectedly while generating with tiny-mtp.gguf (killed by SIGKILL)" in notice
+    assert "The conversation is kept" in notice and "Traceback" not in notice
+    stored = window.store.conversation(window.conversations.current_id).messages
+    assert [m.role for m in stored] == ["user", "assistant"]
+    assert stored[-1].state is MessageState.FAILED and stored[-1].content == reply.text
+
+    window.settings_panel.max_tokens.setValue(12)
+    again = chat.ask(window, "Are you back?")
+    assert not again.notice.isVisible()
+    assert again.figures.text().startswith("12 tokens")
+    assert window.bridge.worker_pid not in (None, first_pid)
+    assert window.model_bar.state.text() == "Ready: tiny-mtp.gguf"
+
+
+def test_a_model_that_fails_to_load_says_why_and_another_can_be_chosen(
+    chat, tiny_gguf: Path, tmp_path: Path
+) -> None:
+    broken = tmp_path / "broken.gguf"
+    data = bytearray(tiny_gguf.read_bytes())
+    broken.write_bytes(bytes(data[: len(data) // 2]))  # metadata intact, tensor data cut off
+    window = chat.open()
+    window.open_model(broken)
+    chat.qtbot.waitUntil(lambda: window.banner.isVisible(), timeout=60_000)
+    assert window.model_bar.state.text() == "Could not load broken.gguf"
+    assert "broken.gguf" in window.banner.text() and "Traceback" not in window.banner.text()
+    window.composer.editor.setPlainText("hello?")
+    chat.qtbot.mouseClick(window.composer.send_button, Qt.MouseButton.LeftButton)
+    assert not window.streaming and window.composer.editor.toPlainText() == "hello?"
+
+    chat.load(window, tiny_gguf)
+    assert not window.banner.isVisible()
+    window.settings_panel.max_tokens.setValue(10)
+    assert chat.ask(window, "now it works").figures.text().startswith("10 tokens")
+
+
+def test_regenerate_replaces_the_last_reply_and_edit_resends(chat, tiny_gguf: Path) -> None:
+    window = chat.open()
+    chat.load(window, tiny_gguf)
+    window.settings_panel.max_tokens.setValue(40)
+    first = chat.ask(window, "Say something")
+    first_text = first.text
+    chat.qtbot.mouseClick(first.regenerate_button, Qt.MouseButton.LeftButton)
+    assert window.streaming
+    again = chat.wait_reply(window)
+    stored = window.store.conversation(window.conversations.current_id).messages
+    assert [m.role for m in stored] == ["user", "assistant"]
+    assert stored[-1].content == again.text != first_text
+
+    chat.ask(window, "A second question")
+    question = window.transcript.messages[0]
+    chat.qtbot.mouseClick(question.edit_button, Qt.MouseButton.LeftButton)
+    assert question.editor.toPlainText() == "Say something"
+    question.editor.setPlainText("Say something else")
+    chat.qtbot.mouseClick(question.save_edit_button, Qt.MouseButton.LeftButton)
+    chat.wait_reply(window)
+    stored = window.store.conversation(window.conversations.current_id).messages
+    assert (stored[0].role, stored[0].content) == ("user", "Say something else")
+    assert len(stored) == 2 and stored[1].state is MessageState.COMPLETE
+    assert [m.text for m in window.transcript.messages] == [m.content for m in stored]
+
+
+def test_compare_mode_runs_plain_and_mtp_with_one_seed(chat, tiny_gguf: Path) -> None:
+    window = chat.open()
+    chat.load(window, tiny_gguf)
+    window.settings_panel.temperature.setValue(0.0)
+    window.settings_panel.max_tokens.setValue(80)
+    window.composer.editor.setPlainText("Compare me")
+    chat.qtbot.mouseClick(window.composer.compare_button, Qt.MouseButton.LeftButton)
+    dialog = window.compare_dialog
+    assert dialog is not None
+    chat.qtbot.waitUntil(lambda: dialog.outcome is not None, timeout=120_000)
+    outcome = dialog.outcome
+    assert outcome.outputs_match and len(outcome.plain.token_ids) == 80
+    assert outcome.plain.seed == outcome.mtp.seed
+    assert outcome.plain.stats.depth == 0 and outcome.mtp.stats.depth == 3
+    assert dialog.verdict.text().startswith("<b>identical outputs: 80 tokens match · MTP ")
+    assert dialog.plain.figures.text().startswith("80 tokens")
+    assert "MTP depth 3" in dialog.mtp.figures.text()
+    assert window.store.conversations() == []  # compare runs are not part of the history
+
+
+def test_conversations_can_be_searched_renamed_and_deleted(chat, tiny_gguf: Path) -> None:
+    window = chat.open()
+    chat.load(window, tiny_gguf)
+    window.settings_panel.max_tokens.setValue(5)
+    chat.ask(window, "About fibonacci")
+    window.new_conversation()
+    chat.ask(window, "About regex")
+    listing = window.conversations.list
+    assert [listing.item(i).text().split("\n")[0] for i in range(listing.count())] == [
+        "About regex",
+        "About fibonacci",
+    ]
+    window.conversations.search.setText("fibo")
+    assert listing.count() == 1
+    fibonacci_id = window.conversations.current_id or int(
+        listing.item(0).data(Qt.ItemDataRole.UserRole)
+    )
+    window.conversations.search.clear()
+    window.rename(fibonacci_id, "Fib")
+    assert "Fib\n" in [listing.item(i).text()[:4] for i in range(listing.count())]
+    window.delete_conversation(fibonacci_id)
+    assert listing.count() == 1 and listing.item(0).text().startswith("About regex")
