@@ -31,6 +31,7 @@ from app.engine.settings import AppDirs, Settings, SettingsStore, app_dirs
 from app.engine.store import JobState, JobStore
 from app.ui.catalog.browser import CatalogBrowser
 from app.ui.catalog.status import SidecarStatusBook
+from app.ui.chat import ChatWindow
 from app.ui.errors import show_error
 from app.ui.jobs.model import JobTableModel
 from app.ui.jobs.monitor import JobMonitor
@@ -55,6 +56,7 @@ class MainWindow(QMainWindow):
             self.dirs.cache / "sidecar-status.json", self.settings.endpoint, self
         )
         self._chat_handler: ChatHandler | None = None
+        self.chat_window: ChatWindow | None = None
         self.shut_down = False
         self.open_wizards: list[QWidget] = []
 
@@ -76,6 +78,7 @@ class MainWindow(QMainWindow):
         self.browser.detail.download_sidecar_requested.connect(self.download_sidecar)
         self.browser.detail.publish_requested.connect(self.publish_sidecar)
         self.browser.detail.chat_requested.connect(self._chat)
+        self.set_chat_handler(self.open_chat)
         self.browser.catalog_changed.connect(self._update_title)
         self.browser.files_changed.connect(self._remember_catalog_files)
         self.runner.job_started.connect(lambda _job: self._update_status())
@@ -154,6 +157,17 @@ class MainWindow(QMainWindow):
         dialog.open()
         return dialog
 
+    def open_chat(self, entry: CatalogEntry | None = None) -> ChatWindow:
+        """Show the chat window; for a catalog ``entry``, on its downloaded model."""
+        if self.chat_window is None or self.chat_window.closed:
+            self.chat_window = ChatWindow(self.dirs, self.settings, self)
+        if entry is not None:
+            self.chat_window.show_for_repo(entry.hf_repo, entry.mtp_sidecar_repo)
+        else:
+            self.chat_window.show()
+            self.chat_window.raise_()
+        return self.chat_window
+
     def _chat(self, key: str) -> None:
         entry = self._entry(key)
         if entry is not None and self._chat_handler is not None:
@@ -187,6 +201,8 @@ class MainWindow(QMainWindow):
         self._action(file_menu, "&Quit", self.close, QKeySequence.StandardKey.Quit)
 
         models_menu = self.menuBar().addMenu("&Models")
+        chat_action = self._action(models_menu, "&Chat…", self.open_chat)
+        chat_action.setShortcut(QKeySequence("Ctrl+Shift+C"))
         self._action(models_menu, "&Download…", lambda: self.open_download_wizard())
         self._action(models_menu, "&Publish sidecar…", lambda: self.publish_sidecar(""))
         self._action(models_menu, "&New catalog entry…", self.browser.new_entry)
@@ -348,6 +364,8 @@ class MainWindow(QMainWindow):
         self.shut_down = True
         for window in list(self.open_wizards):
             window.close()
+        if self.chat_window is not None:
+            self.chat_window.shutdown()
         self.runner.shutdown()
         self.status_book.shutdown()
         self.store.close()
