@@ -43,7 +43,7 @@ from app.engine.hub.receipt import (
 )
 from app.engine.hub.source import HubSource, PinnedRepo, pin_repo
 from app.engine.hub.upload import commit_sidecar
-from app.engine.jobs import JobContext, ResultEvent
+from app.engine.jobs import JobContext, ProgressEvent, ResultEvent, StageEvent
 from app.engine.mtp import extract_mtp
 from app.engine.publish_plan import MtpSidecarPlan
 
@@ -151,7 +151,7 @@ class _Publish:
                 ctx.stage("card", plan.sidecar_repo)
                 readme = self._card(source, receipt)
             except Exception as exc:
-                raise self._kept_in_scratch(exc, "writing the model card") from None
+                raise self._kept_in_scratch(exc, "writing the model card") from exc
             bytes_fetched = source.bytes_fetched
 
         upload_started = time.perf_counter()
@@ -171,14 +171,16 @@ class _Publish:
                 f"by {TOOL_NAME} {__version__}.",
                 on_position=progress.update,
             )
-            progress.update(receipt.size)
         except Exception as exc:
-            raise self._kept_in_scratch(exc, f"uploading to {plan.sidecar_repo}") from None
+            raise self._kept_in_scratch(exc, f"uploading to {plan.sidecar_repo}") from exc
         upload_seconds = time.perf_counter() - upload_started
+        if progress.done != receipt.size:  # the Hub had the bytes already: nothing was sent
+            ctx.emit(ProgressEvent("upload", receipt.size, receipt.size))
         ctx.log(f"committed {commit.commit_url}")
 
+        # The commit exists: the remaining steps are quick and no longer stop when cancelled.
         collection_url = self._collection(api)
-        ctx.stage("clean")
+        ctx.emit(StageEvent("clean"))
         discard(self.output)
         ctx.log(f"removed the scratch copy {self.output}")
         return self._finish(
@@ -310,7 +312,7 @@ class _Publish:
             self.ctx.log(f"not filing into {COLLECTION_TITLE!r} (turned off)")
             return ""
         owner = self.plan.sidecar_repo.split("/", 1)[0]
-        self.ctx.stage("collection", f"{owner}/{COLLECTION_TITLE}")
+        self.ctx.emit(StageEvent("collection", f"{owner}/{COLLECTION_TITLE}"))
         try:
             url = file_into_collection(api, owner, self.plan.sidecar_repo)
         except Exception as exc:
