@@ -261,3 +261,16 @@ def test_command_line_server_persists_its_state(tmp_path: Path) -> None:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def test_storage_falls_back_to_another_port_when_its_host_cannot_be_bound(tmp_path: Path) -> None:
+    # 192.0.2.1 (TEST-NET-1) is never a local address, like 127.0.0.2 on a stock macOS.
+    with LocalHub(tmp_path / "data", storage_host="192.0.2.1", token=TEST_TOKEN) as hub:
+        assert hub.storage_fell_back
+        assert hub.storage_endpoint.startswith("http://127.0.0.1:")
+        assert hub.storage_endpoint != hub.endpoint
+        hub.seed_files("acme/fallback", {"w.safetensors": b"\x01" * 1000})
+        url = f"{hub.endpoint}/acme/fallback/resolve/main/w.safetensors"
+        with httpx2.Client(follow_redirects=True) as client:
+            assert client.get(url).content == b"\x01" * 1000
+        assert [r.origin for r in hub.traffic.requests(method="GET")] == ["api", "storage"]
