@@ -92,12 +92,6 @@ def test_dry_run_works_on_the_default_catalog(tmp_path: Path, capsys) -> None:
     ]
 
 
-def test_without_dry_run_the_real_publish_is_not_available_yet(catalog: Path, capsys) -> None:
-    argv = ["publish", "--model", "qwen3-6b-mlx-4bit", "--force", "--catalog", str(catalog)]
-    assert main(argv) == 2
-    assert "not available in this version yet; run with --dry-run" in capsys.readouterr().err
-
-
 def test_unknown_artifact_is_refused_by_the_parser(catalog: Path, capsys) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["publish", "--model", "x", "--artifact", "gguf", "--dry-run"])
