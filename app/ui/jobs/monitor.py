@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.errors import MtpStudioError
-from app.engine.store import JobState
+from app.engine.store.kinds import FACTORIES
 from app.ui.errors import show_error
 from app.ui.jobs.model import JOB_ID_ROLE, PROGRESS_COLUMN, PROGRESS_ROLE, JobRow, JobTableModel
 from app.ui.jobs.progress import JobProgressView
@@ -144,8 +144,10 @@ class JobMonitor(QWidget):
         paused = row is not None and self.runner.is_paused(row.job_id)
         self.pause_button.setText("Resume" if paused else "Pause")
         self.pause_button.setToolTip("" if can_pause else "Only running downloads can be paused.")
-        self.retry_button.setEnabled(
-            row is not None and row.state.retryable and row.state is not JobState.RUNNING
+        known_kind = row is not None and row.record.spec.kind in FACTORIES
+        self.retry_button.setEnabled(known_kind and row is not None and row.state.retryable)
+        self.retry_button.setToolTip(
+            "" if row is None or known_kind else f"{row.record.spec.kind} jobs cannot be re-run"
         )
         self.files_button.setEnabled(row is not None and files_location(row) is not None)
 
