@@ -10,10 +10,11 @@ import os
 import signal
 from pathlib import Path
 
+import gguf
+import numpy as np
 from PySide6.QtCore import Qt
 
 from app.engine.chat.conversation import MessageState
-from app.engine.runtime.prompting import ChatMessage  # noqa: F401
 from tests.runtime.tiny_model import SPECIAL_TOKENS
 
 LONG_REPLY = 4000
@@ -162,6 +163,7 @@ def test_a_killed_worker_gives_a_message_and_the_next_message_works(chat, tiny_g
     assert reply.notice.isVisible()
     assert "stopped unexpectedly while generating with tiny-mtp.gguf (killed by SIGKILL)" in notice
     assert "The conversation is kept" in notice and "Traceback" not in notice
+    assert reply.figures.text().split("\n")[0].endswith(" · failed")
     stored = window.store.conversation(window.conversations.current_id).messages
     assert [m.role for m in stored] == ["user", "assistant"]
     assert stored[-1].state is MessageState.FAILED and stored[-1].content == reply.text
@@ -174,25 +176,60 @@ def test_a_killed_worker_gives_a_message_and_the_next_message_works(chat, tiny_g
     assert window.model_bar.state.text() == "Ready: tiny-mtp.gguf"
 
 
+def _unknown_architecture_gguf(path: Path) -> Path:
+    """A well-formed GGUF of an architecture llama.cpp does not know: it fails at load time."""
+    writer = gguf.GGUFWriter(str(path), "notarealarch")
+    writer.add_block_count(1)
+    writer.add_tensor("token_embd.weight", np.zeros((8, 16), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
 def test_a_model_that_fails_to_load_says_why_and_another_can_be_chosen(
     chat, tiny_gguf: Path, tmp_path: Path
 ) -> None:
-    broken = tmp_path / "broken.gguf"
-    data = bytearray(tiny_gguf.read_bytes())
-    broken.write_bytes(bytes(data[: len(data) // 2]))  # metadata intact, tensor data cut off
     window = chat.open()
-    window.open_model(broken)
+    strange = _unknown_architecture_gguf(tmp_path / "strange.gguf")
+    window.open_model(strange)
     chat.qtbot.waitUntil(lambda: window.banner.isVisible(), timeout=60_000)
-    assert window.model_bar.state.text() == "Could not load broken.gguf"
-    assert "broken.gguf" in window.banner.text() and "Traceback" not in window.banner.text()
+    assert window.model_bar.state.text() == "Could not load strange.gguf"
+    banner = window.banner.text()
+    assert "llama.cpp could not load" in banner and "strange.gguf" in banner
+    assert "architecture" in banner and "Traceback" not in banner
     window.composer.editor.setPlainText("hello?")
     chat.qtbot.mouseClick(window.composer.send_button, Qt.MouseButton.LeftButton)
     assert not window.streaming and window.composer.editor.toPlainText() == "hello?"
+
+    truncated = tmp_path / "truncated.gguf"
+    data = tiny_gguf.read_bytes()
+    truncated.write_bytes(data[: len(data) // 2])  # an interrupted download: header intact
+    window.open_model(truncated)
+    assert window.model_bar.state.text() == "Cannot load truncated.gguf"
+    assert "truncated.gguf is incomplete" in window.banner.text()
+    assert "download it again" in window.banner.text()
 
     chat.load(window, tiny_gguf)
     assert not window.banner.isVisible()
     window.settings_panel.max_tokens.setValue(10)
     assert chat.ask(window, "now it works").figures.text().startswith("10 tokens")
+
+
+def test_a_model_without_mtp_heads_runs_plain_and_says_why(
+    chat, tiny_gguf_without_mtp: Path
+) -> None:
+    window = chat.open()
+    chat.load(window, tiny_gguf_without_mtp)
+    panel = window.settings_panel
+    assert not panel.mtp_enabled.isEnabled() and not panel.mtp_enabled.isChecked()
+    assert "has no MTP block" in panel.mtp_enabled.toolTip()
+    assert "MTP heads: none" in window.model_bar.info.text()
+    panel.max_tokens.setValue(8)
+    reply = chat.ask(window, "plain only")
+    assert "MTP depth" not in reply.figures.text()
+    assert reply.notice.isVisible() and "decoding runs autoregressively" in reply.notice.text()
 
 
 def test_regenerate_replaces_the_last_reply_and_edit_resends(chat, tiny_gguf: Path) -> None:

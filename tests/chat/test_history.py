@@ -90,7 +90,7 @@ def test_a_crash_mid_reply_loses_at_most_the_last_second(tmp_path: Path, tiny_gg
     finally:
         store.close()
     assert reply.id == message_id
-    assert reply.state is MessageState.INTERRUPTED
+    assert reply.state is MessageState.INTERRUPTED and reply.finish_reason == "interrupted"
     assert must_have, "the writer streamed for less than the loss budget"
     assert received.startswith(reply.content)
     assert len(reply.content) >= len(must_have)

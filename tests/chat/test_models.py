@@ -10,7 +10,7 @@ import gguf
 import pytest
 
 from app.engine.chat.discovery import ModelSources, default_model_roots, discover_models
-from app.engine.chat.gguf_header import LongArray, read_gguf_metadata
+from app.engine.chat.gguf_header import LongArray, read_gguf_header
 from app.engine.chat.memory import RUNTIME_DEFAULT_CONTEXT
 from app.engine.chat.model_files import DEMO, DOWNLOADED, GGUF, HF_FOLDER, OPENED, describe_model
 from app.engine.chat.sidecar import base_slug
@@ -22,7 +22,8 @@ from tests.runtime.tiny_model import TinyModelShape, vocabulary
 
 
 def test_the_fast_header_reader_agrees_with_the_gguf_package(tiny_gguf: Path) -> None:
-    ours = read_gguf_metadata(tiny_gguf)
+    header = read_gguf_header(tiny_gguf)
+    ours = header.metadata
     reference = gguf.GGUFReader(tiny_gguf, "r")
     for key, field in reference.fields.items():
         if key.startswith("GGUF."):
@@ -34,6 +35,7 @@ def test_the_fast_header_reader_agrees_with_the_gguf_package(tiny_gguf: Path) ->
             assert ours[key] == pytest.approx(value), key
         else:
             assert ours[key] == value, key
+    assert header.required_bytes == tiny_gguf.stat().st_size
 
 
 def test_a_gguf_with_an_mtp_block_is_described(tiny_gguf: Path) -> None:
@@ -76,7 +78,7 @@ def test_a_gguf_without_mtp_says_why_decoding_is_plain(
     ("content", "expected"),
     [
         (b"PK\x03\x04 a zip file, not a model", "does not start with the GGUF magic bytes"),
-        (b"GGUF\x03\x00\x00\x00\x00\x00", "ends inside its metadata"),
+        (b"GGUF\x03\x00\x00\x00\x00\x00", "ends inside its header"),
     ],
 )
 def test_a_bad_file_is_a_readable_problem_on_its_row(
@@ -88,6 +90,18 @@ def test_a_bad_file_is_a_readable_problem_on_its_row(
     assert not model.runnable
     assert model.problem is not None
     assert expected in model.problem and "re-download it" in model.problem
+
+
+def test_a_truncated_download_is_caught_from_its_header(tmp_path: Path, tiny_gguf: Path) -> None:
+    data = tiny_gguf.read_bytes()
+    truncated = tmp_path / "cut.gguf"
+    truncated.write_bytes(data[: len(data) - 4096])
+    model = describe_model(truncated)
+    assert not model.runnable and model.problem is not None
+    assert model.problem == (
+        f"cut.gguf is incomplete: its tensors need {len(data):,} bytes but the file has "
+        f"{len(data) - 4096:,} (an interrupted download or copy); download it again"
+    )
 
 
 def test_a_split_gguf_with_a_missing_part_is_a_problem(tmp_path: Path, tiny_gguf: Path) -> None:

@@ -68,7 +68,7 @@ def discover_models(sources: ModelSources) -> list[ModelDescription]:
     for path in sources.opened:
         if path.exists():
             add(describe_model(path, OPENED))
-    return [_paired(description, sources) for description in found]
+    return [with_sidecar(description, sources) for description in found]
 
 
 def _identity(path: Path) -> Path:
@@ -78,7 +78,8 @@ def _identity(path: Path) -> Path:
         return path
 
 
-def _paired(description: ModelDescription, sources: ModelSources) -> ModelDescription:
+def with_sidecar(description: ModelDescription, sources: ModelSources) -> ModelDescription:
+    """``description`` with the sidecar found for it (unchanged when it has its own heads)."""
     if description.problem is not None or description.mtp_blocks > 0:
         return description
     repo_id = description.repo_id or repo_id_of(description.path, sources.model_roots)

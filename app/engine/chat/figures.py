@@ -17,6 +17,8 @@ STOP_REASONS = {
     "length": "max tokens",
     "context": "context full",
     "cancelled": "stopped",
+    "failed": "failed",
+    "interrupted": "interrupted",
 }
 
 

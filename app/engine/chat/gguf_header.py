@@ -1,10 +1,14 @@
-"""Reads a GGUF file's metadata keys quickly, skipping the tokenizer's big arrays.
+"""Reads a GGUF file's header quickly: its metadata keys and how long the file must be.
 
 The model picker describes every model it lists (architecture, MTP blocks, cache shape), and
 the ``gguf`` package's reader parses the whole file including the 150 000-entry vocabulary into
 numpy views — about ten seconds for one real model on a busy 2-core machine. The picker needs
 only scalar keys and short arrays, so this reader walks the key/value section once and seeks
 past long arrays (strings by their length prefixes), which takes milliseconds.
+
+It also reads the tensor table, so a truncated download (header intact, data cut short) is
+caught from the header — the size the tensors need against the size on disk — before llama.cpp
+is ever asked to load it.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
+
+from gguf import GGML_QUANT_SIZES, GGUF_DEFAULT_ALIGNMENT, GGMLQuantizationType
 
 from app.engine.errors import RuntimeBackendError
 
@@ -43,6 +49,15 @@ class LongArray:
     """Stands for an array that was skipped: only its length is known."""
 
     count: int
+
+
+@dataclass(frozen=True)
+class GgufHeader:
+    """``metadata``: every key (a :class:`LongArray` for a long array); ``required_bytes``: the
+    file size the tensor table needs (None when a tensor type is unknown to this reader)."""
+
+    metadata: dict[str, Any]
+    required_bytes: int | None
 
 
 class _Reader:
@@ -94,8 +109,8 @@ class _Reader:
                 self.value(item_kind)
 
 
-def read_gguf_metadata(path: Path) -> dict[str, Any]:
-    """Every metadata key of ``path`` with its value (a :class:`LongArray` for a long array)."""
+def read_gguf_header(path: Path) -> GgufHeader:
+    """The metadata of ``path`` and the file size its tensors need."""
     try:
         with open(path, "rb", buffering=1024 * 1024) as handle:
             if handle.read(4) != GGUF_MAGIC:
@@ -106,21 +121,47 @@ def read_gguf_metadata(path: Path) -> dict[str, Any]:
             version = struct.unpack(order + "I", version_bytes)[0]
             if version < 2:
                 raise ValueError(f"GGUF version {version} is too old (llama.cpp reads 2 and 3)")
-            reader.unpack("Q")  # tensor count
+            tensor_count = reader.unpack("Q")
             key_count = reader.unpack("Q")
             metadata: dict[str, Any] = {}
             for _ in range(key_count):
                 key = reader.string()
                 metadata[key] = reader.value(reader.unpack("I"))
-            return metadata
+            data_end = 0
+            known = True
+            for _ in range(tensor_count):
+                reader.skip_string()
+                dims = [reader.unpack("Q") for _ in range(reader.unpack("I"))]
+                kind, offset = reader.unpack("I"), reader.unpack("Q")
+                nbytes = _tensor_bytes(kind, dims)
+                known = known and nbytes is not None
+                data_end = max(data_end, offset + (nbytes or 0))
+            alignment = metadata.get("general.alignment", GGUF_DEFAULT_ALIGNMENT)
+            if not isinstance(alignment, int) or alignment <= 0:
+                alignment = GGUF_DEFAULT_ALIGNMENT
+            header_end = handle.tell()
+            data_start = -(-header_end // alignment) * alignment
+            required = data_start + data_end if data_end else header_end
+            return GgufHeader(metadata, required if known else None)
     except OSError as exc:
         raise RuntimeBackendError(
             f"cannot read {path} ({exc.strerror or exc}); check that the file exists and is "
             "readable"
         ) from None
     except (EOFError, ValueError, struct.error) as exc:
-        reason = "it ends inside its metadata" if isinstance(exc, EOFError) else str(exc)
+        reason = "it ends inside its header" if isinstance(exc, EOFError) else str(exc)
         raise RuntimeBackendError(
             f"{path} is not a readable GGUF file ({reason}); re-download it or convert the "
             "model again with llama.cpp's converter"
         ) from None
+
+
+def _tensor_bytes(kind: int, dims: list[int]) -> int | None:
+    try:
+        block, size = GGML_QUANT_SIZES[GGMLQuantizationType(kind)]
+    except (ValueError, KeyError):
+        return None
+    elements = 1
+    for dim in dims:
+        elements *= dim
+    return elements // block * size

@@ -41,6 +41,8 @@ from app.engine.runtime.stats import DecodeStats
 
 SCHEMA_VERSION = 1
 HISTORY_FILE_NAME = "chat.sqlite3"
+FAILED_REASON = "failed"
+INTERRUPTED_REASON = "interrupted"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS conversations (
@@ -270,8 +272,16 @@ class HistoryStore:
         """A reply that ended with an error: its partial text and the error are kept."""
         with self._write() as db:
             db.execute(
-                "UPDATE messages SET content = ?, state = ?, error = ?, stats = ? WHERE id = ?",
-                (content, MessageState.FAILED.value, error, _stats_text(stats), message_id),
+                "UPDATE messages SET content = ?, state = ?, finish_reason = ?, error = ?, "
+                "stats = ? WHERE id = ?",
+                (
+                    content,
+                    MessageState.FAILED.value,
+                    FAILED_REASON,
+                    error,
+                    _stats_text(stats),
+                    message_id,
+                ),
             )
             self._touch(db, message_id)
 
@@ -370,8 +380,14 @@ class HistoryStore:
             try:
                 with self._write() as db:
                     cursor = db.execute(
-                        "UPDATE messages SET state = ? WHERE state = ? AND session = ?",
-                        (MessageState.INTERRUPTED.value, MessageState.STREAMING.value, session),
+                        "UPDATE messages SET state = ?, finish_reason = ? "
+                        "WHERE state = ? AND session = ?",
+                        (
+                            MessageState.INTERRUPTED.value,
+                            INTERRUPTED_REASON,
+                            MessageState.STREAMING.value,
+                            session,
+                        ),
                     )
                     count += cursor.rowcount
             finally:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from app.engine.chat.gguf_header import LongArray, read_gguf_metadata
+from app.engine.chat.gguf_header import GgufHeader, LongArray, read_gguf_header
 from app.engine.chat.memory import MemoryEstimate, ModelShape, estimate_memory
 from app.engine.errors import MtpStudioError
 from app.engine.mtp.detect import detect_mtp
@@ -85,7 +85,8 @@ def split_parts(path: Path) -> list[Path]:
 
 
 def _describe_gguf(path: Path, origin: str) -> ModelDescription:
-    metadata = read_gguf_metadata(path)
+    header = read_gguf_header(path)
+    metadata = header.metadata
     architecture = metadata.get("general.architecture")
     if not isinstance(architecture, str):
         raise MtpStudioError(
@@ -99,6 +100,8 @@ def _describe_gguf(path: Path, origin: str) -> ModelDescription:
             f"{path.name} is split into {len(parts)} files but {', '.join(missing)} "
             "is missing; download every part into the same folder"
         )
+    for part in parts:
+        _check_complete(part, header if part == path else read_gguf_header(part))
 
     def number(key: str, default: int = 0) -> int:
         value = metadata.get(f"{architecture}.{key}")
@@ -130,6 +133,16 @@ def _describe_gguf(path: Path, origin: str) -> ModelDescription:
         memory=estimate_memory(size, _gguf_shape(metadata, number), with_mtp=mtp_note is None),
         chat_template=template,
     )
+
+
+def _check_complete(path: Path, header: GgufHeader) -> None:
+    """A truncated download keeps its header: compare the size its tensors need with the file."""
+    size = path.stat().st_size
+    if header.required_bytes is not None and size < header.required_bytes:
+        raise MtpStudioError(
+            f"{path.name} is incomplete: its tensors need {header.required_bytes:,} bytes but the "
+            f"file has {size:,} (an interrupted download or copy); download it again"
+        )
 
 
 def _gguf_shape(metadata: dict[str, Any], number: Any) -> ModelShape:

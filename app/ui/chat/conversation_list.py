@@ -44,6 +44,8 @@ class ConversationList(QWidget):
         self.new_button.clicked.connect(self.new_requested.emit)
         self.list = QListWidget()
         self.list.setObjectName("conversations")
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.list.currentItemChanged.connect(self._on_current)
         self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.list.customContextMenuRequested.connect(

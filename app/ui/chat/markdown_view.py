@@ -3,8 +3,9 @@
 Replies are Markdown, so they are rendered with ``QTextDocument.setMarkdown`` (GitHub dialect:
 tables, fenced code, task lists) — no extra dependency. Raw HTML in a reply is shown as text,
 never interpreted: a model's output must not be able to restyle the window or embed content.
-Fenced code blocks get a monospace font and a tinted background so they stand out. The view
-has no scroll bar of its own: it grows to fit its text and the transcript scrolls instead.
+Fenced code blocks get a monospace font and a tinted background so they stand out, and their
+long lines wrap (the view has no horizontal scroll bar: it grows to fit its text and the
+transcript scrolls instead).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from PySide6.QtGui import (
     QTextCursor,
     QTextDocument,
     QTextFormat,
+    QTextOption,
 )
 from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser, QWidget
 
@@ -41,6 +43,7 @@ class MarkdownView(QTextBrowser):
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.viewport().setAutoFillBackground(False)
         self.document().setDocumentMargin(2)
+        self.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
         self._markdown = ""
 
     @property
@@ -89,6 +92,7 @@ def _box_code_blocks(document: QTextDocument) -> None:
             block_format.setBackground(CODE_BACKGROUND)
             block_format.setLeftMargin(6)
             block_format.setRightMargin(6)
+            block_format.setNonBreakableLines(False)  # wrap long lines instead of cutting them
             cursor.mergeBlockFormat(block_format)
             char_format = QTextCharFormat()
             char_format.setFont(monospace)

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 
 from app.engine.chat.conversation import ASSISTANT, USER, MessageState, StoredMessage
 from app.engine.chat.figures import reply_figures
+from app.engine.chat.history import FAILED_REASON
 from app.engine.runtime.request import GenerationResult
 from app.engine.runtime.stats import DecodeStats
 from app.ui.chat.markdown_view import MarkdownView
@@ -111,6 +112,7 @@ class MessageWidget(QFrame):
 
         self._text = ""
         self._streaming = False
+        self._stats: DecodeStats | None = None
         self._render_cost = 0.0
         self._render_timer = QTimer(self)
         self._render_timer.setSingleShot(True)
@@ -151,6 +153,7 @@ class MessageWidget(QFrame):
 
     def append(self, text: str, stats: DecodeStats) -> None:
         self._text += text
+        self._stats = stats
         self._show_figures(stats, None)
         if not self._render_timer.isActive():
             interval = max(RENDER_INTERVAL_MS, int(self._render_cost / RENDER_BUDGET_SHARE * 1000))
@@ -164,6 +167,8 @@ class MessageWidget(QFrame):
 
     def fail(self, message: str) -> None:
         self._end_stream(self._text)
+        if self._stats is not None:
+            self._show_figures(self._stats, FAILED_REASON)
         self._show_notice(message, error=True)
 
     def _end_stream(self, text: str) -> None:

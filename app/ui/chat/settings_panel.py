@@ -166,7 +166,8 @@ class SettingsPanel(QWidget):
         self._mtp_reason = mtp_reason
         self._updating = True
         try:
-            self.mtp_depth.setMaximum(max(max_depth, 1))
+            if max_depth >= 1:  # a model without MTP keeps the chosen depth for the next one
+                self.mtp_depth.setMaximum(max_depth)
             self.mtp_enabled.setChecked(self._mtp_wanted and mtp_reason is None)
         finally:
             self._updating = False
@@ -189,8 +190,8 @@ class SettingsPanel(QWidget):
             self.mtp_status.setText(f"MTP is off: {self._mtp_reason}")
         elif on:
             self.mtp_status.setText(
-                f"Drafting {self.mtp_depth.value()} token(s) per cycle; the output is exactly "
-                "what plain decoding would sample."
+                f"Drafting {self.mtp_depth.value()} token(s) per cycle. Output follows exactly "
+                "the distribution of plain decoding (identical at temperature 0)."
             )
         else:
             self.mtp_status.setText("Plain decoding: one token per forward pass.")

@@ -44,9 +44,7 @@ class TranscriptView(QScrollArea):
         bar.rangeChanged.connect(self._on_range_changed)
 
     def clear(self) -> None:
-        for widget in self.messages:
-            self._layout.removeWidget(widget)
-            widget.deleteLater()
+        self._drop(self.messages)
         self.messages = []
         self.empty_label.show()
         self._follow = True
@@ -69,11 +67,15 @@ class TranscriptView(QScrollArea):
 
     def remove_from(self, index: int) -> None:
         """Drop the message widgets from ``index`` on (an edited message's old answers)."""
-        for widget in self.messages[index:]:
-            self._layout.removeWidget(widget)
-            widget.deleteLater()
+        self._drop(self.messages[index:])
         self.messages = self.messages[:index]
         self.empty_label.setVisible(not self.messages)
+
+    def _drop(self, widgets: list[MessageWidget]) -> None:
+        for widget in widgets:
+            self._layout.removeWidget(widget)
+            widget.hide()
+            widget.deleteLater()
 
     def update_regenerate(self) -> None:
         """Only the last reply can be regenerated."""

@@ -18,7 +18,7 @@ import logging
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent, QFontDatabase, QKeySequence
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -45,7 +45,12 @@ from app.engine.chat.conversation import (
     reply_request,
     title_from,
 )
-from app.engine.chat.discovery import ModelSources, default_model_roots, discover_models
+from app.engine.chat.discovery import (
+    ModelSources,
+    default_model_roots,
+    discover_models,
+    with_sidecar,
+)
 from app.engine.chat.export import export_conversation
 from app.engine.chat.history import HISTORY_FILE_NAME, HistoryStore
 from app.engine.chat.model_files import ModelDescription, describe_model
@@ -235,7 +240,7 @@ class ChatWindow(QMainWindow):
 
     def open_model(self, path: Path) -> ModelDescription:
         """Describe, remember and load the GGUF file or model folder at ``path``."""
-        description = describe_model(Path(path))
+        description = with_sidecar(describe_model(Path(path)), self.model_sources())
         if description.problem is None:
             self.store.remember_model(description.path)
         models = [m for m in self.model_bar.models if m.path != description.path]
@@ -248,6 +253,8 @@ class ChatWindow(QMainWindow):
         self.model_bar.show_details(model)
         if not model.runnable:
             self._show_banner(model.problem or model.runnable_reason or "")
+            if self._model is None or self._model_state != "ready":
+                self.model_bar.set_load_state(f"Cannot load {model.name}", error=True)
             return
         if (
             self._model is not None
@@ -357,6 +364,7 @@ class ChatWindow(QMainWindow):
         dialog.setWindowTitle(f"Chat template of {self._model.name if self._model else '—'}")
         text = QPlainTextEdit(template or "This model has no chat template.")
         text.setReadOnly(True)
+        text.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(dialog.reject)
         layout = QVBoxLayout(dialog)
