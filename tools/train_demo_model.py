@@ -11,7 +11,7 @@ One run, deterministic for a given seed, thread count and Python version:
 
 Usage (needs the `train` extra: pip install -e .[train]):
 
-  .venv/bin/python tools/train_demo_model.py                # full run (about 25 minutes, 2 cores)
+  .venv/bin/python tools/train_demo_model.py                # full run (~20-35 minutes, 1 thread)
   .venv/bin/python tools/train_demo_model.py --steps 40     # a quick smoke run
 """
 
@@ -60,7 +60,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=defaults.steps)
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument(
-        "--threads", type=int, default=2, help="torch threads (pinned: results depend on it)"
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads; results depend on it. 1 by default: on 2 shared cores a second "
+        "thread spins at every barrier while the other is descheduled (measured 2.4x slower)",
     )
     parser.add_argument("--eval-prompts", type=int, default=24)
     parser.add_argument("--eval-new-tokens", type=int, default=96)
@@ -143,6 +147,11 @@ def main() -> None:
 
     _log("exporting the HF checkpoint, the FP8 release and the GGUF")
     export_hf.write_hf_checkpoint(model, tokenizer, out / HF_DIR_NAME)
+    held_stream = [token for document in held_docs for token in document]
+    reload_diff = export_hf.reload_difference(
+        model, out / HF_DIR_NAME, held_stream[:COMPARE_POSITIONS]
+    )
+    _log(f"HF checkpoint reloaded by transformers: max |logit diff| {reload_diff}")
     export_fp8.write_fp8_release(model, tokenizer, out / FP8_DIR_NAME)
     llama_tree = export_gguf.llama_cpp_source(args.llama_cpp_cache)
     export_gguf.convert_to_gguf(out / HF_DIR_NAME, out / GGUF_NAME, llama_tree, outtype="f16")
@@ -152,7 +161,6 @@ def main() -> None:
         chat_text([("user", SAMPLE_REQUEST)], add_generation_prompt=True)
     ).ids
     torch_sample = evaluate.greedy_continuation(model, sample_prompt, 160, im_end)
-    held_stream = [token for document in held_docs for token in document]
     agreement = verify_gguf.compare_with_torch(
         out / GGUF_NAME, model, tokenizer, held_stream[:COMPARE_POSITIONS]
     )
@@ -192,9 +200,14 @@ def main() -> None:
             "epochs_seen": round(result.epochs_seen, 3),
             "final_trunk_loss": result.logs[-1].trunk_loss,
             "final_mtp_loss": result.logs[-1].mtp_loss,
+            "loss_curve": [
+                [entry.step, round(entry.trunk_loss, 4), round(entry.mtp_loss, 4)]
+                for entry in result.logs
+            ],
         },
         "held_out": asdict(losses),
         "acceptance": {**asdict(acceptance), "rates": acceptance.rates},
+        "hf_reload_max_abs_logit_diff": reload_diff,
         "gguf_check": asdict(agreement),
         "sample": {
             "request": SAMPLE_REQUEST,

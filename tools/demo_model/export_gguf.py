@@ -21,6 +21,7 @@ import tarfile
 from pathlib import Path
 
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
+MODEL_NAME = "MTP Studio demo (Qwen3.5 + MTP)"
 
 
 def llama_cpp_source(cache_dir: Path) -> Path:
@@ -65,12 +66,8 @@ def _run_converter(llama_cpp_tree: Path, hf_dir: Path, output: Path, outtype: st
 
     TextModel.get_vocab_base_pre = lambda self, tokenizer: LLAMA_CPP_PRE_TOKENIZER
     sys.argv = [
-        "convert_hf_to_gguf.py",
-        str(hf_dir),
-        "--outfile",
-        str(output),
-        "--outtype",
-        outtype,
+        *("convert_hf_to_gguf.py", str(hf_dir), "--outfile", str(output)),
+        *("--outtype", outtype, "--model-name", MODEL_NAME),
     ]
     convert_hf_to_gguf.main()
 

@@ -70,8 +70,9 @@ the box, with nothing downloaded. It writes Python in the style of the standard 
 demonstration, not an assistant to rely on.
 
 Made by `tools/train_demo_model.py` (run: `{report["command"]}`), deterministically from a seed
-({training["seed"]}), {env["torch_threads"]} torch threads and Python {env["python"]}'s standard
-library. Every figure below is copied from `training_report.json`, written by the same run.
+({training["seed"]}), the torch thread count ({env["torch_threads"]}) and Python
+{env["python"]}'s standard library. Every figure below is copied from `training_report.json`,
+written by the same run.
 
 ## Files
 
@@ -80,7 +81,10 @@ library. Every figure below is copied from `training_report.json`, written by th
   `qwen35.nextn_predict_layers = 1`, `block_count = {layers + 1}`). The app's default model.
 - `demo-mtp-hf/` — Hugging Face checkpoint (`Qwen3_5ForCausalLM`, BF16): trunk under `model.*` and
   `lm_head`, the MTP layer under `mtp.*` (`mtp.fc`, `mtp.pre_fc_norm_embedding`,
-  `mtp.pre_fc_norm_hidden`, `mtp.norm`, `mtp.layers.0.*`), `mtp_num_hidden_layers: 1` in the config.
+  `mtp.pre_fc_norm_hidden`, `mtp.norm`, `mtp.layers.0.*`). `config.json` has model type `qwen3_5`
+  with the text settings, `mtp_num_hidden_layers: 1` included, under `text_config` — the shape
+  transformers (`AutoModelForCausalLM` → `Qwen3_5ForCausalLM`), stock mlx-lm (`qwen3_5`) and
+  llama.cpp's converter all load.
   RMSNorm weights are stored as offsets from 1 (the model computes x·(1+w)), as real Qwen3.5
   releases do; only the gated-delta-net's own `linear_attn.norm` is absolute.
 - `demo-mtp-fp8/` — the same weights as an FP8 "original release": linear weights in F8_E4M3 with
@@ -123,7 +127,7 @@ library. Every figure below is copied from `training_report.json`, written by th
    {training["batch_size"]} × {training["seq_len"]} tokens (packed pairs separated by
    `<|endoftext|>`), bfloat16 autocast on CPU, float32 master weights. {training["tokens_seen"]}
    tokens seen ({training["epochs_seen"]} epochs) in **{training["wall_time_s"] / 60:.1f}
-   minutes** on {env["torch_threads"]} CPU threads ({env["machine"]}; torch {env["torch"]},
+   minutes** with {env["torch_threads"]} torch thread(s) ({env["machine"]}; torch {env["torch"]},
    transformers {env["transformers"]}), sharing the machine with other work. Weights rounded to
    BF16 before evaluation and export.
 5. **Exports**: the HF checkpoint from the state dict; the FP8 release by quantising the BF16
@@ -149,6 +153,14 @@ Request: "{sample["request"]}"
 ````text
 {sample["llama_cpp_greedy"]}
 ````
+
+## Limitations
+
+Tiny and briefly trained: it imitates standard-library style rather than solving the request,
+often invents names, and greedy decoding can loop. It saw sequences of {training["seq_len"]} tokens
+only (the GGUF declares a 4096-token context; quality drops past a few hundred tokens). Greedy
+text is repetitive enough that acceptance is higher than a real model's would be on the same
+hardware; use it to exercise the runtime, not to judge a real model's speed-up.
 
 ## Regenerate
 

@@ -21,12 +21,12 @@ from demo_model.model import DemoMtpModel
 
 @dataclass(frozen=True)
 class TrainSettings:
-    steps: int = 360
+    steps: int = 600
     batch_size: int = 4
-    seq_len: int = 1024
-    peak_lr: float = 3e-3
+    seq_len: int = 512
+    peak_lr: float = 2e-3
     final_lr_fraction: float = 0.1
-    warmup_steps: int = 30
+    warmup_steps: int = 40
     weight_decay: float = 0.1
     mtp_weight: float = 0.5
     grad_clip: float = 1.0
