@@ -7,14 +7,20 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 from pathlib import Path
 
 import gguf
 import numpy as np
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
 
 from app.engine.chat.conversation import MessageState
+from app.engine.runtime.backend import LoadSettings
+from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
+from app.engine.settings import SettingsStore, app_dirs
+from app.engine.units import format_bytes
 from tests.runtime.tiny_model import SPECIAL_TOKENS
 
 LONG_REPLY = 4000
@@ -55,6 +61,18 @@ def test_a_streamed_reply_appears_and_its_statistics_are_shown(chat, tiny_gguf: 
     assert f"mean accepted {stats.mean_accepted_length:.2f}" in mtp
     assert f"{stats.tokens_per_cycle:.2f} tokens/cycle" in mtp
     assert reply.regenerate_button.isVisibleTo(window)
+
+
+def test_the_model_bar_shows_the_model_facts_and_the_backend(chat, tiny_gguf: Path) -> None:
+    window = chat.open()
+    chat.load(window, tiny_gguf)
+    info = window.model_bar.info.text()
+    size = format_bytes(tiny_gguf.stat().st_size)
+    assert info.startswith(f"qwen35 · {size} · MTP heads: 1 block(s) ✓ · memory ≈ ")
+    assert "cache " in info and "for 4096 tokens" in info and "RAM" in info
+    assert window.model_bar.picker.currentText() == "Opened: tiny-mtp.gguf"
+    chat.qtbot.waitUntil(lambda: "(llama.cpp)" in window.model_bar.backend.text(), timeout=60_000)
+    assert "CPU : " in window.model_bar.backend.toolTip()  # llama.cpp's own system info
 
 
 def test_a_reply_reads_clean_without_special_tokens(chat, reading_model: Path) -> None:
@@ -300,3 +318,81 @@ def test_conversations_can_be_searched_renamed_and_deleted(chat, tiny_gguf: Path
     assert "Fib\n" in [listing.item(i).text()[:4] for i in range(listing.count())]
     window.delete_conversation(fibonacci_id)
     assert listing.count() == 1 and listing.item(0).text().startswith("About regex")
+
+
+def test_copy_puts_the_reply_text_on_the_clipboard(chat, tiny_gguf: Path) -> None:
+    window = chat.open()
+    chat.load(window, tiny_gguf)
+    window.settings_panel.max_tokens.setValue(20)
+    reply = chat.ask(window, "Copy me")
+    QGuiApplication.clipboard().clear()
+    chat.qtbot.mouseClick(reply.copy_button, Qt.MouseButton.LeftButton)
+    assert QGuiApplication.clipboard().text() == reply.text != ""
+
+
+def test_the_system_prompt_is_sent_with_every_reply(chat, tiny_gguf: Path) -> None:
+    window = chat.open()
+    chat.load(window, tiny_gguf)
+    window.settings_panel.max_tokens.setValue(4)
+    chat.ask(window, "Hello")
+    without = _stored_reply(window).stats.prompt_tokens
+    window.new_conversation()
+    window.settings_panel.system_prompt.setPlainText("You are terse.")
+    chat.ask(window, "Hello")
+    with_system = _stored_reply(window).stats.prompt_tokens
+    system_turn = "<|im_start|>system\nYou are terse.<|im_end|>\n"  # the model's ChatML template
+    backend = LlamaCppBackend(tiny_gguf, LoadSettings(threads=1, context_length=256))
+    try:
+        added = len(backend.tokenize(system_turn, parse_special=True))
+    finally:
+        backend.close()
+    assert with_system - without == added > 0
+
+
+def test_a_damaged_history_still_lets_the_user_chat_and_says_why(
+    chat, tiny_gguf: Path, home
+) -> None:
+    database = Path(home.root) / "mtp-studio" / "data" / "chat.sqlite3"
+    database.parent.mkdir(parents=True, exist_ok=True)
+    database.write_bytes(b"not a database" * 200)
+    window = chat.open()
+    assert window.banner.isVisible()
+    assert "cannot open the chat history" in window.banner.text()
+    assert "kept in" in window.banner.text() and "instead" in window.banner.text()
+    chat.load(window, tiny_gguf)
+    window.settings_panel.max_tokens.setValue(5)
+    assert chat.ask(window, "still works").figures.text().startswith("5 tokens")
+    assert database.read_bytes() == b"not a database" * 200
+
+
+def test_rescan_finds_models_in_the_models_folder_from_settings(
+    chat, tiny_gguf: Path, tmp_path: Path
+) -> None:
+    window = chat.open()
+    folder = tmp_path / "my-models"
+    folder.mkdir()
+    shutil.copyfile(tiny_gguf, folder / "mine.gguf")
+    SettingsStore(app_dirs().settings_file).update(models_dir=str(folder))
+    chat.qtbot.mouseClick(window.model_bar.refresh_button, Qt.MouseButton.LeftButton)
+    chat.qtbot.waitUntil(
+        lambda: any(m.path == folder / "mine.gguf" for m in window.model_bar.models),
+        timeout=30_000,
+    )
+    found = next(m for m in window.model_bar.models if m.path == folder / "mine.gguf")
+    assert found.origin == "downloaded" and found.mtp_blocks == 1
+
+
+def test_closing_the_window_mid_reply_keeps_the_text_so_far(chat, tiny_gguf: Path) -> None:
+    window = chat.open()
+    chat.load(window, tiny_gguf)
+    window.settings_panel.max_tokens.setValue(LONG_REPLY)
+    reply = chat.send(window, "Keep going while I close")
+    chat.qtbot.waitUntil(lambda: len(reply.text) > 0, timeout=60_000)
+    chat.close(window)
+
+    reopened = chat.open()
+    stored = reopened.store.conversation(reopened.conversations.current_id).messages[-1]
+    assert stored.state is MessageState.COMPLETE and stored.finish_reason == "cancelled"
+    assert stored.content.startswith(reply.text) and stored.content
+    assert reopened.transcript.messages[-1].text == stored.content
+    assert reopened.transcript.messages[-1].figures.text().split("\n")[0].endswith("stopped")

@@ -14,7 +14,9 @@ worker.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import tempfile
 from pathlib import Path
 
 from PySide6.QtCore import Qt
@@ -59,7 +61,7 @@ from app.engine.errors import MtpStudioError
 from app.engine.runtime.backend import LoadSettings, ModelInfo
 from app.engine.runtime.demo_model import MODELS_DIR
 from app.engine.runtime.request import GenerationResult
-from app.engine.settings import AppDirs, Settings, hf_hub_cache
+from app.engine.settings import AppDirs, Settings, SettingsStore, hf_hub_cache
 from app.ui.background import run_in_background
 from app.ui.chat.bridge import ReplyTicket, RuntimeBridge
 from app.ui.chat.compare_dialog import CompareDialog
@@ -89,8 +91,9 @@ class ChatWindow(QMainWindow):
         super().__init__(parent, Qt.WindowType.Window)
         self.setObjectName("chatWindow")
         self.resize(1360, 860)
-        self.store = HistoryStore(dirs.data / HISTORY_FILE_NAME)
+        self.store, history_problem = _open_history(dirs.data / HISTORY_FILE_NAME)
         self.bridge = RuntimeBridge()
+        self._settings_store = SettingsStore(dirs.settings_file)
         self._app_settings = settings
         self._demo_dir = demo_dir
         self._catalog_sidecars: dict[str, str] = {}
@@ -146,7 +149,6 @@ class ChatWindow(QMainWindow):
 
         self._connect()
         self._add_shortcuts()
-        self._refresh_list()
         recent = self.store.conversations()
         if recent:
             self.open_conversation(recent[0].id)
@@ -154,6 +156,8 @@ class ChatWindow(QMainWindow):
             self._show_conversation(None)
         self.rescan_models()
         self._probe_backend()
+        if history_problem is not None:
+            self._show_banner(history_problem)
 
     # -- wiring -------------------------------------------------------------------------------
 
@@ -194,6 +198,9 @@ class ChatWindow(QMainWindow):
     # -- models -------------------------------------------------------------------------------
 
     def model_sources(self) -> ModelSources:
+        """Where to look for models, with the models folder as currently saved in Settings."""
+        with contextlib.suppress(MtpStudioError):  # the main window reports a broken file
+            self._app_settings = self._settings_store.load()
         roots = default_model_roots(self._app_settings.models_path(), hf_hub_cache())
         return ModelSources(
             model_roots=roots,
@@ -253,7 +260,9 @@ class ChatWindow(QMainWindow):
         self.model_bar.show_details(model)
         if not model.runnable:
             self._show_banner(model.problem or model.runnable_reason or "")
-            if self._model is None or self._model_state != "ready":
+            if self._model is not None and self._model_state in ("loading", "ready"):
+                self.model_bar.set_models(self.model_bar.models, self._model)  # keep it
+            else:
                 self.model_bar.set_load_state(f"Cannot load {model.name}", error=True)
             return
         if (
@@ -392,7 +401,6 @@ class ChatWindow(QMainWindow):
     def new_conversation(self) -> None:
         if not self.streaming:
             self._show_conversation(None)
-            self._refresh_list()
             self.composer.editor.setFocus()
 
     def _show_conversation(self, conversation: Conversation | None) -> None:
@@ -402,6 +410,7 @@ class ChatWindow(QMainWindow):
         if conversation is not None:
             self.settings_panel.set_settings(conversation.settings)
         self._update_title()
+        self._refresh_list()
 
     def _connect_message_widgets(self) -> None:
         for widget in self.transcript.messages:
@@ -578,6 +587,7 @@ class ChatWindow(QMainWindow):
 
     def _end_reply(self) -> None:
         self._ticket, self._live = None, None
+        self.statusBar().clearMessage()
         self._set_streaming(False)
         if self._conversation is not None and not self._closed:
             self._conversation = self.store.conversation(self._conversation.id)
@@ -640,6 +650,18 @@ class ChatWindow(QMainWindow):
         if self.compare_dialog is not None:
             self.compare_dialog.close()
         self.bridge.shutdown(then=self.store.close)
+
+
+def _open_history(path: Path) -> tuple[HistoryStore, str | None]:
+    """The chat history, or a temporary one (and why) when it cannot be opened."""
+    try:
+        return HistoryStore(path), None
+    except MtpStudioError as exc:
+        fallback = Path(tempfile.mkdtemp(prefix="mtp-studio-chat-")) / HISTORY_FILE_NAME
+        return HistoryStore(fallback), (
+            f"{exc}\nThis session's conversations are kept in {fallback} instead and will not "
+            "appear after a restart."
+        )
 
 
 def _unsaved_user_message(text: str) -> StoredMessage:
