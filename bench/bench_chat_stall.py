@@ -10,7 +10,7 @@ stall ≤ 50 ms.
 
 With no --model the bundled demo model answers; it ends its turns on its own, so the streaming
 phase sends "Continue." until --tokens tokens have streamed. ``--tiny`` uses the random test model
-of tests/runtime (it never ends a turn: one reply of exactly --tokens tokens). Runs offscreen
+of tests/runtime, which seldom ends a turn (one or two long replies). Runs offscreen
 unless a display is available; uses a throw-away MTP_STUDIO_HOME, so the user's chat history is
 never touched.
 """
@@ -105,7 +105,7 @@ def main() -> int:
     choice = parser.add_mutually_exclusive_group()
     choice.add_argument("--model", type=Path, help="a .gguf model (default: the bundled demo)")
     choice.add_argument(
-        "--tiny", action="store_true", help="the random test model (one reply of --tokens tokens)"
+        "--tiny", action="store_true", help="the random test model (long replies, rarely a stop)"
     )
     parser.add_argument("--tokens", type=int, default=500, help="reply length (default 500)")
     args = parser.parse_args()
