@@ -98,7 +98,7 @@ class CompareDialog(QDialog):
             scroll.setWidget(side.body)
             grid.addWidget(side.title, 0, column)
             grid.addWidget(scroll, 1, column)
-            grid.addWidget(side.figures, 2, column)
+            grid.addWidget(side.figures, 2, column, Qt.AlignmentFlag.AlignTop)
         grid.setRowStretch(1, 1)
         self.run_again = QPushButton("Run again")
         self.run_again.clicked.connect(self.start)
