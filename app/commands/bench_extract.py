@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from app.commands.extract import StderrProgress
+from app.commands.progress import ProgressPrinter
 from app.engine.jobs import JobContext
 from app.engine.mtp.benchmark import (
     RATIO_TARGET,
@@ -72,7 +72,7 @@ def run_bench_extract(args: argparse.Namespace) -> int:
         int(args.trunk_gb * 1e9),
         rounds=max(1, args.rounds),
         hidden=args.hidden,
-        ctx=JobContext(emit=StderrProgress(sys.stderr)),
+        ctx=JobContext(emit=ProgressPrinter(sys.stderr)),
     )
     print(json.dumps(result.to_json()) if args.json else report_text(result))
     return 0

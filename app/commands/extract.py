@@ -11,9 +11,9 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TextIO
 
-from app.engine.jobs import JobContext, JobEvent, LogEvent, ProgressEvent, StageEvent
+from app.commands.progress import ProgressPrinter
+from app.engine.jobs import JobContext
 from app.engine.mtp import ExtractResult, LocalFolderSource, extract_mtp
 from app.engine.units import format_bytes, format_rate
 
@@ -43,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_extract(args: argparse.Namespace) -> int:
     source = LocalFolderSource(args.source)
-    result = extract_mtp(source, args.out, JobContext(emit=StderrProgress(sys.stderr)))
+    result = extract_mtp(source, args.out, JobContext(emit=ProgressPrinter(sys.stderr)))
     if args.json:
         print(json.dumps(result.to_json()))
     else:
@@ -65,29 +65,3 @@ def summary_text(result: ExtractResult) -> str:
             f"output: {result.out_path}",
         ]
     )
-
-
-class StderrProgress:
-    """Job events as short lines: stages, log lines, and progress every 10 %."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
-        self._last_decile = -1
-
-    def __call__(self, event: JobEvent) -> None:
-        if isinstance(event, StageEvent):
-            self._write(f"{event.stage}: {event.detail}" if event.detail else event.stage)
-        elif isinstance(event, LogEvent):
-            self._write(f"  {event.message}")
-        elif isinstance(event, ProgressEvent) and event.total:
-            percent = 100 * event.done // event.total
-            if percent // 10 != self._last_decile:
-                self._last_decile = percent // 10
-                self._write(
-                    f"{event.stage}: {percent}% "
-                    f"({format_bytes(event.done)} / {format_bytes(event.total)})"
-                )
-
-    def _write(self, line: str) -> None:
-        self._stream.write(line + "\n")
-        self._stream.flush()

@@ -12,11 +12,12 @@ import sys
 from typing import TextIO
 
 from app.commands.catalog import add_catalog_option
+from app.commands.recorded import run_recorded_command
 from app.commands.scratch import add_scratch_option
 from app.engine.catalog import load_catalog
 from app.engine.hub import PUBLISHED, PublishOptions, publish_sidecar
 from app.engine.hub.job import publish_job_spec
-from app.engine.jobs import JobContext, JobEvent, LogEvent, ProgressEvent, ResultEvent, StageEvent
+from app.engine.jobs import JobEvent, LogEvent, ProgressEvent, ResultEvent, StageEvent
 from app.engine.publish_plan import (
     ALL_ARTIFACTS,
     ArtifactKind,
@@ -25,8 +26,7 @@ from app.engine.publish_plan import (
     plan_publish,
 )
 from app.engine.scratch import resolve_scratch
-from app.engine.settings import SettingsStore, app_dirs
-from app.engine.store import JobState, JobStore, run_recorded
+from app.engine.settings import SettingsStore
 from app.engine.units import format_bytes
 
 
@@ -69,35 +69,19 @@ def run(args: argparse.Namespace) -> int:
 
 def execute(plan: PublishPlan, *, force: bool) -> int:
     """Run ``plan``: the publish job of app.engine.hub, recorded in the job history."""
-    if plan.mtp is None:
+    sidecar = plan.mtp
+    if sidecar is None:
         return 0
     settings = SettingsStore().load()
     options = PublishOptions(
         force=force, endpoint=settings.endpoint, file_in_collection=settings.file_in_collection
     )
-    dirs = app_dirs()
-    dirs.data.mkdir(parents=True, exist_ok=True)
-    store = JobStore(dirs.job_database)
-    sidecar = plan.mtp
-    try:
-        job_id = store.create(publish_job_spec(sidecar, options))
-        printer = PublishPrinter(sys.stdout, sys.stderr)
-        try:
-            run_recorded(
-                store,
-                job_id,
-                lambda ctx: publish_sidecar(sidecar, options, ctx),
-                JobContext(emit=printer),
-            )
-        except KeyboardInterrupt:
-            store.finish(
-                job_id,
-                JobState.INTERRUPTED,
-                "stopped with Ctrl-C; run it again (a sidecar already extracted is reused)",
-            )
-            raise
-    finally:
-        store.close()
+    run_recorded_command(
+        publish_job_spec(sidecar, options),
+        lambda ctx: publish_sidecar(sidecar, options, ctx),
+        PublishPrinter(sys.stdout, sys.stderr),
+        "stopped with Ctrl-C; run it again (a sidecar already extracted is reused)",
+    )
     return 0
 
 
