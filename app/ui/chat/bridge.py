@@ -59,7 +59,6 @@ class ReplyTicket(QObject):
         self._lock = threading.Lock()
         self._stream: GenerationStream | None = None
         self._cancelled = False
-        self.done = False
 
     def cancel(self) -> None:
         """Stop the generation (thread-safe); the text so far is kept as the reply."""
@@ -157,9 +156,9 @@ class RuntimeBridge(QObject):
                 if command.then is not None:
                     command.then()
                 return
-            if self._closing:
+            if self._closing:  # the window is closing: queued replies never start
                 if isinstance(command, _Generate):
-                    command.ticket.done = True
+                    self._fail(command.ticket, "the chat window was closed before this reply began")
                 continue
             if isinstance(command, _Load):
                 self._load(command)
@@ -193,7 +192,6 @@ class RuntimeBridge(QObject):
             self._run(ticket)
         finally:
             self._active = None
-            ticket.done = True
 
     def _run(self, ticket: ReplyTicket) -> None:
         client = self._client
