@@ -24,10 +24,12 @@ class BackgroundCall(QObject):
     def __init__(self, work: Callable[[], Any]) -> None:
         super().__init__()
         self._work = work
-        self.done.connect(self._forget)
-        self.failed.connect(self._forget)
 
     def start(self) -> BackgroundCall:
+        """Run the call; connect ``done``/``failed`` first, so they are delivered before the
+        call lets go of itself (slots run in connection order)."""
+        self.done.connect(self._forget)
+        self.failed.connect(self._forget)
         BackgroundCall._alive.add(self)
         threading.Thread(target=self._run, daemon=True, name="background-call").start()
         return self
