@@ -10,10 +10,10 @@ import gguf
 import pytest
 
 from app.engine.chat.discovery import ModelSources, default_model_roots, discover_models
-from app.engine.chat.gguf_header import LongArray, read_gguf_header
 from app.engine.chat.memory import RUNTIME_DEFAULT_CONTEXT
 from app.engine.chat.model_files import DEMO, DOWNLOADED, GGUF, HF_FOLDER, OPENED, describe_model
 from app.engine.chat.sidecar import base_slug
+from app.engine.gguf_header import LongArray, read_gguf_header
 from app.engine.runtime import llama_cpp_backend
 from app.engine.runtime.demo_model import DEMO_MODEL_FILENAME
 from tests.chat.hub_cache import put_in_cache

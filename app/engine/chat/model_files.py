@@ -14,9 +14,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from app.engine.chat.gguf_header import GgufHeader, LongArray, read_gguf_header
 from app.engine.chat.memory import MemoryEstimate, ModelShape, estimate_memory
 from app.engine.errors import MtpStudioError
+from app.engine.gguf_header import GgufHeader, LongArray, read_gguf_header
 from app.engine.mtp.detect import detect_mtp
 from app.engine.mtp.source import LocalFolderSource
 from app.engine.runtime.backends import resolve_backend

@@ -2,7 +2,8 @@
 
 llama.cpp aborts the whole process on some inputs (e.g. an MTP context on a model loaded
 without its MTP layers), and its own errors are log lines, not messages. So the file is checked
-here first with the pure-Python ``gguf`` reader: it exists, it is a GGUF, which architecture it
+here first by reading its header (:mod:`app.engine.gguf_header`, milliseconds even with a large
+vocabulary): it exists, it is a GGUF, which architecture it
 has, and how many nextn (MTP) layers ``{arch}.nextn_predict_layers`` declares.
 """
 
@@ -11,9 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import gguf
-
 from app.engine.errors import RuntimeBackendError
+from app.engine.gguf_header import read_gguf_header
 
 MTP_ARCHITECTURES = frozenset(
     {
@@ -81,30 +81,19 @@ def read_gguf_summary(path: Path) -> GgufSummary:
         raise RuntimeBackendError(
             f"model file not found: {path} — check the path, or pass --model with a .gguf file"
         )
-    try:
-        reader = gguf.GGUFReader(path, "r")
-    except Exception as exc:  # the reader raises ValueError, struct/index errors on bad files
-        raise RuntimeBackendError(
-            f"{path} is not a readable GGUF file ({exc}); the llama.cpp backend needs a .gguf "
-            "model — convert the checkpoint with llama.cpp's converter or pick another file"
-        ) from exc
-
-    def field(key: str) -> object | None:
-        entry = reader.fields.get(key)
-        return None if entry is None else entry.contents()
-
-    architecture = field("general.architecture")
+    metadata = read_gguf_header(path).metadata
+    architecture = metadata.get("general.architecture")
     if not isinstance(architecture, str):
         raise RuntimeBackendError(
             f"{path} has no general.architecture key, so llama.cpp cannot load it; "
             "re-convert the model with llama.cpp's converter"
         )
-    chat_template = field("tokenizer.chat_template")
+    chat_template = metadata.get("tokenizer.chat_template")
     return GgufSummary(
         path=path,
         architecture=architecture,
-        nextn_layers=int(field(f"{architecture}.nextn_predict_layers") or 0),
-        block_count=int(field(f"{architecture}.block_count") or 0),
-        context_length=int(field(f"{architecture}.context_length") or 0),
+        nextn_layers=int(metadata.get(f"{architecture}.nextn_predict_layers") or 0),
+        block_count=int(metadata.get(f"{architecture}.block_count") or 0),
+        context_length=int(metadata.get(f"{architecture}.context_length") or 0),
         chat_template=chat_template if isinstance(chat_template, str) else None,
     )

@@ -1,0 +1,168 @@
+"""Reads a GGUF file's header quickly: its metadata keys and how long the file must be.
+
+The runtime checks a file before llama.cpp loads it, and the model picker describes every model
+it lists (architecture, MTP blocks, cache shape). The ``gguf`` package's reader parses the whole
+file, including a 150 000-entry vocabulary, into numpy views — about ten seconds for one real model
+on a busy 2-core machine. Both need only scalar keys and short arrays, so this reader walks the
+key/value section once and seeks past long arrays (strings by their length prefixes), which takes
+milliseconds.
+
+It also reads the tensor table, so a truncated download (header intact, data cut short) is
+caught from the header — the size the tensors need against the size on disk — before llama.cpp
+is ever asked to load it.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from gguf import GGML_QUANT_SIZES, GGUF_DEFAULT_ALIGNMENT, GGMLQuantizationType
+
+from app.engine.errors import RuntimeBackendError
+
+GGUF_MAGIC = b"GGUF"
+SHORT_ARRAY_LIMIT = 64
+"""Arrays with at most this many items are read (e.g. per-layer head counts); longer are skipped."""
+
+_SCALARS = {
+    0: "B",
+    1: "b",
+    2: "H",
+    3: "h",
+    4: "I",
+    5: "i",
+    6: "f",
+    7: "?",
+    10: "Q",
+    11: "q",
+    12: "d",
+}
+_STRING = 8
+_ARRAY = 9
+_MAX_STRING_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class LongArray:
+    """Stands for an array that was skipped: only its length is known."""
+
+    count: int
+
+
+@dataclass(frozen=True)
+class GgufHeader:
+    """``metadata``: every key (a :class:`LongArray` for a long array); ``required_bytes``: the
+    file size the tensor table needs (None when a tensor type is unknown to this reader)."""
+
+    metadata: dict[str, Any]
+    required_bytes: int | None
+
+
+class _Reader:
+    def __init__(self, handle: BinaryIO, order: str) -> None:
+        self._handle = handle
+        self._order = order
+
+    def unpack(self, code: str) -> Any:
+        size = struct.calcsize(code)
+        data = self._handle.read(size)
+        if len(data) != size:
+            raise EOFError
+        return struct.unpack(self._order + code, data)[0]
+
+    def string(self) -> str:
+        length = self.unpack("Q")
+        if length > _MAX_STRING_BYTES:
+            raise ValueError(f"a metadata string of {length} bytes")
+        data = self._handle.read(length)
+        if len(data) != length:
+            raise EOFError
+        return data.decode("utf-8", errors="replace")
+
+    def skip_string(self) -> None:
+        self._handle.seek(self.unpack("Q"), 1)
+
+    def value(self, kind: int) -> Any:
+        if kind in _SCALARS:
+            return self.unpack(_SCALARS[kind])
+        if kind == _STRING:
+            return self.string()
+        if kind == _ARRAY:
+            item_kind = self.unpack("I")
+            count = self.unpack("Q")
+            if count <= SHORT_ARRAY_LIMIT:
+                return [self.value(item_kind) for _ in range(count)]
+            self.skip_array(item_kind, count)
+            return LongArray(count)
+        raise ValueError(f"unknown metadata value type {kind}")
+
+    def skip_array(self, item_kind: int, count: int) -> None:
+        if item_kind in _SCALARS:
+            self._handle.seek(struct.calcsize(_SCALARS[item_kind]) * count, 1)
+        elif item_kind == _STRING:
+            for _ in range(count):
+                self.skip_string()
+        else:
+            for _ in range(count):
+                self.value(item_kind)
+
+
+def read_gguf_header(path: Path) -> GgufHeader:
+    """The metadata of ``path`` and the file size its tensors need."""
+    try:
+        with open(path, "rb", buffering=1024 * 1024) as handle:
+            if handle.read(4) != GGUF_MAGIC:
+                raise ValueError("it does not start with the GGUF magic bytes")
+            version_bytes = handle.read(4)
+            order = "<" if struct.unpack("<I", version_bytes)[0] < 0x10000 else ">"
+            reader = _Reader(handle, order)
+            version = struct.unpack(order + "I", version_bytes)[0]
+            if version < 2:
+                raise ValueError(f"GGUF version {version} is too old (llama.cpp reads 2 and 3)")
+            tensor_count = reader.unpack("Q")
+            key_count = reader.unpack("Q")
+            metadata: dict[str, Any] = {}
+            for _ in range(key_count):
+                key = reader.string()
+                metadata[key] = reader.value(reader.unpack("I"))
+            data_end = 0
+            known = True
+            for _ in range(tensor_count):
+                reader.skip_string()
+                dims = [reader.unpack("Q") for _ in range(reader.unpack("I"))]
+                kind, offset = reader.unpack("I"), reader.unpack("Q")
+                nbytes = _tensor_bytes(kind, dims)
+                known = known and nbytes is not None
+                data_end = max(data_end, offset + (nbytes or 0))
+            alignment = metadata.get("general.alignment", GGUF_DEFAULT_ALIGNMENT)
+            if not isinstance(alignment, int) or alignment <= 0:
+                alignment = GGUF_DEFAULT_ALIGNMENT
+            header_end = handle.tell()
+            data_start = -(-header_end // alignment) * alignment
+            required = data_start + data_end if data_end else header_end
+            return GgufHeader(metadata, required if known else None)
+    except OSError as exc:
+        raise RuntimeBackendError(
+            f"cannot read {path} ({exc.strerror or exc}); check that the file exists and is "
+            "readable"
+        ) from None
+    except (EOFError, ValueError, struct.error) as exc:
+        reason = "it ends inside its header" if isinstance(exc, EOFError) else str(exc)
+        raise RuntimeBackendError(
+            f"{path} is not a readable GGUF file ({reason}); re-download it or convert the "
+            "model again with llama.cpp's converter"
+        ) from None
+
+
+def _tensor_bytes(kind: int, dims: list[int]) -> int | None:
+    try:
+        block, size = GGML_QUANT_SIZES[GGMLQuantizationType(kind)]
+    except (ValueError, KeyError):
+        return None
+    elements = 1
+    for dim in dims:
+        elements *= dim
+    return elements // block * size
