@@ -36,6 +36,7 @@ from demo_model.model_card import render_model_card
 from demo_model.tokenizer import (
     END_OF_TEXT,
     IM_END,
+    LLAMA_CPP_PRE_TOKENIZER,
     chat_text,
     special_token_id,
     train_tokenizer,
@@ -152,9 +153,16 @@ def main() -> None:
         model, out / HF_DIR_NAME, held_stream[:COMPARE_POSITIONS]
     )
     _log(f"HF checkpoint reloaded by transformers: max |logit diff| {reload_diff}")
+    hf_tokenizer_mismatches = export_hf.tokenizer_reload_mismatches(
+        out / HF_DIR_NAME, tokenizer, verify_gguf.TOKENIZER_PROBES
+    )
+    if hf_tokenizer_mismatches:
+        raise SystemExit(f"transformers tokenizes differently: {hf_tokenizer_mismatches}")
     export_fp8.write_fp8_release(model, tokenizer, out / FP8_DIR_NAME)
     llama_tree = export_gguf.llama_cpp_source(args.llama_cpp_cache)
-    export_gguf.convert_to_gguf(out / HF_DIR_NAME, out / GGUF_NAME, llama_tree, outtype="f16")
+    export_gguf.convert_to_gguf(
+        out / HF_DIR_NAME, out / GGUF_NAME, llama_tree, outtype=export_gguf.GGUF_OUTTYPE
+    )
 
     _log("checking the GGUF against the PyTorch model in llama.cpp")
     sample_prompt = tokenizer.encode(
@@ -183,6 +191,7 @@ def main() -> None:
             "torch_threads": args.threads,
             "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}",
             "llama_cpp_python_converter": export_gguf.LLAMA_CPP_PYTHON_VERSION,
+            "gguf_outtype": export_gguf.GGUF_OUTTYPE,
         },
         "corpus": {
             "sha256": corpus.sha256,
@@ -191,7 +200,10 @@ def main() -> None:
             "train_tokens": sum(map(len, train_docs)),
             "held_out_tokens": sum(map(len, held_docs)),
         },
-        "tokenizer": {"vocab_size": tokenizer.get_vocab_size(), "llama_cpp_pre": "qwen2"},
+        "tokenizer": {
+            "vocab_size": tokenizer.get_vocab_size(),
+            "llama_cpp_pre": LLAMA_CPP_PRE_TOKENIZER,
+        },
         "model": {**asdict(shape), "trunk_parameters": trunk_params, "mtp_parameters": mtp_params},
         "training": {
             **asdict(settings),

@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
+from safetensors.torch import save_file
+from tokenizers import Tokenizer
+from transformers import AutoTokenizer, Qwen3_5ForCausalLM
+
 from demo_model.files import publish, staging_path
 from demo_model.model import DemoMtpModel
 from demo_model.tokenizer import END_OF_TEXT, IM_END, special_token_id, write_tokenizer_files
-from safetensors.torch import save_file
-from tokenizers import Tokenizer
-from transformers import Qwen3_5ForCausalLM
 
 WEIGHTS_FILE = "model.safetensors"
 
@@ -71,6 +73,18 @@ def reload_difference(model: DemoMtpModel, directory: Path, tokens: list[int]) -
     batch = torch.tensor([tokens])
     expected = model.logits(model.trunk_states(batch))
     return float((reloaded(batch).logits - expected).abs().max())
+
+
+def tokenizer_reload_mismatches(
+    directory: Path, tokenizer: Tokenizer, texts: Sequence[str]
+) -> tuple[str, ...]:
+    """The texts that transformers' tokenizer for the checkpoint splits unlike ``tokenizer``."""
+    reloaded = AutoTokenizer.from_pretrained(directory)
+    return tuple(
+        text
+        for text in texts
+        if reloaded(text, add_special_tokens=False).input_ids != tokenizer.encode(text).ids
+    )
 
 
 def write_hf_checkpoint(model: DemoMtpModel, tokenizer: Tokenizer, directory: Path) -> None:

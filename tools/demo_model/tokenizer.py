@@ -1,10 +1,16 @@
-"""The demo model's byte-level BPE tokenizer and chat format, built so llama.cpp agrees with it.
+"""The demo model's byte-level BPE tokenizer and chat format, built so every runtime agrees on it.
 
-llama.cpp does not run a tokenizer.json: it re-implements a named pre-tokenizer (`qwen2` here) and
-applies the vocabulary's merges. A vocabulary trained with any other split pattern would tokenize
-differently there than in Hugging Face `tokenizers`. So the BPE is trained with exactly Qwen2's
-split regex, with no normaliser (llama.cpp applies none), and with byte-level encoding — then the
-two agree token for token. The chat format is Qwen's ChatML (<|im_start|>role … <|im_end|>).
+Three programs tokenize this model's text, and they must give the same ids:
+- transformers (and mlx-lm, which loads tokenizers through it): for model type `qwen3_5` it
+  ignores tokenizer.json's pipeline and rebuilds Qwen3.5's own — NFC normaliser, Qwen3.5's split
+  regex, byte-level — around the file's vocabulary and merges;
+- `tokenizers` with tokenizer.json, which trained the model;
+- llama.cpp, which re-implements a named pre-tokenizer (`qwen35`: the same regex) and applies the
+  merges, with no normaliser.
+So the BPE is trained with exactly transformers' Qwen3.5 pipeline, and the GGUF names `qwen35`.
+All three then agree token for token on NFC text (all ordinary text; the corpus is NFC); on
+decomposed Unicode llama.cpp differs as it does for every Qwen3.5 GGUF. The chat format is Qwen's
+ChatML (<|im_start|>role … <|im_end|>).
 """
 
 from __future__ import annotations
@@ -13,14 +19,15 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
-# Qwen2's tokenizer.json split pattern; llama.cpp's `qwen2` pre-tokenizer implements the same one.
-QWEN2_SPLIT_REGEX = (
-    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
-    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+# Qwen3.5's split regex (transformers' Qwen3_5Tokenizer); llama.cpp's `qwen35` pre-tokenizer
+# implements the same one.
+QWEN35_SPLIT_REGEX = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}"
+    r"| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
-LLAMA_CPP_PRE_TOKENIZER = "qwen2"
+LLAMA_CPP_PRE_TOKENIZER = "qwen35"
 
 END_OF_TEXT = "<|endoftext|>"
 IM_START = "<|im_start|>"
@@ -42,11 +49,12 @@ def chat_text(messages: Iterable[tuple[str, str]], add_generation_prompt: bool =
 
 
 def new_tokenizer() -> Tokenizer:
-    """An empty byte-level BPE with Qwen2's pre-tokenizer and no normaliser."""
+    """An empty byte-level BPE with Qwen3.5's normaliser (NFC) and pre-tokenizer."""
     tokenizer = Tokenizer(models.BPE(unk_token=None, fuse_unk=False, byte_fallback=False))
+    tokenizer.normalizer = normalizers.NFC()
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
         [
-            pre_tokenizers.Split(Regex(QWEN2_SPLIT_REGEX), behavior="isolated", invert=False),
+            pre_tokenizers.Split(Regex(QWEN35_SPLIT_REGEX), behavior="isolated", invert=False),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
         ]
     )

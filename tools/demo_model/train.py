@@ -16,12 +16,13 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+
 from demo_model.model import DemoMtpModel
 
 
 @dataclass(frozen=True)
 class TrainSettings:
-    steps: int = 600
+    steps: int = 700
     batch_size: int = 4
     seq_len: int = 512
     peak_lr: float = 2e-3

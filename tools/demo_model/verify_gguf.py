@@ -16,9 +16,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from demo_model.model import DemoMtpModel
 from llama_cpp import Llama
 from tokenizers import Tokenizer
+
+from demo_model.model import DemoMtpModel
 
 TOKENIZER_PROBES = (
     "def add(a, b):\n    return a + b\n",
@@ -27,6 +28,7 @@ TOKENIZER_PROBES = (
     "Ünïcödé: naïve café, 東京, emoji 🦙 and tabs\tand\r\nCRLF",
     "x = [i**2 for i in range(10)]  # squares\n\n\n",
     "I've been 'told he's there, 'RE you sure? 3.14159 1234567",
+    "नमस्ते दुनिया — สวัสดีครับ (combining marks: Qwen3.5's split differs from Qwen2's here)",
 )
 
 
