@@ -64,32 +64,38 @@ def greedy_token(logits: np.ndarray) -> int:
 
 def distribution(logits: np.ndarray, settings: SamplerSettings) -> np.ndarray:
     """Probabilities (float64, summing to 1) over the vocabulary for one row of logits."""
+    size = logits.shape[-1]
+    probs = np.zeros(size, dtype=np.float64)
     if settings.greedy:
-        probs = np.zeros(logits.shape[-1], dtype=np.float64)
         probs[greedy_token(logits)] = 1.0
         return probs
-    scaled = logits.astype(np.float64) / settings.temperature
-    if 0 < settings.top_k < scaled.size:
-        kth_largest = np.partition(scaled, scaled.size - settings.top_k)[
-            scaled.size - settings.top_k
-        ]
-        scaled[scaled < kth_largest] = -np.inf
-    probs = np.exp(scaled - scaled.max())
-    probs /= probs.sum()
+    if 0 < settings.top_k < size:
+        # Only the top-k candidates (ties at the k-th value kept) can get any mass, so the rest of
+        # the transform runs on those few entries instead of the whole vocabulary. Dividing by a
+        # positive temperature keeps the order, so the raw logits select the same candidates.
+        largest = np.argpartition(logits, size - settings.top_k)[size - settings.top_k :]
+        candidates = np.flatnonzero(logits >= logits[largest].min())
+    else:
+        candidates = np.arange(size)
+    scaled = logits[candidates].astype(np.float64) / settings.temperature
+    kept = np.exp(scaled - scaled.max())
+    kept /= kept.sum()
     if settings.top_p < 1.0:
-        probs = _keep_top_p(probs, settings.top_p)
+        kept = _keep_top_p(kept, settings.top_p)
     if settings.min_p > 0.0:
-        probs[probs < settings.min_p * probs.max()] = 0.0
-        probs /= probs.sum()
+        kept[kept < settings.min_p * kept.max()] = 0.0
+        kept /= kept.sum()
+    probs[candidates] = kept
     return probs
 
 
 def _keep_top_p(probs: np.ndarray, top_p: float) -> np.ndarray:
     """Zero all but the smallest most-likely prefix with mass ≥ ``top_p``, then renormalise.
 
-    A full sort of a 150k vocabulary per row would dominate a decode step, so the candidates
-    are found by partitioning a growing number of the largest entries; the kept set is the
-    same as with a full stable sort by descending probability.
+    ``probs`` is indexed in ascending token order (the whole vocabulary, or the top-k candidates),
+    so ties are broken by the lower token id. A full sort of a 150k vocabulary per row would
+    dominate a decode step, so the candidates are found by partitioning a growing number of the
+    largest entries; the kept set is the same as with a full stable sort by descending probability.
     """
     count = min(_TOP_P_FIRST_CANDIDATES, probs.size)
     while True:
