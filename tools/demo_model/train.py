@@ -22,14 +22,14 @@ from demo_model.model import DemoMtpModel
 
 @dataclass(frozen=True)
 class TrainSettings:
-    steps: int = 700
+    steps: int = 850
     batch_size: int = 4
     seq_len: int = 512
     peak_lr: float = 2e-3
     final_lr_fraction: float = 0.1
     warmup_steps: int = 40
     weight_decay: float = 0.1
-    mtp_weight: float = 0.5
+    mtp_weight: float = 1.0
     grad_clip: float = 1.0
     seed: int = 1234
 
