@@ -130,6 +130,10 @@ def test_bench_decode_compares_every_mode_in_one_run(
             assert len(mode["acceptance_by_depth"]) == mode["depth"]
             assert mode["cost_ratio"] > 0 and mode["expected_speedup"] > 0
             assert 1.0 <= mode["tokens_per_cycle"] <= mode["depth"] + 1
+            # The bench's explanation of a missed Leviathan ratio must be arithmetic, not prose.
+            assert mode["speedup_to_expected"] == pytest.approx(
+                mode["expected_ceiling"] * (1 - mode["loop_overhead"]), rel=1e-3
+            )
 
 
 def test_bench_decode_prints_the_table_and_targets(
