@@ -35,9 +35,9 @@ from app.engine.units import format_bytes
 from app.ui.background import run_in_background
 from app.ui.errors import readable
 from app.ui.jobs.model import JobTableModel
-from app.ui.jobs.progress import JobProgressView
 from app.ui.jobs.runner import JobRunner
 from app.ui.settings_dialog import ERROR_STYLE, FolderField
+from app.ui.wizards.run_page import JobRunPage
 
 SIDECAR_PATTERN = "mtp.safetensors"
 
@@ -206,72 +206,45 @@ class PlanPage(QWizardPage):
         return self.plan is not None and self.space_ok
 
 
-class RunPage(QWizardPage):
-    """Starts the job when shown; the wizard can be closed while it runs."""
+class RunPage(JobRunPage):
+    """Starts the download when shown; the wizard can be closed while it runs."""
 
     def __init__(self, wizard: DownloadWizard) -> None:
-        super().__init__()
-        self._wizard = wizard
-        self.setTitle("Downloading")
-        self.setSubTitle(
-            "You can close this window: the download goes on in the job monitor, and an "
-            "interrupted download continues from where it stopped."
+        super().__init__(
+            wizard.runner,
+            wizard.jobs,
+            title="Downloading",
+            subtitle=(
+                "You can close this window: the download goes on in the job monitor, and an "
+                "interrupted download continues from where it stopped."
+            ),
+            cancel_text="Cancel download",
         )
-        self.job_id: int | None = None
-        self.setButtonText(QWizard.WizardButton.CancelButton, "Close")
-        self.progress = JobProgressView(wizard.runner, wizard.jobs)
+        self._wizard = wizard
         self.pause_button = QPushButton("Pause")
-        self.cancel_button = QPushButton("Cancel download")
         self.pause_button.clicked.connect(self._toggle_pause)
-        self.cancel_button.clicked.connect(self._cancel)
-        buttons = QHBoxLayout()
-        buttons.addWidget(self.pause_button)
-        buttons.addWidget(self.cancel_button)
-        buttons.addStretch(1)
-        layout = QVBoxLayout(self)
-        layout.addWidget(self.progress, 1)
-        layout.addLayout(buttons)
-        wizard.runner.job_finished.connect(self._finished)
+        self.buttons.insertWidget(0, self.pause_button)
         wizard.runner.pause_changed.connect(self._pause_changed)
 
     def initializePage(self) -> None:
         folder, layout = self._wizard.plan_page.destination()
         request = self._wizard.request(destination=folder, layout=layout)
-        try:
-            self.job_id = self._wizard.runner.start(
-                JobSpec("download", request.title, request.to_params()), DownloadJob(request)
-            )
-        except MtpStudioError as exc:
-            self.progress.stage_label.setText(readable(exc))
-            return
-        self.progress.follow(self.job_id)
-
-    def isComplete(self) -> bool:
-        return self.job_id is not None and not self._wizard.runner.is_running(self.job_id)
+        self.start(JobSpec("download", request.title, request.to_params()), DownloadJob(request))
 
     def _toggle_pause(self) -> None:
         if self.job_id is not None:
-            runner = self._wizard.runner
-            runner.set_paused(self.job_id, not runner.is_paused(self.job_id))
-
-    def _cancel(self) -> None:
-        if self.job_id is not None:
-            self._wizard.runner.cancel(self.job_id)
+            self.runner.set_paused(self.job_id, not self.runner.is_paused(self.job_id))
 
     def _pause_changed(self, job_id: int, paused: bool) -> None:
         if job_id == self.job_id:
             self.pause_button.setText("Resume" if paused else "Pause")
 
-    def _finished(self, job_id: int, state: str, _message: str) -> None:
-        if job_id != self.job_id:
-            return
+    def job_finished(self, state: str, message: str) -> None:
         self.pause_button.setEnabled(False)
-        self.cancel_button.setEnabled(False)
         if state == JobState.SUCCEEDED:
             self.setSubTitle("Done. The files are verified and in place.")
         else:
             self.setSubTitle(f"The download {state}. Retry it from the job monitor to continue.")
-        self.completeChanged.emit()
 
 
 class DownloadWizard(QWizard):

@@ -43,9 +43,9 @@ from app.engine.units import format_bytes
 from app.ui.background import run_in_background
 from app.ui.errors import readable
 from app.ui.jobs.model import JobTableModel
-from app.ui.jobs.progress import JobProgressView
 from app.ui.jobs.runner import JobRunner
 from app.ui.settings_dialog import ERROR_STYLE
+from app.ui.wizards.run_page import JobRunPage
 
 STAGES = (
     ("preflight", "Pre-flight: token and write access"),
@@ -262,37 +262,26 @@ class PreflightPage(QWizardPage):
         return self.result is not None
 
 
-class RunPage(QWizardPage):
+class RunPage(JobRunPage):
     """The job's stages, progress (bytes, speed, time left) and log; Cancel at any time."""
 
     def __init__(self, wizard: PublishWizard) -> None:
-        super().__init__()
-        self._wizard = wizard
-        self.setTitle("Publishing")
-        self.setSubTitle(
-            "You can close this window: the publish goes on in the job monitor. A failure after "
-            "extraction keeps the sidecar in scratch, and a retry reuses it."
-        )
-        self.job_id: int | None = None
-        self.state = ""
-        self.message = ""
         self.stages = QListWidget()
+        super().__init__(
+            wizard.runner,
+            wizard.jobs,
+            title="Publishing",
+            subtitle=(
+                "You can close this window: the publish goes on in the job monitor. A failure "
+                "after extraction keeps the sidecar in scratch, and a retry reuses it."
+            ),
+            cancel_text="Cancel publish",
+            above_progress=self.stages,
+        )
+        self._wizard = wizard
         self._show_stage("")
         rows = self.stages.sizeHintForRow(0) * len(STAGES)
         self.stages.setFixedHeight(rows + 2 * self.stages.frameWidth() + 4)
-        self.setButtonText(QWizard.WizardButton.CancelButton, "Close")
-        self.progress = JobProgressView(wizard.runner, wizard.jobs)
-        self.cancel_button = QPushButton("Cancel publish")
-        self.cancel_button.clicked.connect(self._cancel)
-        cancel_row = QHBoxLayout()
-        cancel_row.addWidget(self.cancel_button)
-        cancel_row.addStretch(1)
-        layout = QVBoxLayout(self)
-        layout.addWidget(self.stages)
-        layout.addWidget(self.progress, 1)
-        layout.addLayout(cancel_row)
-        wizard.runner.job_events.connect(self._on_events)
-        wizard.runner.job_finished.connect(self._on_finished)
 
     def initializePage(self) -> None:
         plan = self._wizard.plan
@@ -305,12 +294,7 @@ class RunPage(QWizardPage):
         )
         spec = publish_job_spec(plan.mtp, options)
         self._show_stage("")
-        try:
-            self.job_id = self._wizard.runner.start(spec, publish_job_from_params(spec.params))
-        except MtpStudioError as exc:
-            self.progress.stage_label.setText(readable(exc))
-            return
-        self.progress.follow(self.job_id)
+        self.start(spec, publish_job_from_params(spec.params))
 
     def _show_stage(self, current: str, all_done: bool = False) -> None:
         names = [name for name, _label in STAGES]
@@ -320,28 +304,14 @@ class RunPage(QWizardPage):
             mark = DONE if position < reached else CURRENT if position == reached else PENDING
             QListWidgetItem(f"{mark}  {label}", self.stages)
 
-    def _on_events(self, job_id: int, events: list[JobEvent]) -> None:
-        if job_id != self.job_id:
-            return
+    def job_events(self, events: list[JobEvent]) -> None:
         for event in events:
             if isinstance(event, StageEvent):
                 self._show_stage(event.stage)
 
-    def _on_finished(self, job_id: int, state: str, message: str) -> None:
-        if job_id != self.job_id:
-            return
-        self.state, self.message = state, message
-        self.cancel_button.setEnabled(False)
+    def job_finished(self, state: str, message: str) -> None:
         if state == JobState.SUCCEEDED:
             self._show_stage("", all_done=True)
-        self.completeChanged.emit()
-
-    def _cancel(self) -> None:
-        if self.job_id is not None:
-            self._wizard.runner.cancel(self.job_id)
-
-    def isComplete(self) -> bool:
-        return bool(self.state)
 
 
 class ResultPage(QWizardPage):
