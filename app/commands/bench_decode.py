@@ -18,6 +18,7 @@ from app.engine.runtime.backend import LoadSettings
 from app.engine.runtime.client import RuntimeClient
 from app.engine.runtime.decode_bench import DecodeBenchmark, run_decode_benchmark
 from app.engine.runtime.demo_model import demo_model_path
+from app.engine.runtime.depth_policy import AUTO_MAX_DEPTH
 from app.engine.runtime.request import MAX_DRAFT_DEPTH
 
 
@@ -60,7 +61,7 @@ def _depths(text: str) -> list[int]:
 def run(args: argparse.Namespace) -> int:
     depths = _depths(args.depths)
     model = args.model if args.model is not None else demo_model_path()
-    settings = LoadSettings(threads=args.threads, max_draft_depth=max(max(depths), 4))
+    settings = LoadSettings(threads=args.threads, max_draft_depth=max(max(depths), AUTO_MAX_DEPTH))
     progress = (lambda _m: None) if args.json else (lambda m: print(f"… {m}", file=sys.stderr))
     with RuntimeClient(model, settings=settings) as client:
         benchmark = run_decode_benchmark(
@@ -90,10 +91,15 @@ def render(benchmark: DecodeBenchmark) -> str:
         f"{'parts':>8}{'loop':>6}{'tok/cyc':>9}{'c':>7}{'α':>6}  acceptance by depth",
     ]
     for row in benchmark.rows:
-        if row.depth == 0:
+        acceptance = " / ".join(f"{rate:.0%}" for rate in row.acceptance_by_depth)
+        if row.mode == "ar":
             cycle_columns = f"{'—':>10}{'—':>7}{'—':>8}{'—':>6}{'—':>9}{'—':>7}{'—':>6}  —"
+        elif row.mode == "auto":
+            cycle_columns = (
+                f"{'—':>10}{'—':>7}{'—':>8}{'—':>6}{row.tokens_per_cycle:>9.2f}{'—':>7}{'—':>6}"
+                f"  {acceptance} (mean depth {row.mean_draft_depth:.2f})"
+            )
         else:
-            acceptance = " / ".join(f"{rate:.0%}" for rate in row.acceptance_by_depth)
             cycle_columns = (
                 f"{row.expected_speedup:>9.2f}×{row.speedup_to_expected:>7.2f}"
                 f"{row.parts_speedup:>7.2f}×{row.loop_overhead:>6.0%}"
@@ -115,6 +121,8 @@ def render(benchmark: DecodeBenchmark) -> str:
         "expected = Leviathan (1 − α^{K+1}) / ((1 − α)(K·c + 1)), c = draft step / verify call; "
         "ratio = speedup / expected",
         "parts = tok/cyc × plain step / (K·draft step + verify call); loop = 1 − speedup / parts",
+        f"auto = depth chosen before each cycle (0–{AUTO_MAX_DEPTH}) from the request's measured "
+        "acceptance and cycle times",
         "ratio = (plain step / verify call) × (1 − loop): Leviathan takes a verify call to cost "
         f"one plain step; here it costs {best.verify_to_step:.2f}× at K={best.depth}, so the ratio "
         f"cannot exceed {best.expected_ceiling:.2f} with a loop that costs nothing",

@@ -18,10 +18,18 @@ from app.engine.runtime.backend import LoadSettings, ModelInfo
 from app.engine.runtime.backends import BACKEND_CHOICES
 from app.engine.runtime.client import GenerationStream, RuntimeClient
 from app.engine.runtime.demo_model import demo_model_path
+from app.engine.runtime.depth_policy import AUTO_MAX_DEPTH
 from app.engine.runtime.prompting import ChatMessage
-from app.engine.runtime.request import GenerationRequest, GenerationResult, check_mtp_depth
+from app.engine.runtime.request import (
+    MAX_DRAFT_DEPTH,
+    GenerationRequest,
+    GenerationResult,
+    check_mtp_depth,
+)
 from app.engine.runtime.sampling import SamplerSettings
 from app.engine.runtime.stats import DecodeStats
+
+AUTO = "auto"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -37,10 +45,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--backend", choices=BACKEND_CHOICES, default="auto")
     parser.add_argument(
         "--mtp-depth",
-        type=int,
+        type=depth_argument,
         default=3,
-        metavar="K",
-        help="tokens drafted per cycle by the MTP head; 0 = plain decoding (default 3)",
+        metavar="K|auto",
+        help=(
+            "tokens drafted per cycle by the MTP head; 0 = plain decoding; auto = chosen before "
+            f"each cycle, 0 to {AUTO_MAX_DEPTH}, from the measured acceptance and cycle times "
+            "(default 3)"
+        ),
     )
     parser.add_argument(
         "--accept",
@@ -66,13 +78,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def depth_argument(text: str) -> int | str:
+    """``auto`` or a whole number (its range is checked with the other settings)."""
+    if text == AUTO:
+        return AUTO
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a depth: use auto or 0 to {MAX_DRAFT_DEPTH}"
+        ) from None
+
+
+def _max_depth(args: argparse.Namespace) -> int:
+    return AUTO_MAX_DEPTH if args.mtp_depth == AUTO else int(args.mtp_depth)
+
+
 def run(args: argparse.Namespace) -> int:
-    check_mtp_depth(args.mtp_depth)
+    check_mtp_depth(_max_depth(args))
     model = args.model if args.model is not None else demo_model_path()
     settings = LoadSettings(
         context_length=args.ctx,
         threads=args.threads,
-        max_draft_depth=max(args.mtp_depth, LoadSettings().max_draft_depth),
+        max_draft_depth=max(_max_depth(args), LoadSettings().max_draft_depth),
     )
     sampler = SamplerSettings(
         temperature=args.temp,
@@ -128,8 +156,9 @@ def _answer(
         messages=tuple(messages),
         max_tokens=args.max_tokens,
         sampler=sampler,
-        mtp_depth=args.mtp_depth,
+        mtp_depth=_max_depth(args),
         accept=AcceptMode(args.accept),
+        adaptive_depth=args.mtp_depth == AUTO,
     )
     stream = client.start(request)
     result = _stream_to_stdout(stream, echo=not args.json)
@@ -157,9 +186,12 @@ def _stream_to_stdout(stream: GenerationStream, *, echo: bool) -> GenerationResu
 
 
 def _describe(info: ModelInfo, args: argparse.Namespace) -> str:
+    depth = (
+        f"depth auto (0–{AUTO_MAX_DEPTH})" if args.mtp_depth == AUTO else f"depth {args.mtp_depth}"
+    )
     head = (
-        f"MTP head: {info.mtp_layers} layer(s), depth {args.mtp_depth}, {args.accept} acceptance"
-        if info.mtp_available and args.mtp_depth > 0
+        f"MTP head: {info.mtp_layers} layer(s), {depth}, {args.accept} acceptance"
+        if info.mtp_available and _max_depth(args) > 0
         else "plain decoding"
     )
     return f"{info.path.name} · {info.architecture} · {info.backend} · {head}"
@@ -174,6 +206,12 @@ def format_stats(stats: DecodeStats, finish_reason: str) -> str:
         f"prefill {stats.prefill_tokens_per_second:.0f} tok/s",
     ]
     if stats.depth > 0:
-        acceptance = " / ".join(f"{rate:.0%}" for rate in stats.acceptance_by_depth)
-        parts.append(f"acceptance by depth {acceptance}, {stats.tokens_per_cycle:.2f} tokens/cycle")
+        acceptance = " / ".join(
+            f"{rate:.0%}" if drafted else "—"
+            for rate, drafted in zip(stats.acceptance_by_depth, stats.drafted_by_depth, strict=True)
+        )
+        parts.append(
+            f"acceptance by depth {acceptance}, {stats.tokens_per_cycle:.2f} tokens/cycle, "
+            f"{stats.mean_draft_depth:.2f} drafts/cycle"
+        )
     return " · ".join(parts)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from app.engine.runtime.acceptance import AcceptMode
+from app.engine.runtime.depth_policy import DepthPolicies
 from app.engine.runtime.generation import generate
 from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
 from app.engine.runtime.prompting import ChatMessage
@@ -27,11 +28,28 @@ PROMPTS = (
 )
 
 
-def _run(backend: LlamaCppBackend, request: GenerationRequest, depth: int) -> GenerationResult:
+def _run(
+    backend: LlamaCppBackend,
+    request: GenerationRequest,
+    depth: int,
+    *,
+    adaptive: bool = False,
+    policies: DepthPolicies | None = None,
+) -> GenerationResult:
     request = GenerationRequest(
-        messages=request.messages, prompt=request.prompt, max_tokens=48, mtp_depth=depth
+        messages=request.messages,
+        prompt=request.prompt,
+        max_tokens=48,
+        mtp_depth=depth,
+        adaptive_depth=adaptive,
     )
-    return generate(backend, request, emit=lambda _chunk: None, cancelled=lambda: False)
+    return generate(
+        backend,
+        request,
+        emit=lambda _chunk: None,
+        cancelled=lambda: False,
+        depth_policies=policies,
+    )
 
 
 @pytest.mark.parametrize("depth", [1, 2, 3, 4])
@@ -54,10 +72,29 @@ def test_greedy_mtp_output_is_identical_to_plain_decoding(
         assert partial > 0
 
 
+def test_greedy_output_with_the_adaptive_depth_is_identical_to_plain_decoding(
+    backend: LlamaCppBackend,
+) -> None:
+    policies = DepthPolicies()  # shared across the prompts, as the worker shares it
+    drafted_cycles = plain_cycles = 0
+    deepest = 0
+    for request in PROMPTS * 2:
+        plain = _run(backend, request, 0)
+        adaptive = _run(backend, request, 4, adaptive=True, policies=policies)
+        assert adaptive.token_ids == plain.token_ids
+        stats = adaptive.stats
+        drafted_cycles += stats.drafted_by_depth[0]
+        plain_cycles += stats.cycles - stats.drafted_by_depth[0]
+        deepest = max(deepest, max(d for d in range(5) if d == 0 or stats.drafted_by_depth[d - 1]))
+    # The policy really changed depth: cycles without drafts and with two or more drafts.
+    assert drafted_cycles > 0 and plain_cycles > 0 and deepest >= 2
+
+
 def _committed_after_cycles(
-    backend: LlamaCppBackend, prompt: list[int], cycles: int, seed: int
+    backend: LlamaCppBackend, prompt: list[int], depths: list[int], seed: int
 ) -> tuple[list[int], list[int]]:
-    """Run sampled cycles (random accept lengths); the committed tokens and accept lengths."""
+    """Run sampled cycles of the given depths (random accept lengths); the committed tokens and
+    accept lengths."""
     sampler = SamplerSettings(temperature=0.9, seed=seed)
     rng = np.random.default_rng(seed)
     recorder = StatsRecorder(mode="lc", depth=3)
@@ -65,8 +102,8 @@ def _committed_after_cycles(
     backend.reset()
     committed = [greedy_token(backend.prefill(prompt, with_mtp=True))]
     accepted = []
-    for _ in range(cycles):
-        cycle = decoder.cycle(committed[-1], 3)
+    for depth in depths:
+        cycle = decoder.cycle(committed[-1], depth)
         committed.extend(cycle.tokens)
         accepted.append(cycle.accepted)
     return committed, accepted
@@ -85,7 +122,7 @@ def test_rollback_leaves_the_state_of_a_fresh_run(backend: LlamaCppBackend) -> N
     prompt = backend.tokenize(
         "Rollback must restore the recurrent state exactly.", parse_special=False
     )
-    committed, accepted = _committed_after_cycles(backend, prompt, cycles=12, seed=5)
+    committed, accepted = _committed_after_cycles(backend, prompt, [3] * 12, seed=5)
     assert set(accepted) >= {0, 3} and set(accepted) & {1, 2}
     after_cycles = backend.step(committed[-1])
 
@@ -105,16 +142,23 @@ def test_rollback_leaves_the_state_of_a_fresh_run(backend: LlamaCppBackend) -> N
     assert wrong_difference > 100 * max(difference, 1e-5)
 
 
+@pytest.mark.parametrize(
+    "depths",
+    [[3] * 10, [3, 0, 0, 2, 0, 1, 3, 0, 0, 0, 2, 3]],
+    ids=["depth 3", "adaptive-style mix with depth-0 cycles"],
+)
 def test_the_mtp_heads_state_after_cycles_matches_a_fresh_prefill(
-    backend: LlamaCppBackend,
+    backend: LlamaCppBackend, depths: list[int]
 ) -> None:
     """The head's cache and pending hidden state are rebuilt right after every rollback.
 
     Greedy exactness cannot see a wrong head input (it only lowers acceptance), so the draft
-    logits after sampled cycles are compared with those of a fresh prefill of the same tokens.
+    logits after sampled cycles — of one depth, or of the changing depths an adaptive policy
+    picks, where a depth-0 cycle brings the head up to date without drafting — are compared
+    with those of a fresh prefill of the same tokens.
     """
     prompt = backend.tokenize("Head cache bookkeeping", parse_special=False)
-    committed, accepted = _committed_after_cycles(backend, prompt, cycles=10, seed=3)
+    committed, accepted = _committed_after_cycles(backend, prompt, depths, seed=3)
     assert set(accepted) & {1, 2}
 
     def first_draft_logits() -> np.ndarray:

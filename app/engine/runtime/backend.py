@@ -135,7 +135,11 @@ class DecodeBackend(ABC):
 
     @abstractmethod
     def draft(self, last_token: int, depth: int, choose: DraftChooser) -> DraftResult:
-        """Run the MTP head ``depth`` times from ``last_token``; ``choose`` picks each draft."""
+        """Run the MTP head ``depth`` times from ``last_token``; ``choose`` picks each draft.
+
+        ``depth`` 0 drafts nothing but brings the head's cache up to the committed tokens, so a
+        cycle without drafts costs what it really costs (the adaptive depth compares them).
+        """
 
     @abstractmethod
     def verify(self, tokens: Sequence[int]) -> VerifyResult:

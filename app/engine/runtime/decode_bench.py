@@ -21,6 +21,7 @@ from typing import Any
 from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.acceptance import AcceptMode
 from app.engine.runtime.client import RuntimeClient
+from app.engine.runtime.depth_policy import AUTO_MAX_DEPTH
 from app.engine.runtime.prompting import ChatMessage
 from app.engine.runtime.request import GenerationRequest
 from app.engine.runtime.sampling import SamplerSettings
@@ -54,6 +55,7 @@ class ModeFigures:
     mean_ttft_seconds: float
     acceptance_by_depth: tuple[float, ...]
     mean_accepted_length: float
+    mean_draft_depth: float
     tokens_per_cycle: float
     cost_ratio: float
     verify_seconds_per_call: float
@@ -95,7 +97,7 @@ class DecodeBenchmark:
     max_tokens: int
     prompts: int
     repeats: int
-    greedy_identical: dict[int, bool]
+    greedy_identical: dict[str, bool]
     ar_seconds_per_token: float
     rows: tuple[ModeFigures, ...]
 
@@ -104,7 +106,7 @@ class DecodeBenchmark:
 
     @property
     def depths(self) -> tuple[int, ...]:
-        return tuple(sorted({r.depth for r in self.rows if r.depth > 0}))
+        return tuple(sorted({r.depth for r in self.rows if r.mode in ("lc", "match")}))
 
     @property
     def best_depth(self) -> int:
@@ -135,7 +137,7 @@ class DecodeBenchmark:
             "max_tokens": self.max_tokens,
             "prompts": self.prompts,
             "repeats": self.repeats,
-            "greedy_identical": {str(k): v for k, v in self.greedy_identical.items()},
+            "greedy_identical": self.greedy_identical,
             "ar_seconds_per_token": self.ar_seconds_per_token,
             "best_depth": self.best_depth,
             "checks": self.checks,
@@ -196,9 +198,11 @@ class _Totals:
             if self.draft_steps and verify_per_call > 0
             else 0.0
         )
-        alpha = alpha_for_tokens_per_cycle(tokens_per_cycle, depth)
+        # Leviathan's figures assume one depth for every cycle: not defined for "auto".
+        fixed = mode != "auto"
+        alpha = alpha_for_tokens_per_cycle(tokens_per_cycle, depth) if fixed else 0.0
         draft_per_step = self.draft_seconds / self.draft_steps if self.draft_steps else 0.0
-        cycle_parts = depth * draft_per_step + verify_per_call
+        cycle_parts = depth * draft_per_step + verify_per_call if fixed else 0.0
         return ModeFigures(
             label=label,
             mode=mode,
@@ -211,12 +215,15 @@ class _Totals:
                 a / d if d else 0.0 for a, d in zip(self.accepted, self.drafted, strict=True)
             ),
             mean_accepted_length=mean_accepted,
+            mean_draft_depth=sum(self.drafted) / self.cycles if self.cycles else 0.0,
             tokens_per_cycle=tokens_per_cycle,
             cost_ratio=cost_ratio,
             verify_seconds_per_call=verify_per_call,
             verify_to_step=verify_per_call * ar_rate,
             alpha=alpha,
-            expected_speedup=expected_speedup(alpha, depth, cost_ratio) if depth else 1.0,
+            expected_speedup=(
+                0.0 if not fixed else expected_speedup(alpha, depth, cost_ratio) if depth else 1.0
+            ),
             parts_speedup=(
                 tokens_per_cycle / (ar_rate * cycle_parts) if depth and cycle_parts > 0 else 1.0
             ),
@@ -224,36 +231,43 @@ class _Totals:
         )
 
 
-def _request(
-    prompt: str, depth: int, accept: AcceptMode, sampler: SamplerSettings, tokens: int
-) -> GenerationRequest:
-    return GenerationRequest(
-        messages=(ChatMessage("user", prompt),),
-        max_tokens=tokens,
-        sampler=sampler,
-        mtp_depth=depth,
-        accept=accept,
-    )
+@dataclass(frozen=True)
+class _Mode:
+    label: str
+    mode: str  # "ar", "lc", "match", or "auto" (LC with the adaptive depth, 0..depth)
+    depth: int
+    accept: AcceptMode
+
+    def request(self, prompt: str, sampler: SamplerSettings, tokens: int) -> GenerationRequest:
+        return GenerationRequest(
+            messages=(ChatMessage("user", prompt),),
+            max_tokens=tokens,
+            sampler=sampler,
+            mtp_depth=self.depth,
+            accept=self.accept,
+            adaptive_depth=self.mode == "auto",
+        )
+
+
+PLAIN = _Mode("plain (AR)", "ar", 0, AcceptMode.MATCH)
+AUTO = _Mode("MTP LC auto", "auto", AUTO_MAX_DEPTH, AcceptMode.LEVIATHAN_CHEN)
 
 
 def _greedy_check(
     client: RuntimeClient, prompts: Sequence[str], depths: Sequence[int]
-) -> dict[int, bool]:
+) -> dict[str, bool]:
+    """Greedy output of every MTP depth (and of the adaptive depth) vs plain decoding."""
     greedy = SamplerSettings(temperature=0.0)
-    plain = [
-        client.generate(_request(p, 0, AcceptMode.LEVIATHAN_CHEN, greedy, GREEDY_CHECK_TOKENS))
-        for p in prompts
-    ]
-    identical = {}
-    for depth in depths:
-        identical[depth] = all(
-            client.generate(
-                _request(p, depth, AcceptMode.LEVIATHAN_CHEN, greedy, GREEDY_CHECK_TOKENS)
-            ).token_ids
+    plain = [client.generate(PLAIN.request(p, greedy, GREEDY_CHECK_TOKENS)) for p in prompts]
+    checked = [_Mode("", "lc", depth, AcceptMode.LEVIATHAN_CHEN) for depth in depths] + [AUTO]
+    return {
+        "auto" if mode is AUTO else str(mode.depth): all(
+            client.generate(mode.request(p, greedy, GREEDY_CHECK_TOKENS)).token_ids
             == reference.token_ids
             for p, reference in zip(prompts, plain, strict=True)
         )
-    return identical
+        for mode in checked
+    }
 
 
 def run_decode_benchmark(
@@ -276,31 +290,28 @@ def run_decode_benchmark(
     progress("greedy check: MTP output vs plain decoding")
     greedy_identical = _greedy_check(client, prompts, depths)
 
-    modes: list[tuple[str, str, int, AcceptMode]] = [("plain (AR)", "ar", 0, AcceptMode.MATCH)]
+    modes = [PLAIN]
     for depth in depths:
-        modes.append((f"MTP LC K={depth}", "lc", depth, AcceptMode.LEVIATHAN_CHEN))
-        modes.append((f"MTP match K={depth}", "match", depth, AcceptMode.MATCH))
-    totals = {(mode, depth): _Totals() for _label, mode, depth, _accept in modes}
+        modes.append(_Mode(f"MTP LC K={depth}", "lc", depth, AcceptMode.LEVIATHAN_CHEN))
+        modes.append(_Mode(f"MTP match K={depth}", "match", depth, AcceptMode.MATCH))
+    modes.append(AUTO)
+    totals = {mode: _Totals() for mode in modes}
 
     progress("warm-up")
-    warm_sampler = SamplerSettings(temperature=temperature, seed=seed)
+    warm_up = _Mode("", "lc", max(depths), AcceptMode.LEVIATHAN_CHEN)
     client.generate(
-        _request(prompts[0], max(depths), AcceptMode.LEVIATHAN_CHEN, warm_sampler, max_tokens)
+        warm_up.request(prompts[0], SamplerSettings(temperature=temperature, seed=seed), max_tokens)
     )
     for repeat in range(repeats):
         for index, prompt in enumerate(prompts):
             progress(f"repeat {repeat + 1}/{repeats}, prompt {index + 1}/{len(prompts)}")
             sampler = SamplerSettings(temperature=temperature, seed=seed + 1000 * repeat + index)
-            for _label, mode, depth, accept in modes:
-                result = client.generate(_request(prompt, depth, accept, sampler, max_tokens))
-                totals[(mode, depth)].add(result.stats)
+            for mode in modes:
+                totals[mode].add(client.generate(mode.request(prompt, sampler, max_tokens)).stats)
 
-    ar = totals[("ar", 0)]
+    ar = totals[PLAIN]
     ar_rate = ar.generated / ar.decode_seconds if ar.decode_seconds > 0 else 0.0
-    rows = tuple(
-        totals[(mode, depth)].figures(label, mode, depth, ar_rate)
-        for label, mode, depth, _accept in modes
-    )
+    rows = tuple(totals[mode].figures(mode.label, mode.mode, mode.depth, ar_rate) for mode in modes)
     return DecodeBenchmark(
         model=str(info.path),
         temperature=temperature,

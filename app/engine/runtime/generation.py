@@ -16,6 +16,7 @@ import numpy as np
 
 from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.backend import DecodeBackend
+from app.engine.runtime.depth_policy import DepthPolicies
 from app.engine.runtime.detokenizer import StreamingDetokenizer
 from app.engine.runtime.prompting import render_chat
 from app.engine.runtime.request import GenerationRequest, GenerationResult, TokenChunk
@@ -115,8 +116,13 @@ def generate(
     *,
     emit: ChunkSink,
     cancelled: CancelCheck,
+    depth_policies: DepthPolicies | None = None,
 ) -> GenerationResult:
-    """Run ``request`` on ``backend``, calling ``emit`` after each step or cycle."""
+    """Run ``request`` on ``backend``, calling ``emit`` after each step or cycle.
+
+    ``depth_policies`` carries what an adaptive depth learned about ``backend`` from earlier
+    requests (the worker keeps one per loaded model); without it each request starts afresh.
+    """
     tokens = prompt_tokens(backend, request)
     note = None
     depth = request.mtp_depth
@@ -141,6 +147,7 @@ def generate(
     output.commit([last])
 
     decoder = SpeculativeDecoder(backend, request.sampler, request.accept, rng, recorder)
+    policy = (depth_policies or DepthPolicies()).for_request(depth, adaptive=request.adaptive_depth)
     context = backend.info.context_length
     while output.finish_reason is None:
         if cancelled():
@@ -154,7 +161,10 @@ def generate(
             last = _sample(backend.step(last), request.sampler, rng)
             output.commit([last])
             continue
-        cycle = decoder.cycle(last, min(depth, room, output.remaining - 1))
+        cycle_depth = policy.choose(min(room, output.remaining - 1))
+        started = time.perf_counter()
+        cycle = decoder.cycle(last, cycle_depth)
+        policy.observe(cycle_depth, cycle.accepted, time.perf_counter() - started)
         last = cycle.tokens[-1]
         output.commit(cycle.tokens)
 

@@ -309,6 +309,7 @@ class LlamaCppBackend(DecodeBackend):
 
     def draft(self, last_token: int, depth: int, choose: DraftChooser) -> DraftResult:
         if depth == 0:
+            self._flush_head_queue(keep_last_rows=0)
             return DraftResult((), np.zeros((0, self._vocab_size), dtype=np.float32))
         position = self._n_past
         self._flush_head_queue(keep_last_rows=BATCH_SIZE - 1)

@@ -32,7 +32,9 @@ class GenerationRequest:
     """Chat ``messages`` (rendered with the model's template) or a raw ``prompt``, not both.
 
     ``mtp_depth`` 0 is plain autoregressive decoding; K ≥ 1 drafts K tokens per cycle with the
-    model's MTP head, accepted by ``accept`` (Leviathan–Chen or sample-and-compare).
+    model's MTP head, accepted by ``accept`` (Leviathan–Chen or sample-and-compare). With
+    ``adaptive_depth`` the depth is chosen before each cycle from the request's own measurements
+    (``depth_policy``), from 0 to ``mtp_depth``.
     """
 
     messages: tuple[ChatMessage, ...] = ()
@@ -41,6 +43,7 @@ class GenerationRequest:
     sampler: SamplerSettings = field(default_factory=SamplerSettings)
     mtp_depth: int = 2
     accept: AcceptMode = AcceptMode.LEVIATHAN_CHEN
+    adaptive_depth: bool = False
 
     def __post_init__(self) -> None:
         if bool(self.messages) == (self.prompt is not None):

@@ -8,7 +8,8 @@ Definitions:
 - ``drafted_by_depth[i]``: cycles that drafted a token at depth i + 1;
   ``accepted_by_depth[i]``: cycles whose whole draft prefix through depth i + 1 was accepted.
   Acceptance at a depth = accepted / drafted.
-- mean accepted length = accepted drafts per cycle (0..K); tokens per cycle = that + 1.
+- mean accepted length = accepted drafts per cycle (0..K); tokens per cycle = that + 1;
+  mean draft depth = drafts per cycle (K, or less where the depth adapts per cycle).
 - decode tok/s = generated tokens / (elapsed − prefill time); TTFT = time to the first token.
 - c = cost of one draft step / cost of one verify call, both measured in the same request.
 - Leviathan's expected speedup (1 − α^{K+1}) / ((1 − α)(K·c + 1)), with α the per-token
@@ -83,6 +84,11 @@ class DecodeStats:
         return sum(self.accepted_by_depth) / self.cycles if self.cycles else 0.0
 
     @property
+    def mean_draft_depth(self) -> float:
+        """Drafts per cycle: the depth, or its average where the depth adapts per cycle."""
+        return sum(self.drafted_by_depth) / self.cycles if self.cycles else 0.0
+
+    @property
     def tokens_per_cycle(self) -> float:
         return self.mean_accepted_length + 1.0 if self.cycles else 0.0
 
@@ -124,6 +130,7 @@ class DecodeStats:
         data.update(
             acceptance_by_depth=list(self.acceptance_by_depth),
             mean_accepted_length=self.mean_accepted_length,
+            mean_draft_depth=self.mean_draft_depth,
             tokens_per_cycle=self.tokens_per_cycle,
             decode_seconds=self.decode_seconds,
             decode_tokens_per_second=self.decode_tokens_per_second,

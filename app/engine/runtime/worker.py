@@ -16,6 +16,7 @@ from multiprocessing.connection import Connection
 from app.engine.errors import MtpStudioError, RuntimeBackendError
 from app.engine.runtime.backend import DecodeBackend
 from app.engine.runtime.backends import open_backend
+from app.engine.runtime.depth_policy import DepthPolicies
 from app.engine.runtime.generation import generate
 from app.engine.runtime.messages import (
     CancelGeneration,
@@ -68,6 +69,7 @@ class _Worker:
     def __init__(self, connection: Connection) -> None:
         self._connection = connection
         self._backend: DecodeBackend | None = None
+        self._depth_policies = DepthPolicies()
         self._shutdown = False
 
     def serve(self) -> None:
@@ -103,6 +105,7 @@ class _Worker:
             self._backend.close()
             self._backend = None
         self._backend = open_backend(message.backend, message.path, message.settings)
+        self._depth_policies = DepthPolicies()
         self._connection.send(ModelLoaded(self._backend.info))
 
     def _generate(self, message: StartGeneration) -> None:
@@ -121,7 +124,13 @@ class _Worker:
             return False
 
         sender = _ChunkSender(self._connection, request_id)
-        result = generate(self._backend, message.request, emit=sender.add, cancelled=cancelled)
+        result = generate(
+            self._backend,
+            message.request,
+            emit=sender.add,
+            cancelled=cancelled,
+            depth_policies=self._depth_policies,
+        )
         sender.flush()
         self._connection.send(GenerationFinished(request_id, result))
 

@@ -1,0 +1,177 @@
+"""Choosing the draft depth of each cycle from what has been measured so far.
+
+The best depth depends on the machine (an extra verify row costs almost nothing where decoding
+is memory-bound — a GPU, Apple silicon, a large model — and most of a step for a small model on
+a CPU), on the model's head and on the text (acceptance falls at higher temperatures and in
+free prose). A fixed depth is right for one of these and wrong for the rest, so the adaptive
+policy measures them as it decodes and picks, before each cycle, the depth K (0 = no drafts)
+with the most expected tokens per second:
+
+    E[tokens](K) = 1 + Σ_{i ≤ K} Π_{j ≤ i} a_j        time(K) = measured cycle time at K
+
+- a_j is the acceptance at depth j given depths < j were accepted, from counts that decay so
+  the estimate follows the text, starting from a_{j−1} (two pseudo-counts) so a depth tried
+  only a few times is neither written off nor overrated;
+- time(K) is the fastest of the last ``TIMED_WINDOW`` timed cycles at K: other work on the
+  machine only ever adds time, so the minimum is the cost the depth really has, and one slow
+  cycle cannot shut a depth out. A cycle at K = 0 includes bringing the head's cache up to date,
+  so deferring that work does not flatter it. Only a cycle that follows one of the same depth
+  is timed: the first after a change pays for llama.cpp rebuilding its compute graph, which
+  steady decoding at that depth does not;
+- it starts with ``CYCLES_PER_TRIAL`` cycles each at depths 1, 2 and 0, and from then on tries
+  a neighbour of its choice (alternately deeper and shallower) every ``EXPLORE_EVERY`` cycles —
+  sooner for a depth never measured, less often the more clearly that neighbour lost — so it
+  climbs to deeper depths where they pay and nothing goes stale.
+
+Cycle costs belong to the machine and the model, not to one request, so the worker keeps one
+policy per loaded model and maximum depth (:class:`DepthPolicies`): the starting trials happen
+once, and a short reply does not pay for them again.
+
+The choice depends only on cycles already committed, never on the current cycle's draws, so
+every cycle stays an exact speculative-sampling step: output follows the target distribution,
+and greedy output equals plain decoding whatever depths are chosen.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Protocol
+
+AUTO_MAX_DEPTH = 4
+EXPLORE_EVERY = 40
+MAX_TRIAL_SPACING = 16.0
+CYCLES_PER_TRIAL = 2
+PRIOR_WEIGHT = 2.0
+ACCEPTANCE_MEMORY = 0.97
+TIMED_WINDOW = 6
+
+
+class DepthPolicy(Protocol):
+    """Picks each cycle's draft depth and learns from the cycle's outcome."""
+
+    def choose(self, limit: int) -> int:
+        """The depth of the next cycle, at most ``limit``."""
+        ...
+
+    def observe(self, depth: int, accepted: int, seconds: float) -> None:
+        """A cycle drafted ``depth`` tokens, kept ``accepted`` of them and took ``seconds``."""
+        ...
+
+
+class FixedDepth:
+    """The depth the user chose, every cycle (less only when the reply or context ends)."""
+
+    def __init__(self, depth: int) -> None:
+        self._depth = depth
+
+    def choose(self, limit: int) -> int:
+        return min(self._depth, limit)
+
+    def observe(self, depth: int, accepted: int, seconds: float) -> None:
+        """A fixed depth learns nothing."""
+
+
+class AdaptiveDepth:
+    """The depth in 0..``max_depth`` with the most expected tokens per second (see module)."""
+
+    def __init__(self, max_depth: int) -> None:
+        self.max_depth = max_depth
+        self._trials = [0.0] * (max_depth + 1)  # index j: cycles that tried depth j
+        self._kept = [0.0] * (max_depth + 1)  # ... and kept the draft at depth j
+        self._timed: dict[int, deque[float]] = {}
+        self._pending = [
+            depth
+            for depth in (*range(1, min(max_depth, 2) + 1), 0)
+            for _ in range(CYCLES_PER_TRIAL)
+        ]
+        self._previous_depth: int | None = None
+        self._since_trial = 0
+        self._explore_up = True
+
+    def new_request(self) -> None:
+        """The next cycle follows a prefill, not a cycle: don't time it as a steady one."""
+        self._previous_depth = None
+
+    def acceptance(self, depth: int) -> float:
+        """a_depth: the chance the draft at ``depth`` is kept, given the shallower ones were."""
+        if depth < 1:
+            return 1.0
+        prior = self.acceptance(depth - 1) if depth > 1 else 0.5
+        return (self._kept[depth] + PRIOR_WEIGHT * prior) / (self._trials[depth] + PRIOR_WEIGHT)
+
+    def expected_tokens(self, depth: int) -> float:
+        tokens, kept_through = 1.0, 1.0
+        for level in range(1, depth + 1):
+            kept_through *= self.acceptance(level)
+            tokens += kept_through
+        return tokens
+
+    def tokens_per_second(self, depth: int) -> float | None:
+        """Expected tokens per second at ``depth``; None until a cycle at it was timed."""
+        timed = self._timed.get(depth)
+        return self.expected_tokens(depth) / min(timed) if timed else None
+
+    def best_depth(self, limit: int) -> int:
+        rates = {
+            depth: rate
+            for depth in range(min(limit, self.max_depth) + 1)
+            if (rate := self.tokens_per_second(depth)) is not None
+        }
+        return max(rates, key=rates.__getitem__) if rates else min(limit, self.max_depth)
+
+    def choose(self, limit: int) -> int:
+        if not self._pending:
+            self._since_trial += 1
+            best = self.best_depth(self.max_depth)
+            neighbour = self._neighbour(best)
+            if self._since_trial >= self._trial_interval(best, neighbour):
+                self._pending = [neighbour] * CYCLES_PER_TRIAL
+                self._explore_up = not self._explore_up
+                self._since_trial = 0
+        if self._pending:
+            return min(self._pending.pop(0), limit)
+        return self.best_depth(limit)
+
+    def observe(self, depth: int, accepted: int, seconds: float) -> None:
+        for level in range(1, depth + 1):
+            self._trials[level] = self._trials[level] * ACCEPTANCE_MEMORY + 1.0
+            kept = 1.0 if level <= accepted else 0.0
+            self._kept[level] = self._kept[level] * ACCEPTANCE_MEMORY + kept
+            if not kept:
+                break
+        if depth == self._previous_depth and seconds > 0:
+            self._timed.setdefault(depth, deque(maxlen=TIMED_WINDOW)).append(seconds)
+        self._previous_depth = depth
+
+    def _trial_interval(self, best: int, neighbour: int) -> float:
+        """Cycles between trials: longer the worse the neighbour measured, since re-checking a
+        depth that lost clearly costs more than it is likely to find."""
+        best_rate, other_rate = self.tokens_per_second(best), self.tokens_per_second(neighbour)
+        if not best_rate:
+            return EXPLORE_EVERY
+        if not other_rate:
+            return EXPLORE_EVERY / 4  # never measured: find out soon
+        return EXPLORE_EVERY * min((best_rate / other_rate) ** 4, MAX_TRIAL_SPACING)
+
+    def _neighbour(self, depth: int) -> int:
+        """The depth to re-measure: alternately one deeper and one shallower than ``depth``."""
+        deeper, shallower = depth + 1, depth - 1
+        if deeper > self.max_depth:
+            return max(shallower, 0)
+        if shallower < 0 or self._explore_up:
+            return deeper
+        return shallower
+
+
+class DepthPolicies:
+    """The depth policy of each request to one loaded model; adaptive ones live on."""
+
+    def __init__(self) -> None:
+        self._adaptive: dict[int, AdaptiveDepth] = {}
+
+    def for_request(self, max_depth: int, *, adaptive: bool) -> DepthPolicy:
+        if not adaptive or max_depth == 0:
+            return FixedDepth(max_depth)
+        policy = self._adaptive.setdefault(max_depth, AdaptiveDepth(max_depth))
+        policy.new_request()
+        return policy

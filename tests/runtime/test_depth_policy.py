@@ -1,0 +1,95 @@
+"""The adaptive draft depth against simulated machines whose best depth is known in advance.
+
+A simulated machine has a per-cycle cost (fixed part + a cost per verify row + a cost per draft)
+and a per-depth acceptance; the depth with the most expected tokens per second follows from
+them by arithmetic, so the test can say which depth the policy must settle on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from app.engine.runtime.depth_policy import AdaptiveDepth, DepthPolicies, FixedDepth
+
+
+@dataclass(frozen=True)
+class Machine:
+    step: float  # a one-row verify
+    per_row: float  # each further verify row
+    per_draft: float
+    acceptance: tuple[float, ...]  # a_1..a_4, each given the shallower drafts were kept
+
+    def seconds(self, depth: int) -> float:
+        return self.step + depth * (self.per_row + self.per_draft)
+
+    def tokens_per_second(self, depth: int) -> float:
+        tokens, kept = 1.0, 1.0
+        for level in range(depth):
+            kept *= self.acceptance[level]
+            tokens += kept
+        return tokens / self.seconds(depth)
+
+    def best(self) -> int:
+        return max(range(5), key=self.tokens_per_second)
+
+
+GPU_LIKE = Machine(1.0, 0.02, 0.08, (0.95, 0.9, 0.85, 0.8))  # verify rows almost free
+CPU_LIKE = Machine(1.0, 0.35, 0.25, (0.85, 0.6, 0.5, 0.4))  # verify rows cost compute
+HARD_TEXT = Machine(1.0, 0.45, 0.3, (0.35, 0.3, 0.3, 0.3))  # drafts rarely kept
+
+
+def _drive(policy: AdaptiveDepth, machine: Machine, cycles: int, seed: int = 0) -> list[int]:
+    rng = np.random.default_rng(seed)
+    chosen = []
+    for _ in range(cycles):
+        depth = policy.choose(4)
+        accepted = 0
+        while accepted < depth and rng.random() < machine.acceptance[accepted]:
+            accepted += 1
+        noise = 1.0 + rng.exponential(0.05)  # other work only ever adds time
+        policy.observe(depth, accepted, machine.seconds(depth) * noise * 1e-3)
+        chosen.append(depth)
+    return chosen
+
+
+@pytest.mark.parametrize(
+    ("machine", "expected_best"),
+    [(GPU_LIKE, 4), (CPU_LIKE, 1), (HARD_TEXT, 0)],
+    ids=["memory-bound: deepest", "compute-bound: depth 1", "low acceptance: no drafts"],
+)
+def test_it_settles_on_the_depth_with_the_most_tokens_per_second(
+    machine: Machine, expected_best: int
+) -> None:
+    assert machine.best() == expected_best  # the scenario is what its name says
+    chosen = _drive(AdaptiveDepth(4), machine, cycles=600)
+    late = chosen[300:]
+    assert max(set(late), key=late.count) == expected_best
+    assert late.count(expected_best) / len(late) > 0.85
+
+
+def test_one_slow_cycle_does_not_shut_a_depth_out() -> None:
+    policy = AdaptiveDepth(4)
+    _drive(policy, CPU_LIKE, cycles=200)
+    policy.observe(1, 1, 50e-3)  # a cycle 30× slower: the machine was busy elsewhere
+    policy.observe(1, 1, 50e-3)
+    assert policy.best_depth(4) == 1
+
+
+def test_the_choice_never_exceeds_the_limit() -> None:
+    policy = AdaptiveDepth(4)
+    _drive(policy, GPU_LIKE, cycles=200)
+    assert policy.choose(2) <= 2 and policy.choose(0) == 0
+    assert FixedDepth(3).choose(5) == 3 and FixedDepth(3).choose(1) == 1
+
+
+def test_what_it_learned_carries_over_to_the_next_request() -> None:
+    policies = DepthPolicies()
+    first = policies.for_request(4, adaptive=True)
+    assert isinstance(first, AdaptiveDepth)
+    _drive(first, GPU_LIKE, cycles=300)
+    again = policies.for_request(4, adaptive=True)
+    assert again is first and again.choose(4) == 4  # no new round of starting trials
+    assert isinstance(policies.for_request(4, adaptive=False), FixedDepth)
