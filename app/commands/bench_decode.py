@@ -121,8 +121,8 @@ def render(benchmark: DecodeBenchmark) -> str:
         "expected = Leviathan (1 − α^{K+1}) / ((1 − α)(K·c + 1)), c = draft step / verify call; "
         "ratio = speedup / expected",
         "parts = tok/cyc × plain step / (K·draft step + verify call); loop = 1 − speedup / parts",
-        f"auto = depth chosen before each cycle (0–{AUTO_MAX_DEPTH}) from the request's measured "
-        "acceptance and cycle times",
+        f"auto = depth chosen before each cycle (0–{AUTO_MAX_DEPTH}) from the acceptance and "
+        "cycle times measured so far",
         "ratio = (plain step / verify call) × (1 − loop): Leviathan takes a verify call to cost "
         f"one plain step; here it costs {best.verify_to_step:.2f}× at K={best.depth}, so the ratio "
         f"cannot exceed {best.expected_ceiling:.2f} with a loop that costs nothing",
