@@ -8,6 +8,7 @@ from app.engine.runtime.stats import (
     DecodeStats,
     StatsRecorder,
     alpha_for_tokens_per_cycle,
+    combined_stats,
     expected_speedup,
     expected_tokens_per_cycle,
 )
@@ -95,3 +96,20 @@ def test_to_dict_carries_recorded_and_derived_figures() -> None:
     assert data["acceptance_by_depth"] == [0.9, 0.75, 0.6]
     assert data["decode_tokens_per_second"] == pytest.approx(50.0)
     assert data["expected_speedup"] > 1.0
+
+
+def test_pooled_requests_weigh_each_cycle_and_token_once() -> None:
+    short = _stats(
+        generated_tokens=10,
+        cycles=4,
+        drafted_by_depth=(4, 4, 4),
+        accepted_by_depth=(4, 4, 4),
+        elapsed_seconds=0.6,
+        verify_calls=4,
+    )
+    pooled = combined_stats([_stats(), short])
+    assert pooled.drafted_by_depth == (44, 44, 44)
+    assert pooled.acceptance_by_depth == pytest.approx((40 / 44, 34 / 44, 28 / 44))
+    # Not the mean of the two requests' rates: 110 tokens over (2.0 + 0.1) s of decoding.
+    assert pooled.decode_tokens_per_second == pytest.approx(110 / 2.1)
+    assert pooled.mode == "lc" and pooled.depth == 3 and pooled.verify_calls == 44

@@ -15,7 +15,7 @@ pass first checks that MTP output is identical to plain decoding at every depth.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from app.engine.errors import RuntimeBackendError
@@ -25,7 +25,7 @@ from app.engine.runtime.depth_policy import AUTO_MAX_DEPTH
 from app.engine.runtime.prompting import ChatMessage
 from app.engine.runtime.request import GenerationRequest
 from app.engine.runtime.sampling import SamplerSettings
-from app.engine.runtime.stats import DecodeStats, alpha_for_tokens_per_cycle, expected_speedup
+from app.engine.runtime.stats import DecodeStats, combined_stats
 
 PROMPTS: tuple[str, ...] = (
     "Return the number of lines in a text file.",
@@ -155,80 +155,37 @@ class DecodeBenchmark:
         }
 
 
-@dataclass
-class _Totals:
-    """Sums of the per-request statistics of one mode."""
-
-    requests: int = 0
-    generated: int = 0
-    decode_seconds: float = 0.0
-    ttft_seconds: float = 0.0
-    cycles: int = 0
-    drafted: list[int] = field(default_factory=list)
-    accepted: list[int] = field(default_factory=list)
-    draft_seconds: float = 0.0
-    draft_steps: int = 0
-    verify_seconds: float = 0.0
-    verify_calls: int = 0
-
-    def add(self, stats: DecodeStats) -> None:
-        self.requests += 1
-        self.generated += stats.generated_tokens
-        self.decode_seconds += stats.decode_seconds
-        self.ttft_seconds += stats.ttft_seconds
-        self.cycles += stats.cycles
-        if not self.drafted:
-            self.drafted = [0] * stats.depth
-            self.accepted = [0] * stats.depth
-        for depth in range(stats.depth):
-            self.drafted[depth] += stats.drafted_by_depth[depth]
-            self.accepted[depth] += stats.accepted_by_depth[depth]
-        self.draft_seconds += stats.draft_seconds
-        self.draft_steps += stats.draft_steps
-        self.verify_seconds += stats.verify_seconds
-        self.verify_calls += stats.verify_calls
-
-    def figures(self, label: str, mode: str, depth: int, ar_rate: float) -> ModeFigures:
-        rate = self.generated / self.decode_seconds if self.decode_seconds > 0 else 0.0
-        mean_accepted = sum(self.accepted) / self.cycles if self.cycles else 0.0
-        tokens_per_cycle = mean_accepted + 1.0 if self.cycles else 0.0
-        verify_per_call = self.verify_seconds / self.verify_calls if self.verify_calls else 0.0
-        cost_ratio = (
-            (self.draft_seconds / self.draft_steps) / verify_per_call
-            if self.draft_steps and verify_per_call > 0
-            else 0.0
-        )
-        # Leviathan's figures assume one depth for every cycle: not defined for "auto".
-        fixed = mode != "auto"
-        alpha = alpha_for_tokens_per_cycle(tokens_per_cycle, depth) if fixed else 0.0
-        draft_per_step = self.draft_seconds / self.draft_steps if self.draft_steps else 0.0
-        cycle_parts = depth * draft_per_step + verify_per_call if fixed else 0.0
-        return ModeFigures(
-            label=label,
-            mode=mode,
-            depth=depth,
-            requests=self.requests,
-            generated_tokens=self.generated,
-            decode_seconds=self.decode_seconds,
-            mean_ttft_seconds=self.ttft_seconds / self.requests if self.requests else 0.0,
-            acceptance_by_depth=tuple(
-                a / d if d else 0.0 for a, d in zip(self.accepted, self.drafted, strict=True)
-            ),
-            mean_accepted_length=mean_accepted,
-            mean_draft_depth=sum(self.drafted) / self.cycles if self.cycles else 0.0,
-            tokens_per_cycle=tokens_per_cycle,
-            cost_ratio=cost_ratio,
-            verify_seconds_per_call=verify_per_call,
-            verify_to_step=verify_per_call * ar_rate,
-            alpha=alpha,
-            expected_speedup=(
-                0.0 if not fixed else expected_speedup(alpha, depth, cost_ratio) if depth else 1.0
-            ),
-            parts_speedup=(
-                tokens_per_cycle / (ar_rate * cycle_parts) if depth and cycle_parts > 0 else 1.0
-            ),
-            speedup=rate / ar_rate if ar_rate > 0 else 0.0,
-        )
+def _figures(mode: _Mode, requests: Sequence[DecodeStats], ar_rate: float) -> ModeFigures:
+    """One table row from a mode's requests, pooled; ``ar_rate`` is plain decoding's tok/s."""
+    stats = combined_stats(requests)
+    depth = stats.depth
+    verify_per_call = stats.verify_seconds / stats.verify_calls if stats.verify_calls else 0.0
+    draft_per_step = stats.draft_seconds / stats.draft_steps if stats.draft_steps else 0.0
+    # Leviathan's figures assume one depth for every cycle: not defined for "auto".
+    fixed = mode.mode != "auto"
+    cycle_parts = depth * draft_per_step + verify_per_call if fixed else 0.0
+    return ModeFigures(
+        label=mode.label,
+        mode=mode.mode,
+        depth=depth,
+        requests=len(requests),
+        generated_tokens=stats.generated_tokens,
+        decode_seconds=stats.decode_seconds,
+        mean_ttft_seconds=stats.ttft_seconds / len(requests),
+        acceptance_by_depth=stats.acceptance_by_depth,
+        mean_accepted_length=stats.mean_accepted_length,
+        mean_draft_depth=stats.mean_draft_depth,
+        tokens_per_cycle=stats.tokens_per_cycle,
+        cost_ratio=stats.draft_verify_cost_ratio,
+        verify_seconds_per_call=verify_per_call,
+        verify_to_step=verify_per_call * ar_rate,
+        alpha=stats.alpha if fixed else 0.0,
+        expected_speedup=stats.expected_speedup if fixed else 0.0,
+        parts_speedup=(
+            stats.tokens_per_cycle / (ar_rate * cycle_parts) if depth and cycle_parts > 0 else 1.0
+        ),
+        speedup=stats.decode_tokens_per_second / ar_rate if ar_rate > 0 else 0.0,
+    )
 
 
 @dataclass(frozen=True)
@@ -295,7 +252,7 @@ def run_decode_benchmark(
         modes.append(_Mode(f"MTP LC K={depth}", "lc", depth, AcceptMode.LEVIATHAN_CHEN))
         modes.append(_Mode(f"MTP match K={depth}", "match", depth, AcceptMode.MATCH))
     modes.append(AUTO)
-    totals = {mode: _Totals() for mode in modes}
+    requests: dict[_Mode, list[DecodeStats]] = {mode: [] for mode in modes}
 
     progress("warm-up")
     warm_up = _Mode("", "lc", max(depths), AcceptMode.LEVIATHAN_CHEN)
@@ -307,11 +264,12 @@ def run_decode_benchmark(
             progress(f"repeat {repeat + 1}/{repeats}, prompt {index + 1}/{len(prompts)}")
             sampler = SamplerSettings(temperature=temperature, seed=seed + 1000 * repeat + index)
             for mode in modes:
-                totals[mode].add(client.generate(mode.request(prompt, sampler, max_tokens)).stats)
+                requests[mode].append(
+                    client.generate(mode.request(prompt, sampler, max_tokens)).stats
+                )
 
-    ar = totals[PLAIN]
-    ar_rate = ar.generated / ar.decode_seconds if ar.decode_seconds > 0 else 0.0
-    rows = tuple(totals[mode].figures(mode.label, mode.mode, mode.depth, ar_rate) for mode in modes)
+    ar_rate = combined_stats(requests[PLAIN]).decode_tokens_per_second
+    rows = tuple(_figures(mode, requests[mode], ar_rate) for mode in modes)
     return DecodeBenchmark(
         model=str(info.path),
         temperature=temperature,

@@ -19,6 +19,7 @@ Definitions:
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -140,6 +141,34 @@ class DecodeStats:
             expected_speedup=self.expected_speedup,
         )
         return data
+
+
+def combined_stats(requests: Sequence[DecodeStats]) -> DecodeStats:
+    """Several requests of one mode and depth as one: counts and times add up, so every derived
+    figure (acceptance, tokens per cycle, c, tok/s …) is the pooled one."""
+    first = requests[0]
+
+    def total(name: str) -> Any:
+        return sum(getattr(stats, name) for stats in requests)
+
+    return DecodeStats(
+        mode=first.mode,
+        depth=first.depth,
+        prompt_tokens=total("prompt_tokens"),
+        generated_tokens=total("generated_tokens"),
+        cycles=total("cycles"),
+        drafted_by_depth=tuple(map(sum, zip(*(s.drafted_by_depth for s in requests), strict=True))),
+        accepted_by_depth=tuple(
+            map(sum, zip(*(s.accepted_by_depth for s in requests), strict=True))
+        ),
+        prefill_seconds=total("prefill_seconds"),
+        ttft_seconds=total("ttft_seconds"),
+        elapsed_seconds=total("elapsed_seconds"),
+        draft_seconds=total("draft_seconds"),
+        draft_steps=total("draft_steps"),
+        verify_seconds=total("verify_seconds"),
+        verify_calls=total("verify_calls"),
+    )
 
 
 @dataclass
