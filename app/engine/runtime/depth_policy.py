@@ -92,45 +92,39 @@ class AdaptiveDepth:
         """The next cycle follows a prefill, not a cycle: don't time it as a steady one."""
         self._previous_depth = None
 
-    def acceptance(self, depth: int) -> float:
-        """a_depth: the chance the draft at ``depth`` is kept, given the shallower ones were."""
-        if depth < 1:
-            return 1.0
-        prior = self.acceptance(depth - 1) if depth > 1 else 0.5
-        return (self._kept[depth] + PRIOR_WEIGHT * prior) / (self._trials[depth] + PRIOR_WEIGHT)
-
-    def expected_tokens(self, depth: int) -> float:
-        tokens, kept_through = 1.0, 1.0
-        for level in range(1, depth + 1):
-            kept_through *= self.acceptance(level)
-            tokens += kept_through
-        return tokens
-
-    def tokens_per_second(self, depth: int) -> float | None:
-        """Expected tokens per second at ``depth``; None until a cycle at it was timed."""
-        timed = self._timed.get(depth)
-        return self.expected_tokens(depth) / min(timed) if timed else None
+    def tokens_per_second(self) -> list[float | None]:
+        """Expected tokens per second at each depth 0..max_depth (None until a cycle at it was
+        timed), with a_j's prior a_{j−1} and the running product, all in one pass."""
+        rates: list[float | None] = []
+        tokens = kept_through = 1.0
+        acceptance = 0.5  # the prior of a_1
+        for depth in range(self.max_depth + 1):
+            if depth:
+                acceptance = (self._kept[depth] + PRIOR_WEIGHT * acceptance) / (
+                    self._trials[depth] + PRIOR_WEIGHT
+                )
+                kept_through *= acceptance
+                tokens += kept_through
+            timed = self._timed.get(depth)
+            rates.append(tokens / min(timed) if timed else None)
+        return rates
 
     def best_depth(self, limit: int) -> int:
-        rates = {
-            depth: rate
-            for depth in range(min(limit, self.max_depth) + 1)
-            if (rate := self.tokens_per_second(depth)) is not None
-        }
-        return max(rates, key=rates.__getitem__) if rates else min(limit, self.max_depth)
+        return self._best(self.tokens_per_second(), limit)
 
     def choose(self, limit: int) -> int:
+        rates = self.tokens_per_second()
         if not self._pending:
             self._since_trial += 1
-            best = self.best_depth(self.max_depth)
+            best = self._best(rates, self.max_depth)
             neighbour = self._neighbour(best)
-            if self._since_trial >= self._trial_interval(best, neighbour):
+            if self._since_trial >= self._trial_interval(rates[best], rates[neighbour]):
                 self._pending = [neighbour] * CYCLES_PER_TRIAL
                 self._explore_up = not self._explore_up
                 self._since_trial = 0
         if self._pending:
             return min(self._pending.pop(0), limit)
-        return self.best_depth(limit)
+        return self._best(rates, limit)
 
     def observe(self, depth: int, accepted: int, seconds: float) -> None:
         for level in range(1, depth + 1):
@@ -143,10 +137,15 @@ class AdaptiveDepth:
             self._timed.setdefault(depth, deque(maxlen=TIMED_WINDOW)).append(seconds)
         self._previous_depth = depth
 
-    def _trial_interval(self, best: int, neighbour: int) -> float:
+    def _best(self, rates: list[float | None], limit: int) -> int:
+        """The fastest timed depth up to ``limit`` (the shallower on a tie)."""
+        timed = [depth for depth, rate in enumerate(rates[: limit + 1]) if rate is not None]
+        return max(timed, key=rates.__getitem__) if timed else min(limit, self.max_depth)
+
+    @staticmethod
+    def _trial_interval(best_rate: float | None, other_rate: float | None) -> float:
         """Cycles between trials: longer the worse the neighbour measured, since re-checking a
         depth that lost clearly costs more than it is likely to find."""
-        best_rate, other_rate = self.tokens_per_second(best), self.tokens_per_second(neighbour)
         if not best_rate:
             return EXPLORE_EVERY
         if not other_rate:
