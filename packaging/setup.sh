@@ -28,5 +28,5 @@ if ! ls "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl >/dev/null 2>&1; then
         .venv/bin/python -m pip wheel --no-deps --wheel-dir "$WHEELS" "llama-cpp-python==$LLAMA_VERSION"
 fi
 
-.venv/bin/python -m pip install --quiet --find-links "$WHEELS" -e ".[dev]"
+.venv/bin/python -m pip install --quiet --find-links "$WHEELS" -e ".[dev,bundle]"
 echo "setup: done — run .venv/bin/mtp-studio"

@@ -24,11 +24,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app import __version__
 from app.engine.catalog import CatalogEntry
 from app.engine.errors import MtpStudioError
 from app.engine.settings import AppDirs, Settings, SettingsStore, app_dirs
 from app.engine.store import JobState, JobStore
+from app.ui.about import about_html
 from app.ui.catalog.browser import CatalogBrowser
 from app.ui.catalog.status import SidecarStatusBook
 from app.ui.chat import ChatWindow
@@ -36,6 +36,7 @@ from app.ui.errors import show_error
 from app.ui.jobs.model import JobTableModel
 from app.ui.jobs.monitor import JobMonitor
 from app.ui.jobs.runner import JobRunner
+from app.ui.resources import app_icon
 from app.ui.settings_dialog import SettingsDialog, SignInDialog, token_summary
 from app.ui.wizards.download import DownloadWizard
 from app.ui.wizards.publish import PublishWizard
@@ -262,13 +263,14 @@ class MainWindow(QMainWindow):
         QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.dirs.logs)))
 
     def _about(self) -> None:
-        QMessageBox.about(
-            self,
+        self.about_box = QMessageBox(
+            QMessageBox.Icon.NoIcon,
             "About MTP Studio",
-            f"<b>MTP Studio {__version__}</b><p>Publish, download and run Multi-Token-Prediction "
-            f"models.</p><p>Settings: {self.dirs.settings_file}<br>Job history: "
-            f"{self.store.path}<br>Logs: {self.dirs.logs}</p>",
+            about_html(self.dirs, self.store.path),
+            parent=self,
         )
+        self.about_box.setIconPixmap(app_icon().pixmap(64, 64))
+        self.about_box.open()
 
     # -- state --------------------------------------------------------------------------------
 

@@ -1,0 +1,141 @@
+"""The frozen Linux bundle is the whole app: it builds from the checkout, answers every kind of
+command from its own executable (resources, the inference worker and llama.cpp inside it), and
+opens its window.
+
+Building takes minutes, so it happens once per session; ``MTP_STUDIO_BUNDLE`` may point at an
+already built executable (the test then checks that one instead of building).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not sys.platform.startswith("linux"),
+        reason="packaging/build.sh builds the bundle of the OS it runs on; here it is Linux",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def bundle() -> Path:
+    given = os.environ.get("MTP_STUDIO_BUNDLE")
+    if given:
+        return Path(given)
+    built = subprocess.run(
+        ["bash", "packaging/build.sh"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert built.returncode == 0, built.stderr[-4000:]
+    executable = Path(built.stdout.strip().splitlines()[-1])
+    assert executable.is_file(), built.stdout
+    return executable
+
+
+@pytest.fixture
+def isolated_env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("PYTHON", "VIRTUAL_ENV"))
+    }
+    env.update(
+        MTP_STUDIO_HOME=str(tmp_path / "home"),
+        HF_HOME=str(tmp_path / "hf"),
+        HF_ENDPOINT="http://127.0.0.1:9",  # nothing listens: the bundle must not need the network
+        QT_QPA_PLATFORM="offscreen",
+    )
+    yield env
+
+
+def run_bundle(bundle: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(bundle), *args],
+        env=env,
+        cwd=bundle.parent,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_the_bundle_is_a_folder_with_desktop_entry_icon_and_tarball(bundle: Path) -> None:
+    folder = bundle.parent
+    desktop = folder / "share" / "applications" / "mtp-studio.desktop"
+    assert "Name=MTP Studio" in desktop.read_text()
+    assert (folder / "share/icons/hicolor/256x256/apps/mtp-studio.png").stat().st_size > 1000
+    assert list(folder.parent.glob("mtp-studio-*-linux-*.tar.gz"))
+
+
+def test_version_and_help_answer_from_the_bundle(bundle: Path, isolated_env) -> None:
+    from app import __version__
+
+    version = run_bundle(bundle, isolated_env, "--version")
+    assert version.returncode == 0, version.stderr
+    assert version.stdout.strip() == f"mtp-studio {__version__}"
+    for command in ("catalog", "extract", "download", "publish", "chat", "bench"):
+        helped = run_bundle(bundle, isolated_env, command, "--help")
+        assert helped.returncode == 0, (command, helped.stderr)
+
+
+def test_the_bundle_chats_with_its_demo_model_through_the_worker(bundle: Path, isolated_env):
+    answered = run_bundle(
+        bundle,
+        isolated_env,
+        "chat",
+        "--prompt",
+        "Reverse a string.",
+        "--temp",
+        "0",
+        "--max-tokens",
+        "24",
+        "--mtp-depth",
+        "2",
+        "--json",
+    )
+    assert answered.returncode == 0, answered.stderr
+    reply = json.loads(answered.stdout)
+    assert reply["text"].strip()
+    assert reply["stats"]["drafted_by_depth"][0] > 0  # the MTP head drafted inside the bundle
+
+
+def test_the_bundle_reads_its_catalog_and_extracts_a_sidecar(bundle: Path, isolated_env, tmp_path):
+    listed = run_bundle(bundle, isolated_env, "catalog", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert "Qwen" in listed.stdout
+    out = tmp_path / "mtp.safetensors"
+    source = ROOT / "resources" / "models" / "demo-mtp-fp8"
+    extracted = run_bundle(
+        bundle, isolated_env, "extract", "--source", str(source), "--out", str(out)
+    )
+    assert extracted.returncode == 0, extracted.stderr
+    assert out.stat().st_size > 1_000_000
+
+
+def test_the_bundled_window_stays_up_for_ten_seconds(bundle: Path, isolated_env) -> None:
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [str(bundle)], env=isolated_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        time.sleep(10)
+        alive = process.poll() is None
+    finally:
+        process.terminate()
+        _out, err = process.communicate(timeout=20)
+    assert alive, f"the window closed after {time.perf_counter() - started:.1f} s: {err[-2000:]}"
+    assert "Traceback" not in err
