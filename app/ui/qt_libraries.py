@@ -13,6 +13,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,10 @@ XCB_LIBRARIES = (
 
 
 def loads(soname: str) -> bool:
-    """True when the dynamic loader can open ``soname``."""
+    """True when the dynamic loader can open ``soname``, or a frozen bundle carries it."""
+    bundle = getattr(sys, "_MEIPASS", None)
+    if bundle is not None and any(Path(bundle).rglob(soname)):
+        return True
     try:
         ctypes.CDLL(soname)
     except OSError:
