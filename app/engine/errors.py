@@ -40,3 +40,7 @@ class RuntimeBackendError(MtpStudioError):
 
 class JobCancelled(MtpStudioError):
     """A job stopped because its cancellation token was set."""
+
+
+class GraftError(MtpStudioError):
+    """A sidecar's MTP head cannot be grafted into a GGUF (mismatch, damaged file, no space)."""

@@ -1,0 +1,239 @@
+"""Writes the grafted GGUF: a new header, the base's tensor bytes copied, the head appended.
+
+Memory stays bounded whatever the base's size: the base's tensor data is copied by the kernel
+(``copy_file_range``, falling back to 8 MiB reads and writes) in 64 MiB steps, and the head is
+quantised and written a few megabytes of rows at a time. Base tensors keep their order and, when
+nothing is dropped, their offsets, so their bytes move as one run. Each step reports progress
+(bytes) and checks the cancel token. The file is written under a temporary name beside the output,
+synced, then renamed over it; any failure or cancellation removes the temporary file, so the
+output path only ever holds a complete file.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from app.engine.graft.gguf_layout import GGUF_MAGIC, GgufLayout, TensorInfo
+from app.engine.graft.metadata import encode_entry
+from app.engine.graft.naming import HeadTensor, RowSlice
+from app.engine.graft.plan import GraftPlan, PlannedTensor
+from app.engine.graft.quantise import encode_rows
+from app.engine.graft.sidecar import SidecarTensor, read_rows, read_sidecar
+from app.engine.jobs import JobContext, ProgressReporter
+
+COPY_STEP = 64 * 1024 * 1024
+FALLBACK_BUFFER = 8 * 1024 * 1024
+HEAD_CHUNK_FLOATS = 4 * 1024 * 1024
+"""Rows of the head are converted about 16 MiB of float32 at a time."""
+GGUF_VERSION = 3
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one output tensor goes: its table entry and data offset (relative)."""
+
+    name: str
+    dims: tuple[int, ...]
+    ggml_type: int
+    offset: int
+
+
+@dataclass(frozen=True)
+class CopyRun:
+    """Bytes of the base's data section copied in one piece."""
+
+    source: int
+    target: int
+    length: int
+
+
+def partial_path(out: Path) -> Path:
+    """The temporary name a graft writes under, beside ``out``."""
+    return out.with_name(f".{out.name}.{os.getpid()}.graft-partial")
+
+
+def write_graft(plan: GraftPlan, out: Path, ctx: JobContext) -> int:
+    """Write the graft described by ``plan`` to ``out``; return the bytes written."""
+    alignment = plan.layout.alignment
+    kept_places, runs, base_end = _place_base(plan.kept, alignment)
+    head_places = []
+    offset = base_end
+    for tensor in plan.head:
+        offset = _align(offset, alignment)
+        head = tensor.head
+        head_places.append(Placement(head.name, head.dims, int(tensor.ggml_type), offset))
+        offset += tensor.nbytes
+    header = _header(plan, kept_places + head_places)
+    data_start = _align(len(header), alignment)
+    total = data_start + offset
+    temporary = partial_path(out)
+    progress = ctx.progress_reporter("write", total)
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            _write_all(fd, header + bytes(data_start - len(header)))
+            progress.update(data_start)
+            _copy_runs(plan.layout, fd, data_start, runs, progress)
+            _write_head(plan, fd, data_start, head_places, progress)
+            if os.lseek(fd, 0, os.SEEK_CUR) != total:
+                raise AssertionError("graft output size differs from its plan")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temporary, out)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return total
+
+
+def _align(offset: int, alignment: int) -> int:
+    return -(-offset // alignment) * alignment
+
+
+def _place_base(
+    kept: tuple[TensorInfo, ...], alignment: int
+) -> tuple[list[Placement], list[CopyRun], int]:
+    """New offsets for the kept base tensors (packed in data order) and the runs to copy."""
+    targets: dict[str, int] = {}
+    runs: list[CopyRun] = []
+    position = 0
+    for tensor in sorted(kept, key=lambda t: t.offset):
+        position = _align(position, alignment)
+        targets[tensor.name] = position
+        last = runs[-1] if runs else None
+        if last and tensor.offset - last.source == position - last.target:
+            runs[-1] = CopyRun(last.source, last.target, position - last.target + tensor.nbytes)
+        else:
+            runs.append(CopyRun(tensor.offset, position, tensor.nbytes))
+        position += tensor.nbytes
+    places = [Placement(t.name, t.dims, t.ggml_type, targets[t.name]) for t in kept]
+    return places, runs, position
+
+
+def _header(plan: GraftPlan, places: list[Placement]) -> bytes:
+    layout = plan.layout
+    changed = plan.metadata.replaced
+    parts = [
+        GGUF_MAGIC,
+        struct.pack(
+            "<IQQ", GGUF_VERSION, len(places), len(layout.entries) + len(plan.metadata.appended)
+        ),
+    ]
+    with open(layout.path, "rb") as handle:
+        for entry in layout.entries:
+            if entry.key in changed:
+                parts.append(encode_entry(changed[entry.key]))
+            else:
+                handle.seek(entry.start)
+                parts.append(handle.read(entry.end - entry.start))
+    parts.extend(encode_entry(entry) for entry in plan.metadata.appended)
+    for place in places:
+        name = place.name.encode("utf-8")
+        parts.append(struct.pack("<Q", len(name)) + name + struct.pack("<I", len(place.dims)))
+        parts.append(struct.pack(f"<{len(place.dims)}Q", *place.dims))
+        parts.append(struct.pack("<IQ", place.ggml_type, place.offset))
+    return b"".join(parts)
+
+
+def _copy_runs(
+    layout: GgufLayout, fd: int, data_start: int, runs: list[CopyRun], progress: ProgressReporter
+) -> None:
+    with open(layout.path, "rb", buffering=0) as source:
+        for run in runs:
+            _pad_to(fd, data_start + run.target)
+            done = 0
+            while done < run.length:
+                step = min(COPY_STEP, run.length - done)
+                _copy_range(source.fileno(), fd, layout.data_start + run.source + done, step)
+                done += step
+                progress.advance(step)
+
+
+def _copy_range(source: int, target: int, offset: int, count: int) -> None:
+    while count:
+        try:
+            copied = os.copy_file_range(source, target, count, offset)
+        except (OSError, AttributeError):
+            copied = 0
+        if copied <= 0:
+            copied = _copy_buffered(source, target, offset, min(count, FALLBACK_BUFFER))
+        offset += copied
+        count -= copied
+
+
+def _copy_buffered(source: int, target: int, offset: int, count: int) -> int:
+    data = os.pread(source, count, offset)
+    if not data:
+        raise OSError(f"the base GGUF ended early at byte {offset}; it changed during the graft")
+    _write_all(target, data)
+    return len(data)
+
+
+def _write_head(
+    plan: GraftPlan,
+    fd: int,
+    data_start: int,
+    places: list[Placement],
+    progress: ProgressReporter,
+) -> None:
+    sidecar = read_sidecar(plan.sidecar)
+    with open(plan.sidecar, "rb") as handle:
+        for tensor, place in zip(plan.head, places, strict=True):
+            _pad_to(fd, data_start + place.offset)
+            for rows in _head_rows(handle, sidecar.tensors, tensor.head):
+                data = encode_rows(rows, tensor.ggml_type)
+                _write_all(fd, data)
+                progress.advance(len(data))
+            _check_written(fd, data_start + place.offset, tensor)
+
+
+def _head_rows(
+    handle: object, tensors: dict[str, SidecarTensor], head: HeadTensor
+) -> Iterator[np.ndarray]:
+    """The head tensor's rows, in order and transformed, a bounded chunk at a time."""
+    for piece in head.slices:
+        yield from _slice_rows(handle, tensors[piece.source], piece, head)
+
+
+def _slice_rows(
+    handle: object, source: SidecarTensor, piece: RowSlice, head: HeadTensor
+) -> Iterator[np.ndarray]:
+    if piece.transpose:
+        block = read_rows(handle, source, piece.first, piece.count)  # type: ignore[arg-type]
+        yield np.ascontiguousarray(block.T) + (1.0 if head.add_one else 0.0)
+        return
+    step = max(1, HEAD_CHUNK_FLOATS // max(1, source.row_length))
+    for first in range(piece.first, piece.first + piece.count, step):
+        count = min(step, piece.first + piece.count - first)
+        rows = read_rows(handle, source, first, count)  # type: ignore[arg-type]
+        if head.add_one:
+            rows = rows + np.float32(1.0)
+        yield rows.reshape(-1, head.shape[-1]) if head.shape else rows
+
+
+def _check_written(fd: int, start: int, tensor: PlannedTensor) -> None:
+    written = os.lseek(fd, 0, os.SEEK_CUR) - start
+    if written != tensor.nbytes:
+        raise AssertionError(f"{tensor.head.name}: wrote {written} bytes, planned {tensor.nbytes}")
+
+
+def _pad_to(fd: int, position: int) -> None:
+    current = os.lseek(fd, 0, os.SEEK_CUR)
+    if position < current:
+        raise AssertionError(f"graft layout overlaps at byte {position} (written {current})")
+    if position > current:
+        _write_all(fd, bytes(position - current))
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
