@@ -53,6 +53,11 @@ class AppDirs:
         return self.data / "jobs.sqlite3"
 
     @property
+    def grafted_models(self) -> Path:
+        """GGUFs made by grafting an MTP head into a base that lives in a Hugging Face cache."""
+        return self.data / "grafted"
+
+    @property
     def default_scratch(self) -> Path:
         return self.cache / "scratch"
 

@@ -161,7 +161,7 @@ class MainWindow(QMainWindow):
     def open_chat(self, entry: CatalogEntry | None = None) -> ChatWindow:
         """Show the chat window; for a catalog ``entry``, on its downloaded model."""
         if self.chat_window is None or self.chat_window.closed:
-            self.chat_window = ChatWindow(self.dirs, self.settings, self)
+            self.chat_window = ChatWindow(self.dirs, self.settings, self, jobs=self.runner)
         if entry is not None:
             self.chat_window.show_for_repo(entry.hf_repo, entry.mtp_sidecar_repo)
         else:

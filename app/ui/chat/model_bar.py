@@ -9,6 +9,7 @@ exists but is not used).
 from __future__ import annotations
 
 import html
+from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -30,8 +31,28 @@ ORIGIN_LABELS = {DEMO: "Demo", DOWNLOADED: "Downloaded"}
 ERROR_COLOR = "#b00020"
 WARNING_COLOR = "#8a6100"
 LLAMA_CPP_SIDECAR_NOTE = (
-    "llama.cpp reads MTP heads only from inside the GGUF, so this model runs without MTP here"
+    "llama.cpp reads MTP heads only from inside the GGUF: add the head from this sidecar to "
+    "draft with it"
 )
+
+
+def can_offer_graft(model: ModelDescription | None) -> bool:
+    """A readable GGUF without MTP heads, paired with a sidecar: its head can be grafted in."""
+    return (
+        model is not None
+        and model.kind == GGUF
+        and model.problem is None
+        and model.mtp_blocks == 0
+        and model.sidecar is not None
+    )
+
+
+def sidecar_label(sidecar: Path) -> str:
+    """``owner/name`` for a sidecar in a Hugging Face cache, else the file's name."""
+    for parent in sidecar.parents:
+        if parent.name.startswith("models--"):
+            return parent.name.removeprefix("models--").replace("--", "/")
+    return f"{sidecar.parent.name}/{sidecar.name}"
 
 
 def item_text(model: ModelDescription) -> str:
@@ -78,10 +99,13 @@ class ModelBar(QWidget):
     open_file_requested = Signal()
     open_folder_requested = Signal()
     refresh_requested = Signal()
+    graft_requested = Signal(object)
+    graft_cancel_requested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._models: list[ModelDescription] = []
+        self._shown: ModelDescription | None = None
         self._memory = physical_memory_bytes()
         self.picker = QComboBox()
         self.picker.setObjectName("modelPicker")
@@ -101,6 +125,11 @@ class ModelBar(QWidget):
         self.refresh_button = QPushButton("Rescan")
         self.refresh_button.setToolTip("Look again for downloaded models")
         self.refresh_button.clicked.connect(self.refresh_requested.emit)
+        self.graft_button = QPushButton()
+        self.graft_button.setObjectName("graftButton")
+        self.graft_button.clicked.connect(self._on_graft_clicked)
+        self.graft_button.hide()
+        self._grafting = False
         self.info = QLabel()
         self.info.setObjectName("modelInfo")
         self.info.setWordWrap(True)
@@ -132,7 +161,8 @@ class ModelBar(QWidget):
         layout.addWidget(self.busy, 0, 5)
         layout.addWidget(self.state, 0, 6)
         layout.addWidget(self.info, 1, 1, 1, 6)
-        layout.addWidget(self.backend, 2, 1, 1, 6)
+        layout.addWidget(self.graft_button, 2, 1, 1, 1, Qt.AlignmentFlag.AlignLeft)
+        layout.addWidget(self.backend, 3, 1, 1, 6)
         layout.setColumnStretch(1, 1)
         layout.setColumnStretch(6, 1)
 
@@ -173,6 +203,39 @@ class ModelBar(QWidget):
             self.info.setText("Choose a model, or open a GGUF file or a model folder.")
         else:
             self.info.setText(describe_html(model, self._memory))
+        self._shown = model
+        self._update_graft_button()
+
+    def set_grafting(self, grafting: bool) -> None:
+        """While a graft runs its button cancels it; afterwards it offers the graft again."""
+        self._grafting = grafting
+        self._update_graft_button()
+
+    def set_graft_progress(self, percent: int) -> None:
+        if self._grafting:
+            self.graft_button.setText(f"Cancel adding the MTP head ({percent} %)")
+
+    def _update_graft_button(self) -> None:
+        model = self._shown
+        if self._grafting:
+            self.graft_button.setText("Cancel adding the MTP head")
+            self.graft_button.setToolTip("")
+            self.graft_button.show()
+        elif can_offer_graft(model):
+            self.graft_button.setText(f"Add the MTP head from {sidecar_label(model.sidecar)}…")
+            self.graft_button.setToolTip(
+                f"Writes a copy of {model.name} with the MTP head of {model.sidecar} added, "
+                "so llama.cpp can draft with it (a job: progress and cancel in the Jobs panel)"
+            )
+            self.graft_button.show()
+        else:
+            self.graft_button.hide()
+
+    def _on_graft_clicked(self) -> None:
+        if self._grafting:
+            self.graft_cancel_requested.emit()
+        elif can_offer_graft(self._shown):
+            self.graft_requested.emit(self._shown)
 
     def set_load_state(self, text: str, *, busy: bool = False, error: bool = False) -> None:
         self.busy.setVisible(busy)

@@ -62,16 +62,19 @@ from app.engine.runtime.backend import LoadSettings, ModelInfo
 from app.engine.runtime.demo_model import MODELS_DIR
 from app.engine.runtime.request import GenerationResult
 from app.engine.settings import AppDirs, Settings, SettingsStore, hf_hub_cache
+from app.engine.store import JobStore
 from app.ui.background import run_in_background
 from app.ui.chat.bridge import ReplyTicket, RuntimeBridge
 from app.ui.chat.compare_dialog import CompareDialog
 from app.ui.chat.composer import Composer
 from app.ui.chat.conversation_list import ConversationList
+from app.ui.chat.graft_action import GraftAction
 from app.ui.chat.message_widget import MessageWidget
 from app.ui.chat.model_bar import ModelBar
 from app.ui.chat.settings_panel import SettingsPanel
 from app.ui.chat.transcript import TranscriptView
 from app.ui.errors import readable, show_error
+from app.ui.jobs.runner import JobRunner
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +90,7 @@ class ChatWindow(QMainWindow):
         parent: QWidget | None = None,
         *,
         demo_dir: Path = MODELS_DIR,
+        jobs: JobRunner | None = None,
     ) -> None:
         super().__init__(parent, Qt.WindowType.Window)
         self.setObjectName("chatWindow")
@@ -106,6 +110,10 @@ class ChatWindow(QMainWindow):
         self._live: MessageWidget | None = None
         self._closed = False
         self.compare_dialog: CompareDialog | None = None
+        self._dirs = dirs
+        self._own_jobs = jobs is None
+        self.jobs = jobs if jobs is not None else JobRunner(_open_job_store(dirs), self)
+        self.graft = GraftAction(self.jobs, dirs.grafted_models, self)
 
         self.model_bar = ModelBar()
         self.conversations = ConversationList()
@@ -166,6 +174,12 @@ class ChatWindow(QMainWindow):
         self.model_bar.open_file_requested.connect(self._ask_model_file)
         self.model_bar.open_folder_requested.connect(self._ask_model_folder)
         self.model_bar.refresh_requested.connect(self.rescan_models)
+        self.model_bar.graft_requested.connect(self.graft.ask)
+        self.model_bar.graft_cancel_requested.connect(self.graft.cancel)
+        self.graft.started.connect(lambda: self.model_bar.set_grafting(True))
+        self.graft.progress.connect(self.model_bar.set_graft_progress)
+        self.graft.grafted.connect(self._on_grafted)
+        self.graft.failed.connect(self._on_graft_failed)
         self.conversations.selected.connect(self.open_conversation)
         self.conversations.new_requested.connect(self.new_conversation)
         self.conversations.rename_requested.connect(self._ask_rename)
@@ -201,7 +215,10 @@ class ChatWindow(QMainWindow):
         """Where to look for models, with the models folder as currently saved in Settings."""
         with contextlib.suppress(MtpStudioError):  # the main window reports a broken file
             self._app_settings = self._settings_store.load()
-        roots = default_model_roots(self._app_settings.models_path(), hf_hub_cache())
+        roots = (
+            *default_model_roots(self._app_settings.models_path(), hf_hub_cache()),
+            self._dirs.grafted_models,
+        )
         return ModelSources(
             model_roots=roots,
             opened=tuple(self.store.opened_models()),
@@ -316,6 +333,16 @@ class ChatWindow(QMainWindow):
         dialog.setOption(QFileDialog.Option.ShowDirsOnly)
         dialog.fileSelected.connect(lambda path: self.open_model(Path(path)))
         dialog.open()
+
+    def _on_grafted(self, path: Path) -> None:
+        self.model_bar.set_grafting(False)
+        if not self._closed:
+            self.open_model(path)
+
+    def _on_graft_failed(self, message: str) -> None:
+        self.model_bar.set_grafting(False)
+        if not self._closed:
+            self._show_banner(message)
 
     def _on_loading(self, path: Path) -> None:
         self._model_state = "loading"
@@ -649,6 +676,9 @@ class ChatWindow(QMainWindow):
         self._closed = True
         if self.compare_dialog is not None:
             self.compare_dialog.close()
+        if self._own_jobs:
+            self.jobs.shutdown()
+            self.jobs.store.close()
         self.bridge.shutdown(then=self.store.close)
 
 
@@ -662,6 +692,15 @@ def _open_history(path: Path) -> tuple[HistoryStore, str | None]:
             f"{exc}\nThis session's conversations are kept in {fallback} instead and will not "
             "appear after a restart."
         )
+
+
+def _open_job_store(dirs: AppDirs) -> JobStore:
+    """The job history (shared with the main window), or a temporary one when it cannot open."""
+    try:
+        dirs.data.mkdir(parents=True, exist_ok=True)
+        return JobStore(dirs.job_database)
+    except (MtpStudioError, OSError):
+        return JobStore(Path(tempfile.mkdtemp(prefix="mtp-studio-jobs-")) / "jobs.sqlite3")
 
 
 def _unsaved_user_message(text: str) -> StoredMessage:
