@@ -9,6 +9,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "publish",
     "scratch",
     "extract",
+    "graft",
     "download",
     "bench",
     "chat",

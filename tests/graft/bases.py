@@ -16,6 +16,8 @@ import llama_cpp
 import numpy as np
 from gguf import GGUFReader, GGUFValueType, GGUFWriter
 
+from app.engine.runtime import llama_cpp_log
+
 DEMO_GGUF = Path(__file__).resolve().parents[2] / "resources" / "models" / "demo-mtp.gguf"
 DEMO_FP8 = DEMO_GGUF.parent / "demo-mtp-fp8"
 DEMO_HF = DEMO_GGUF.parent / "demo-mtp-hf"
@@ -54,6 +56,7 @@ def write_trunk_only(source: Path, out: Path) -> Path:
 
 def requantise(source: Path, out: Path, file_type: int) -> Path:
     """``source`` requantised by llama.cpp's own quantiser (``llama_model_quantize``)."""
+    llama_cpp_log.install()
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = file_type
     params.allow_requantize = True
