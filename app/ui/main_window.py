@@ -124,8 +124,11 @@ class MainWindow(QMainWindow):
 
     def download_model(self, key: str) -> None:
         entry = self._entry(key)
-        if entry is not None:
-            self.open_download_wizard(entry.hf_repo, ())
+        if entry is None:
+            return
+        is_gguf = entry.output_name.lower().endswith(".gguf")
+        sidecar = entry.mtp_sidecar_repo if is_gguf and entry.mtp_sidecar_repo else ""
+        self.open_download_wizard(entry.hf_repo, (), sidecar_repo=sidecar)
 
     def download_sidecar(self, key: str) -> None:
         entry = self._entry(key)
@@ -133,9 +136,20 @@ class MainWindow(QMainWindow):
             self.open_download_wizard(entry.mtp_sidecar_repo, ("mtp.safetensors",))
 
     def open_download_wizard(
-        self, repo_id: str = "", include: tuple[str, ...] = ()
+        self, repo_id: str = "", include: tuple[str, ...] = (), *, sidecar_repo: str = ""
     ) -> DownloadWizard:
-        wizard = DownloadWizard(self.runner, self.jobs, self.settings, repo_id, include, self)
+        """The download wizard; with ``sidecar_repo`` it offers to graft that sidecar's head
+        into the GGUFs it downloads."""
+        wizard = DownloadWizard(
+            self.runner,
+            self.jobs,
+            self.settings,
+            repo_id,
+            include,
+            self,
+            sidecar_repo=sidecar_repo,
+            grafted_dir=self.dirs.grafted_models,
+        )
         self._keep_open(wizard)
         return wizard
 

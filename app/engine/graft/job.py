@@ -76,7 +76,7 @@ def in_hugging_face_cache(path: Path) -> bool:
 
 
 def default_output_path(base: Path, grafted_dir: Path) -> Path:
-    """``<stem>-mtp.gguf`` beside ``base``, or in ``grafted_dir`` when that folder cannot take it."""
+    """``<stem>-mtp.gguf`` beside ``base``, or in ``grafted_dir`` when that folder cannot."""
     name = f"{Path(base).stem}{GRAFTED_SUFFIX}.gguf"
     folder = Path(base).parent
     if in_hugging_face_cache(base) or not os.access(folder, os.W_OK):

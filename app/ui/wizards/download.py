@@ -8,10 +8,12 @@ running, and pause, resume and cancel work from either place.
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtWidgets import (
     QButtonGroup,
+    QCheckBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -29,7 +31,8 @@ from app.engine.download import CACHE, FOLDER, DownloadJob, DownloadRequest
 from app.engine.download.plan import DownloadPlan, plan_download
 from app.engine.download.space import existing_ancestor
 from app.engine.errors import MtpStudioError
-from app.engine.settings import Settings
+from app.engine.graft.download_job import DOWNLOAD_GRAFT_KIND, DownloadGraftJob
+from app.engine.settings import Settings, app_dirs
 from app.engine.store import JobSpec, JobState
 from app.engine.units import format_bytes
 from app.ui.background import run_in_background
@@ -43,7 +46,7 @@ SIDECAR_PATTERN = "mtp.safetensors"
 
 
 class RepoPage(QWizardPage):
-    def __init__(self, repo_id: str, include: tuple[str, ...]) -> None:
+    def __init__(self, repo_id: str, include: tuple[str, ...], sidecar_repo: str = "") -> None:
         super().__init__()
         self.setTitle("What to download")
         self.setSubTitle("A repo on the Hub, and which of its files.")
@@ -69,6 +72,14 @@ class RepoPage(QWizardPage):
         self.repo_edit.textChanged.connect(self.completeChanged)
         self.pattern_edit.textChanged.connect(self.completeChanged)
         self.pattern_edit.textEdited.connect(lambda _text: self.pattern_radio.setChecked(True))
+        self.sidecar_repo = sidecar_repo
+        self.graft_check = QCheckBox(
+            f"Also fetch the MTP sidecar ({sidecar_repo}) and add its head to each GGUF, "
+            "so llama.cpp can draft with it"
+        )
+        self.graft_check.setObjectName("graftCheck")
+        self.graft_check.setChecked(bool(sidecar_repo))
+        self.graft_check.setVisible(bool(sidecar_repo))
 
         layout = QVBoxLayout(self)
         layout.addWidget(QLabel("Repository"))
@@ -82,6 +93,8 @@ class RepoPage(QWizardPage):
         pattern_row.addWidget(self.pattern_edit, 1)
         layout.addLayout(pattern_row)
         layout.addWidget(self.sidecar_radio)
+        layout.addSpacing(8)
+        layout.addWidget(self.graft_check)
         layout.addStretch(1)
 
     def include(self) -> tuple[str, ...]:
@@ -90,6 +103,10 @@ class RepoPage(QWizardPage):
         if self.pattern_radio.isChecked():
             return tuple(self.pattern_edit.text().split())
         return ()
+
+    def grafting(self) -> bool:
+        """The model's GGUFs get the sidecar's head after the download."""
+        return bool(self.sidecar_repo) and self.graft_check.isChecked()
 
     def isComplete(self) -> bool:
         owner, _, name = self.repo_edit.text().strip().partition("/")
@@ -194,6 +211,8 @@ class PlanPage(QWizardPage):
         where = existing_ancestor(Path(folder).expanduser())
         free = shutil.disk_usage(where).free
         needed = self.plan.total_bytes
+        if self._wizard.repo_page.grafting():  # a grafted copy of each GGUF, plus the head
+            needed += sum(file.size for file in self.plan.files if file.path.endswith(".gguf"))
         self.space_ok = needed <= free
         self.space_label.setStyleSheet("" if self.space_ok else ERROR_STYLE)
         verdict = "enough" if self.space_ok else "not enough: free some space or pick another place"
@@ -229,7 +248,16 @@ class RunPage(JobRunPage):
     def initializePage(self) -> None:
         folder, layout = self._wizard.plan_page.destination()
         request = self._wizard.request(destination=folder, layout=layout)
-        self.start(JobSpec("download", request.title, request.to_params()), DownloadJob(request))
+        if self._wizard.repo_page.grafting():
+            sidecar = replace(
+                request, repo_id=self._wizard.repo_page.sidecar_repo, include=(SIDECAR_PATTERN,)
+            )
+            job = DownloadGraftJob(request, sidecar, self._wizard.grafted_dir)
+            self.start(JobSpec(DOWNLOAD_GRAFT_KIND, job.title, job.to_params()), job)
+        else:
+            self.start(
+                JobSpec("download", request.title, request.to_params()), DownloadJob(request)
+            )
 
     def _toggle_pause(self) -> None:
         if self.job_id is not None:
@@ -241,7 +269,12 @@ class RunPage(JobRunPage):
 
     def job_finished(self, state: str, message: str) -> None:
         self.pause_button.setEnabled(False)
-        if state == JobState.SUCCEEDED:
+        if state == JobState.SUCCEEDED and self._wizard.repo_page.grafting():
+            self.setSubTitle(
+                "Done. The files are verified and in place, and the GGUF has its MTP head: "
+                "open it from the chat window."
+            )
+        elif state == JobState.SUCCEEDED:
             self.setSubTitle("Done. The files are verified and in place.")
         else:
             self.setSubTitle(f"The download {state}. Retry it from the job monitor to continue.")
@@ -256,6 +289,9 @@ class DownloadWizard(QWizard):
         repo_id: str = "",
         include: tuple[str, ...] = (),
         parent: QWidget | None = None,
+        *,
+        sidecar_repo: str = "",
+        grafted_dir: Path | None = None,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Download")
@@ -265,7 +301,8 @@ class DownloadWizard(QWizard):
         self.runner = runner
         self.jobs = jobs
         self.settings = settings
-        self.repo_page = RepoPage(repo_id, include)
+        self.grafted_dir = grafted_dir or app_dirs().grafted_models
+        self.repo_page = RepoPage(repo_id, include, sidecar_repo)
         self.plan_page = PlanPage(self)
         self.run_page = RunPage(self)
         for page in (self.repo_page, self.plan_page, self.run_page):
