@@ -13,24 +13,39 @@ import sys
 from collections.abc import Sequence
 
 from app import __version__
-from app.commands import COMMAND_MODULES
+from app.commands import COMMANDS
 from app.engine.errors import JobCancelled, MtpStudioError
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser, with ``command``'s module loaded in full (``None``: every module).
+
+    The other subcommands get a stand-in that carries only their summary for ``--help``; no
+    module is imported for them, so a command pays for its own imports only.
+    """
     parser = argparse.ArgumentParser(
         prog="mtp-studio",
         description="Publish, download and run Multi-Token-Prediction (MTP) models.",
     )
     parser.add_argument("--version", action="version", version=f"mtp-studio {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module_name in COMMAND_MODULES:
-        importlib.import_module(f"app.commands.{module_name}").register(subparsers)
+    for name, summary in COMMANDS.items():
+        if command is None or name == command:
+            importlib.import_module(f"app.commands.{name}").register(subparsers)
+        else:
+            subparsers.add_parser(name, help=summary)
     return parser
 
 
+def chosen_command(argv: Sequence[str]) -> str:
+    """The subcommand named on the command line ("" for none: the window, --help, --version)."""
+    first = next((arg for arg in argv if not arg.startswith("-")), "")
+    return first if first in COMMANDS else ""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(chosen_command(argv))
     args = parser.parse_args(argv)
     if args.command is None:
         return _launch_gui(parser)

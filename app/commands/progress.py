@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
-from app.engine.download.rate import TransferRate, format_duration
 from app.engine.jobs import JobEvent, LogEvent, ProgressEvent, ResultEvent, StageEvent
+from app.engine.transfer_rate import TransferRate, format_duration
 from app.engine.units import format_bytes, format_rate
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+
 from demo_model.model import DemoMtpModel
 
 

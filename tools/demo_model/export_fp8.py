@@ -14,11 +14,12 @@ import json
 from pathlib import Path
 
 import torch
+from safetensors.torch import save_file
+from tokenizers import Tokenizer
+
 from demo_model.export_hf import bf16_state_dict, write_config_files
 from demo_model.files import publish, staging_path
 from demo_model.model import DemoMtpModel
-from safetensors.torch import save_file
-from tokenizers import Tokenizer
 
 BLOCK = 128
 E4M3_MAX = 448.0

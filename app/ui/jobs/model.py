@@ -19,9 +19,9 @@ from PySide6.QtCore import (
     QTimer,
 )
 
-from app.engine.download.rate import TransferRate, format_duration
 from app.engine.jobs import JobEvent, ProgressEvent, ResultEvent, StageEvent
 from app.engine.store import JobRecord, JobState
+from app.engine.transfer_rate import TransferRate, format_duration
 from app.engine.units import format_bytes, format_rate
 from app.ui.jobs.runner import JobRunner
 
