@@ -155,6 +155,7 @@ class Shooter:
         self.download_tour(window)
         self.publish_tour(window)
         self.dialogs_tour(window)
+        self.graft_tour(window)
         window.shutdown()
         window.close()
         print(f"{self.count} screenshots in {self.out}")
@@ -252,6 +253,42 @@ class Shooter:
         [box] = [w for w in QApplication.topLevelWidgets() if isinstance(w, QMessageBox)]
         self.shot(box, "error-message")
         box.close()
+
+        window._about()  # type: ignore[attr-defined]
+        self.shot(window.about_box, "about")  # type: ignore[attr-defined]
+        window.about_box.close()  # type: ignore[attr-defined]
+
+    def graft_tour(self, window: object) -> None:
+        """A GGUF without its head beside its sidecar: the offer, the question, the result."""
+        from PySide6.QtWidgets import QMessageBox
+
+        from app.engine.mtp import LocalFolderSource, extract_mtp
+        from tests.graft.bases import DEMO_FP8, DEMO_GGUF, write_trunk_only
+
+        wizard = window.open_download_wizard(  # type: ignore[attr-defined]
+            "mtp-studio/Qwen3.6-27B-Q4_K_M-GGUF", sidecar_repo="mtp-studio/qwen3-6-27b-mtp"
+        )
+        self.shot(wizard, "download-1-gguf-with-graft-offer")
+        wizard.reject()
+        folder = self.home / "my-models"
+        folder.mkdir()
+        base = write_trunk_only(DEMO_GGUF, folder / "Demo-Q8_0.gguf")
+        extract_mtp(LocalFolderSource(DEMO_FP8), folder / "mtp.safetensors")
+        chat = window.open_chat()  # type: ignore[attr-defined]
+        chat.resize(1280, 800)
+        chat.open_model(base)
+        self.wait(lambda: chat.model_bar.state.text() == f"Ready: {base.name}", 60)
+        self.shot(chat, "chat-gguf-without-head-offers-graft")
+        chat.model_bar.graft_button.click()
+        self.wait(lambda: chat.graft.confirmation is not None and chat.graft.confirmation.isVisible())
+        self.shot(chat.graft.confirmation, "chat-graft-question")
+        chat.graft.confirmation.button(QMessageBox.StandardButton.Yes).click()
+        grafted = "Demo-Q8_0-mtp.gguf"
+        self.wait(lambda: chat.model_bar.state.text() == f"Ready: {grafted}", 60)
+        chat.send("Write a function that reverses a string.")
+        self.wait(lambda: not chat.streaming, 60)
+        self.shot(chat, "chat-grafted-gguf-drafts")
+        chat.close()
 
 
 if __name__ == "__main__":

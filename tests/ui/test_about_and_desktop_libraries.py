@@ -3,8 +3,13 @@ gets the package to install instead of Qt's plugin abort."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from importlib import metadata
+from pathlib import Path
 
+import pytest
 from PySide6.QtCore import qVersion
 
 from app.ui.main_window import MainWindow
@@ -14,6 +19,8 @@ from app.ui.qt_libraries import (
     missing_libraries_message,
     uses_xcb,
 )
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_about_shows_the_versions_of_qt_llama_cpp_and_mlx(main_window: MainWindow, qtbot) -> None:
@@ -45,3 +52,23 @@ def test_the_check_runs_only_where_qt_will_use_xcb() -> None:
     )
     assert not uses_xcb({}, platform="darwin")
     assert check_desktop_libraries({"QT_QPA_PLATFORM": "offscreen"}) is None
+
+
+def test_the_app_names_the_missing_packages_instead_of_qts_abort(tmp_path) -> None:
+    """End to end on this machine, when it lacks one of the libraries (Qt's own abort is then
+    "Could not load the Qt platform plugin" with nothing to install named)."""
+    missing = missing_libraries()
+    if not missing:
+        pytest.skip("this machine has every library Qt's xcb plugin needs: nothing to report")
+    env = {
+        **os.environ,
+        "QT_QPA_PLATFORM": "xcb",
+        "MTP_STUDIO_HOME": str(tmp_path / "home"),
+        "PYTHONPATH": str(ROOT),
+    }
+    started = subprocess.run(
+        [sys.executable, "-m", "app"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert started.returncode == 1
+    assert started.stderr.strip() == missing_libraries_message(missing)
+    assert "could not load the Qt platform plugin" not in started.stderr.lower()
