@@ -67,9 +67,10 @@ def missing_libraries_message(missing: list[SystemLibrary]) -> str:
     names = ", ".join(library.soname for library in missing)
     apt = " ".join(library.apt for library in missing)
     dnf = " ".join(sorted({library.dnf for library in missing}))
+    pronoun = "it" if len(missing) == 1 else "them"
     return (
         f"MTP Studio cannot open its window: this system lacks {names}, which Qt needs to draw "
-        f"on an X11 desktop.\nInstall {'it' if len(missing) == 1 else 'them'}, then start MTP Studio again:\n"
+        f"on an X11 desktop.\nInstall {pronoun}, then start MTP Studio again:\n"
         f"  Debian/Ubuntu: sudo apt install {apt}\n"
         f"  Fedora/RHEL:   sudo dnf install {dnf}\n"
         "(The command line works without it: mtp-studio --help.)"
