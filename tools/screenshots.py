@@ -280,7 +280,7 @@ class Shooter:
         self.wait(lambda: chat.model_bar.state.text() == f"Ready: {base.name}", 60)
         self.shot(chat, "chat-gguf-without-head-offers-graft")
         chat.model_bar.graft_button.click()
-        self.wait(lambda: chat.graft.confirmation is not None and chat.graft.confirmation.isVisible())
+        self.wait(lambda: chat.graft.confirmation is not None)
         self.shot(chat.graft.confirmation, "chat-graft-question")
         chat.graft.confirmation.button(QMessageBox.StandardButton.Yes).click()
         grafted = "Demo-Q8_0-mtp.gguf"
