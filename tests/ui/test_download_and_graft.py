@@ -80,3 +80,12 @@ def test_a_catalog_gguf_entry_offers_the_graft_and_an_mlx_entry_does_not(
     assert gguf_wizard.repo_page.sidecar_repo == "mtp-studio/qwen3-5-27b-mtp"
     window.download_model("qwen3-5-27b-mlx-4bit")
     assert not window.open_wizards[-1].repo_page.grafting()
+
+
+def test_downloading_only_the_sidecar_turns_the_graft_off(
+    open_window: Callable[[], MainWindow],
+) -> None:
+    wizard = open_window().open_download_wizard(MODEL_REPO, sidecar_repo=SIDECAR_REPO)
+    wizard.repo_page.sidecar_radio.setChecked(True)
+    assert not wizard.repo_page.graft_check.isEnabled()
+    assert not wizard.repo_page.grafting()

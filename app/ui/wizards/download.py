@@ -80,6 +80,7 @@ class RepoPage(QWizardPage):
         self.graft_check.setObjectName("graftCheck")
         self.graft_check.setChecked(bool(sidecar_repo))
         self.graft_check.setVisible(bool(sidecar_repo))
+        self.sidecar_radio.toggled.connect(lambda only: self.graft_check.setEnabled(not only))
 
         layout = QVBoxLayout(self)
         layout.addWidget(QLabel("Repository"))
@@ -106,7 +107,8 @@ class RepoPage(QWizardPage):
 
     def grafting(self) -> bool:
         """The model's GGUFs get the sidecar's head after the download."""
-        return bool(self.sidecar_repo) and self.graft_check.isChecked()
+        wants_model = not self.sidecar_radio.isChecked()
+        return bool(self.sidecar_repo) and wants_model and self.graft_check.isChecked()
 
     def isComplete(self) -> bool:
         owner, _, name = self.repo_edit.text().strip().partition("/")
