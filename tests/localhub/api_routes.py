@@ -82,6 +82,16 @@ def _file_json(entry: FileEntry) -> dict[str, Any]:
     return value
 
 
+def _listed_file_json(handler: HubHandler, repo_id: str, entry: FileEntry) -> dict[str, Any]:
+    """An entry as the tree listing shows it, with any forged fields a test asked for."""
+    value = _file_json(entry)
+    forged = dict(handler.hub.forged_listing.get((repo_id, entry.path), {}))
+    if "lfs_oid" in forged and "lfs" in value:
+        value["lfs"] = {**value["lfs"], "oid": forged.pop("lfs_oid")}
+    value.update(forged)
+    return value
+
+
 def _folder_json(path: str, oid: str) -> dict[str, Any]:
     return {"type": "directory", "oid": oid, "size": 0, "path": path}
 
@@ -226,7 +236,7 @@ def tree(handler: HubHandler, namespace: str, name: str, revision: str, path: st
             entries.append(_folder_json(folder, oid))
     for file_path, entry in sorted(commit.files.items()):
         if file_path.startswith(base) and (recursive or file_path.count("/") == depth):
-            entries.append(_file_json(entry))
+            entries.append(_listed_file_json(handler, repo.repo_id, entry))
     handler.send_json(entries)
 
 
