@@ -221,7 +221,7 @@ def _encode_plain(values: np.ndarray, dtype: str) -> tuple[bytes, np.ndarray]:
     return values.astype("<f4").tobytes(), values.astype(np.float32)
 
 
-def _serialize(path: Path, tensors: Mapping[str, tuple[str, tuple[int, ...], bytes]]) -> None:
+def write_shard(path: Path, tensors: Mapping[str, tuple[str, tuple[int, ...], bytes]]) -> None:
     buffers = {name: np.frombuffer(data, dtype=np.uint8) for name, (_, _, data) in tensors.items()}
     specs = {
         name: safetensors.TensorSpec(
@@ -279,7 +279,7 @@ def write_checkpoint(
     mtp_names = sorted(spec.name for spec in mtp)
     shard_of = _assign_shards(list(stored), set(mtp_names) | set(scale_names), shards, single_file)
     for shard in sorted(set(shard_of.values())):
-        _serialize(folder / shard, {n: stored[n] for n in stored if shard_of[n] == shard})
+        write_shard(folder / shard, {n: stored[n] for n in stored if shard_of[n] == shard})
     if not single_file:
         total = sum(len(data) for _, _, data in stored.values())
         index = {"metadata": {"total_size": total}, "weight_map": dict(sorted(shard_of.items()))}

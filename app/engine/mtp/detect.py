@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.engine.errors import ExtractError
-from app.engine.mtp.blocks import BlockLayout, resolve_blocks
+from app.engine.mtp.blocks import BlockLayout, FlatBlocks, resolve_blocks
 from app.engine.mtp.checkpoint import INDEX_FILE, read_checkpoint_index
 from app.engine.mtp.header import ShardHeader, StoredTensor, read_shard_header
 from app.engine.mtp.source import CheckpointSource
@@ -101,11 +101,13 @@ def detect_mtp(source: CheckpointSource) -> MtpDetection:
     layout, layer_indices, selected = _select_mtp_names(source.label, names, index.config)
     headers = _read_headers(source, index.weight_map, selected, index.headers)
     stored = {name: headers[index.weight_map[name]].tensors[name] for name in selected}
+    tensors = _pair_scales(source.label, stored)
+    _refuse_packed_int8(source.label, tensors, index.config)
     return MtpDetection(
         source_label=source.label,
         layout=layout,
         layer_indices=layer_indices,
-        tensors=_pair_scales(source.label, stored),
+        tensors=tensors,
     )
 
 
@@ -222,6 +224,68 @@ def _pair_scales(label: str, stored: Mapping[str, StoredTensor]) -> tuple[MtpTen
         for name, tensor in sorted(stored.items())
         if name not in consumed
     )
+
+
+def _config_dims(config: Mapping[str, Any]) -> dict[int, str]:
+    """Sizes the config declares (``hidden_size``, ``moe_intermediate_size``, …) → their key."""
+    text_config = config.get("text_config")
+    scopes = [config] + ([text_config] if isinstance(text_config, dict) else [])
+    dims: dict[int, str] = {}
+    for scope in scopes:
+        for key, value in scope.items():
+            if (
+                isinstance(value, int)
+                and not isinstance(value, bool)
+                and value > 1
+                and key.endswith(("_size", "_dim", "_rank"))
+            ):
+                dims.setdefault(value, key)
+    return dims
+
+
+MX_BLOCK = 32
+"""Elements per E8M0 scale in the OCP MX formats (MXINT8 and MXFP4 alike)."""
+
+
+def _refuse_packed_int8(
+    label: str, tensors: tuple[MtpTensor, ...], config: Mapping[str, Any]
+) -> None:
+    """Refuse I8 weights that hold two 4-bit codes a byte instead of one INT8 each.
+
+    safetensors has no FP4 dtype, so packed FP4 (e.g. MoE experts) is stored as I8 with a row
+    half as wide as the layer's input. Decoded as INT8 it gives plausible but wrong values. Two
+    signs give it away: the row is half of a size the config declares (and not itself one), or
+    the E8M0 scales cover half an MX block of bytes (an MX scale covers 32 *elements*).
+    """
+    dims = _config_dims(config)
+    for item in tensors:
+        if item.scale is None and item.tensor.shape:
+            dims.setdefault(item.tensor.shape[-1], item.name)
+    for item in tensors:
+        shape = item.tensor.shape
+        if item.tensor.dtype != "I8" or len(shape) < 2:
+            continue
+        width = shape[-1]
+        where = f"{label}/{item.tensor.shard}: tensor {item.name} is I8 {list(shape)}"
+        if width not in dims and 2 * width in dims:
+            reason = f"a row of {width} bytes is half of {dims[2 * width]} = {2 * width}"
+        elif (
+            item.scale is not None
+            and item.scale.dtype == "F8_E8M0"
+            and isinstance(item.blocks, FlatBlocks)
+            and 2 * item.blocks.block == MX_BLOCK
+        ):
+            reason = (
+                f"each E8M0 scale covers {item.blocks.block} bytes, half of an MX block of "
+                f"{MX_BLOCK} elements"
+            )
+        else:
+            continue
+        raise ExtractError(
+            f"{where}, but {reason}: the bytes hold packed 4-bit values (e.g. FP4 experts), "
+            "not INT8. This extractor does not decode packed FP4 and refuses rather than write "
+            "wrong values — report it with the model name"
+        )
 
 
 def _checked(label: str, tensor: StoredTensor, scale: StoredTensor | None) -> MtpTensor:
