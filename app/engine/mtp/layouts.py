@@ -63,7 +63,9 @@ def find_layout(label: str, names: list[str], config: Mapping[str, Any]) -> Layo
     family = config_family(config)
     qwen = [n for n in names if n.startswith("mtp.") or ".mtp." in n]
     if qwen:
-        return _numbered(LAYOUT_QWEN, family, qwen, _QWEN_LAYER, config, QWEN_COUNT_KEYS, "mtp.")
+        first = next((m for n in qwen if (m := _QWEN_LAYER.search(n))), None)
+        prefix = first.string[: first.start(1)].lstrip(".") if first else "mtp.layers."
+        return _numbered(LAYOUT_QWEN, family, qwen, _QWEN_LAYER, config, QWEN_COUNT_KEYS, prefix)
     for layout, pattern, prefix in (
         (LAYOUT_ERNIE, _ERNIE_LAYER, "model.mtp_block."),
         (LAYOUT_MIMO, _MIMO_LAYER, "model.mtp_layers."),
