@@ -48,6 +48,8 @@ HOSTILE_PATHS = [
 ]
 HOSTILE_IDS = [
     ("victim.txt", {"oid": "../../blob"}),
+    ("victim.txt", {"oid": "../../../../../blob"}),
+    ("weights.safetensors", {"lfs_oid": "../../../../../blob"}),
     ("victim.txt", {"oid": "A" * 40}),
     ("victim.txt", {"oid": "abc123"}),
     ("weights.safetensors", {"lfs_oid": "../../blob"}),

@@ -92,6 +92,14 @@ def _listed_file_json(handler: HubHandler, repo_id: str, entry: FileEntry) -> di
     return value
 
 
+def _forged_entry(handler: HubHandler, repo_id: str, commit: Commit, path: str) -> FileEntry | None:
+    """The stored file a forged listing shows under ``path``: a hostile Hub serves what it lists."""
+    for (forged_repo, stored), fields in handler.hub.forged_listing.items():
+        if forged_repo == repo_id and fields.get("path") == path and stored in commit.files:
+            return commit.files[stored]
+    return None
+
+
 def _folder_json(path: str, oid: str) -> dict[str, Any]:
     return {"type": "directory", "oid": oid, "size": 0, "path": path}
 
@@ -288,7 +296,7 @@ def resolve(handler: HubHandler, namespace: str, name: str, revision: str, path:
     """A file at a revision; LFS files redirect to the storage origin (or are served inline)."""
     repo = _readable_repo(handler, namespace, name)
     commit = _commit_at(repo, revision)
-    entry = commit.files.get(path)
+    entry = commit.files.get(path) or _forged_entry(handler, repo.repo_id, commit, path)
     if entry is None:
         raise entry_not_found(repo.repo_id, path, commit.oid)
     headers = {"X-Repo-Commit": commit.oid, "ETag": f'"{entry.oid}"'}
