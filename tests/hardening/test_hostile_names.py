@@ -22,9 +22,10 @@ from app.engine.catalog.rules import validate_entry
 from app.engine.chat.conversation import ChatSettings, Conversation
 from app.engine.chat.export import ExportError, export_conversation
 from app.engine.chat.history import HistoryStore
-from app.engine.errors import ExtractError, PublishError, ScratchError
+from app.engine.errors import ExtractError, MtpStudioError, PublishError, ScratchError
 from app.engine.hub.source import HubSource, pin_repo
 from app.engine.hub.upload import commit_sidecar
+from app.engine.jobs import JobContext
 from app.engine.mtp import LocalFolderSource, extract_mtp
 from app.engine.scratch import check_safe_to_clean, sidecar_output_path
 from app.engine.settings import app_dirs
@@ -235,3 +236,32 @@ def test_a_catalog_repo_id_with_a_trailing_newline_is_an_error() -> None:
         "hf_repo": "acme/demo-4bit",
     }
     assert any(p.field == "source_model" for p in validate_entry(fields))
+
+
+def test_publishing_from_a_repo_whose_index_climbs_out_uploads_and_writes_nothing(
+    local_hub: LocalHub, tmp_path: Path
+) -> None:
+    from app.engine.hub import PublishOptions, publish_sidecar
+    from app.engine.publish_plan import MtpSidecarPlan
+    from tests.hub.sources import FAMILIES
+
+    family = FAMILIES["qwen-bf16"]
+    folder = tmp_path / "checkpoint"
+    family.build(folder)
+    point_tensor_at(folder, "mtp.fc.weight", "../../../../etc/passwd")
+    (folder / "README.md").write_text(family.card)
+    local_hub.seed_folder(family.repo_id, folder)
+    scratch = tmp_path / "scratch"
+    plan = MtpSidecarPlan(
+        source_repo=family.repo_id,
+        sidecar_repo=family.sidecar_repo,
+        output_path=sidecar_output_path(scratch, family.sidecar_repo),
+    )
+    with pytest.raises(MtpStudioError) as caught:
+        publish_sidecar(plan, PublishOptions(), JobContext())
+    assert "'../../../../etc/passwd'" in str(caught.value)
+    assert not list(scratch.rglob("*.safetensors*"))
+    sidecar = local_hub.store.repos.get(family.sidecar_repo)
+    assert sidecar is None or not any(
+        "mtp.safetensors" in c.files for c in sidecar.commits.values()
+    )
