@@ -37,13 +37,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--out", required=True, type=Path, metavar="FILE", help="sidecar to write (.safetensors)"
     )
+    parser.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help=(
+            "when the checkpoint lacks some MTP layers its config declares, extract the layers "
+            "present (recorded in the sidecar) instead of failing"
+        ),
+    )
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.set_defaults(func=run_extract)
 
 
 def run_extract(args: argparse.Namespace) -> int:
     source = LocalFolderSource(args.source)
-    result = extract_mtp(source, args.out, JobContext(emit=ProgressPrinter(sys.stderr)))
+    result = extract_mtp(
+        source,
+        args.out,
+        JobContext(emit=ProgressPrinter(sys.stderr)),
+        allow_partial=args.allow_partial,
+    )
     if args.json:
         print(json.dumps(result.to_json()))
     else:
@@ -56,6 +69,12 @@ def summary_text(result: ExtractResult) -> str:
     return "\n".join(
         [
             f"layout: {result.layout} (layers {', '.join(map(str, result.layer_indices))})",
+            f"family: {result.family}",
+            *(
+                [f"missing layers: {', '.join(map(str, result.missing_layers))} (partial)"]
+                if result.missing_layers
+                else []
+            ),
             f"tensors: {result.tensor_count}",
             f"bytes read: {format_bytes(result.bytes_read)} ({result.bytes_read} B; "
             f"{result.bytes_needed} B needed)",

@@ -10,10 +10,16 @@ milliseconds.
 It also reads the tensor table, so a truncated download (header intact, data cut short) is
 caught from the header — the size the tensors need against the size on disk — before llama.cpp
 is ever asked to load it.
+
+Every count and length in the header is checked against the bytes left in the file before it is
+used (to read, seek or loop), arrays may nest only :data:`MAX_ARRAY_DEPTH` deep, and a tensor
+shape whose element count passes 2^64 is refused: a hostile or corrupt file gets a clear error,
+never a hang, a crash or an allocation sized by a number it claims.
 """
 
 from __future__ import annotations
 
+import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +49,8 @@ _SCALARS = {
 _STRING = 8
 _ARRAY = 9
 _MAX_STRING_BYTES = 64 * 1024 * 1024
+MAX_ARRAY_DEPTH = 8
+_MAX_ELEMENTS = 2**64
 
 
 @dataclass(frozen=True)
@@ -62,9 +70,16 @@ class GgufHeader:
 
 
 class _Reader:
-    def __init__(self, handle: BinaryIO, order: str) -> None:
+    def __init__(self, handle: BinaryIO, order: str, file_size: int) -> None:
         self._handle = handle
         self._order = order
+        self._file_size = file_size
+
+    def claim(self, count: int, item_bytes: int, what: str) -> None:
+        """Raise ValueError unless ``count`` items of ``item_bytes`` fit in the bytes left."""
+        left = self._file_size - self._handle.tell()
+        if count * item_bytes > left:
+            raise ValueError(f"{what} claims {count} × {item_bytes} bytes, {left} are left")
 
     def unpack(self, code: str) -> Any:
         size = struct.calcsize(code)
@@ -77,29 +92,36 @@ class _Reader:
         length = self.unpack("Q")
         if length > _MAX_STRING_BYTES:
             raise ValueError(f"a metadata string of {length} bytes")
+        self.claim(length, 1, "a string")
         data = self._handle.read(length)
         if len(data) != length:
             raise EOFError
         return data.decode("utf-8", errors="replace")
 
     def skip_string(self) -> None:
-        self._handle.seek(self.unpack("Q"), 1)
+        length = self.unpack("Q")
+        self.claim(length, 1, "a string")
+        self._handle.seek(length, 1)
 
-    def value(self, kind: int) -> Any:
+    def value(self, kind: int, depth: int = 0) -> Any:
         if kind in _SCALARS:
             return self.unpack(_SCALARS[kind])
         if kind == _STRING:
             return self.string()
         if kind == _ARRAY:
+            if depth >= MAX_ARRAY_DEPTH:
+                raise ValueError(f"metadata arrays nested more than {MAX_ARRAY_DEPTH} deep")
             item_kind = self.unpack("I")
             count = self.unpack("Q")
+            item_bytes = struct.calcsize(_SCALARS[item_kind]) if item_kind in _SCALARS else 8
+            self.claim(count, item_bytes, "an array")
             if count <= SHORT_ARRAY_LIMIT:
-                return [self.value(item_kind) for _ in range(count)]
-            self.skip_array(item_kind, count)
+                return [self.value(item_kind, depth + 1) for _ in range(count)]
+            self.skip_array(item_kind, count, depth + 1)
             return LongArray(count)
         raise ValueError(f"unknown metadata value type {kind}")
 
-    def skip_array(self, item_kind: int, count: int) -> None:
+    def skip_array(self, item_kind: int, count: int, depth: int) -> None:
         if item_kind in _SCALARS:
             self._handle.seek(struct.calcsize(_SCALARS[item_kind]) * count, 1)
         elif item_kind == _STRING:
@@ -107,7 +129,7 @@ class _Reader:
                 self.skip_string()
         else:
             for _ in range(count):
-                self.value(item_kind)
+                self.value(item_kind, depth)
 
 
 def read_gguf_header(path: Path) -> GgufHeader:
@@ -118,21 +140,25 @@ def read_gguf_header(path: Path) -> GgufHeader:
                 raise ValueError("it does not start with the GGUF magic bytes")
             version_bytes = handle.read(4)
             order = "<" if struct.unpack("<I", version_bytes)[0] < 0x10000 else ">"
-            reader = _Reader(handle, order)
+            reader = _Reader(handle, order, os.fstat(handle.fileno()).st_size)
             version = struct.unpack(order + "I", version_bytes)[0]
             if version < 2:
                 raise ValueError(f"GGUF version {version} is too old (llama.cpp reads 2 and 3)")
             tensor_count = reader.unpack("Q")
             key_count = reader.unpack("Q")
+            reader.claim(key_count, 12, "the key count")  # a key: length, type, ≥ 0 bytes
             metadata: dict[str, Any] = {}
             for _ in range(key_count):
                 key = reader.string()
                 metadata[key] = reader.value(reader.unpack("I"))
+            reader.claim(tensor_count, 24, "the tensor count")  # name length, dims, type, offset
             data_end = 0
             known = True
             for _ in range(tensor_count):
                 reader.skip_string()
-                dims = [reader.unpack("Q") for _ in range(reader.unpack("I"))]
+                dim_count = reader.unpack("I")
+                reader.claim(dim_count, 8, "a tensor's dimension count")
+                dims = [reader.unpack("Q") for _ in range(dim_count)]
                 kind, offset = reader.unpack("I"), reader.unpack("Q")
                 nbytes = _tensor_bytes(kind, dims)
                 known = known and nbytes is not None
@@ -149,7 +175,7 @@ def read_gguf_header(path: Path) -> GgufHeader:
             f"cannot read {path} ({exc.strerror or exc}); check that the file exists and is "
             "readable"
         ) from None
-    except (EOFError, ValueError, struct.error) as exc:
+    except (EOFError, ValueError, struct.error, OverflowError) as exc:
         reason = "it ends inside its header" if isinstance(exc, EOFError) else str(exc)
         raise RuntimeBackendError(
             f"{path} is not a readable GGUF file ({reason}); re-download it or convert the "
@@ -165,4 +191,6 @@ def _tensor_bytes(kind: int, dims: list[int]) -> int | None:
     elements = 1
     for dim in dims:
         elements *= dim
+        if elements > _MAX_ELEMENTS:
+            raise ValueError(f"a tensor shape {dims[:8]} has more than 2^64 elements")
     return elements // block * size

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.engine.errors import ScratchError
-from app.engine.settings import app_dirs
+from app.engine.safepath import plain_name_problem
+from app.engine.settings import app_dirs, hf_hub_cache
 from app.engine.units import format_bytes
 
 SCRATCH_ENV = "MTP_STUDIO_SCRATCH"
@@ -48,16 +49,26 @@ def sidecar_output_path(scratch: Path, sidecar_repo: str) -> Path:
     """Where a sidecar for ``sidecar_repo`` is written before upload.
 
     ``acme/qwen3-6b-mtp`` → ``<scratch>/acme--qwen3-6b-mtp-mtp.safetensors``: the repo id with
-    ``/`` turned into ``--`` (which a Hub repo id cannot contain, so names never collide).
+    ``/`` turned into ``--`` (which a Hub repo id cannot contain, so names never collide). A repo
+    id whose parts are not plain names (``..``, a backslash, a control character) is refused, so
+    the file always lands directly inside ``scratch``.
     """
-    return scratch / f"{sidecar_repo.replace('/', '--')}-mtp.safetensors"
+    owner, _, name = sidecar_repo.partition("/")
+    problem = plain_name_problem(owner) or plain_name_problem(name)
+    if problem is not None:
+        raise ScratchError(
+            f"sidecar repo {sidecar_repo!r} cannot name a scratch file: {problem}; give the "
+            "catalog entry's mtp_sidecar_repo as owner/name"
+        )
+    return scratch / f"{owner}--{name}-mtp.safetensors"
 
 
 def check_safe_to_clean(folder: Path) -> Path:
     """Return ``folder`` with symlinks resolved, or raise :class:`ScratchError` saying why not.
 
     Refused: the filesystem root, the home folder and its parents, the current folder and its
-    parents, and anything that exists but is not a folder.
+    parents, a folder holding the app's settings, history or logs or the Hugging Face cache, and
+    anything that exists but is not a folder.
     """
     resolved = folder.expanduser().resolve()
     home = Path.home().resolve()
@@ -75,6 +86,8 @@ def check_safe_to_clean(folder: Path) -> Path:
         reason = "it contains the current folder"
     elif resolved.exists() and not resolved.is_dir():
         reason = "it is a file, not a folder"
+    else:
+        reason = _holds_precious_folder(resolved)
     if reason is not None:
         shown = f"{folder} (= {resolved})" if resolved != folder else str(folder)
         raise ScratchError(
@@ -82,6 +95,21 @@ def check_safe_to_clean(folder: Path) -> Path:
             "folder used only for scratch files"
         )
     return resolved
+
+
+def _holds_precious_folder(resolved: Path) -> str | None:
+    dirs = app_dirs()
+    precious = {
+        "the app's settings": dirs.config,
+        "the app's job history": dirs.data,
+        "the app's logs": dirs.logs,
+        "the Hugging Face cache": hf_hub_cache(),
+    }
+    for what, folder in precious.items():
+        folder = folder.expanduser().resolve()
+        if folder == resolved or resolved in folder.parents:
+            return f"it holds {what} ({folder})"
+    return None
 
 
 def scratch_usage(folder: Path) -> ScratchUsage:

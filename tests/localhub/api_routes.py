@@ -82,6 +82,24 @@ def _file_json(entry: FileEntry) -> dict[str, Any]:
     return value
 
 
+def _listed_file_json(handler: HubHandler, repo_id: str, entry: FileEntry) -> dict[str, Any]:
+    """An entry as the tree listing shows it, with any forged fields a test asked for."""
+    value = _file_json(entry)
+    forged = dict(handler.hub.forged_listing.get((repo_id, entry.path), {}))
+    if "lfs_oid" in forged and "lfs" in value:
+        value["lfs"] = {**value["lfs"], "oid": forged.pop("lfs_oid")}
+    value.update(forged)
+    return value
+
+
+def _forged_entry(handler: HubHandler, repo_id: str, commit: Commit, path: str) -> FileEntry | None:
+    """The stored file a forged listing shows under ``path``: a hostile Hub serves what it lists."""
+    for (forged_repo, stored), fields in handler.hub.forged_listing.items():
+        if forged_repo == repo_id and fields.get("path") == path and stored in commit.files:
+            return commit.files[stored]
+    return None
+
+
 def _folder_json(path: str, oid: str) -> dict[str, Any]:
     return {"type": "directory", "oid": oid, "size": 0, "path": path}
 
@@ -226,7 +244,7 @@ def tree(handler: HubHandler, namespace: str, name: str, revision: str, path: st
             entries.append(_folder_json(folder, oid))
     for file_path, entry in sorted(commit.files.items()):
         if file_path.startswith(base) and (recursive or file_path.count("/") == depth):
-            entries.append(_file_json(entry))
+            entries.append(_listed_file_json(handler, repo.repo_id, entry))
     handler.send_json(entries)
 
 
@@ -278,7 +296,7 @@ def resolve(handler: HubHandler, namespace: str, name: str, revision: str, path:
     """A file at a revision; LFS files redirect to the storage origin (or are served inline)."""
     repo = _readable_repo(handler, namespace, name)
     commit = _commit_at(repo, revision)
-    entry = commit.files.get(path)
+    entry = commit.files.get(path) or _forged_entry(handler, repo.repo_id, commit, path)
     if entry is None:
         raise entry_not_found(repo.repo_id, path, commit.oid)
     headers = {"X-Repo-Commit": commit.oid, "ETag": f'"{entry.oid}"'}

@@ -44,3 +44,6 @@ class HubContext:
     uploads: dict[str, PendingUpload] = field(default_factory=dict)
     uploads_lock: threading.Lock = field(default_factory=threading.Lock)
     verbose: bool = False
+    forged_listing: dict[tuple[str, str], dict[str, object]] = field(default_factory=dict)
+    """(repo id, stored path) → fields that the tree listing shows instead of the true ones, so
+    tests can play a hostile Hub: a path that climbs out, an id that is not hex."""

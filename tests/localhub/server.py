@@ -140,6 +140,7 @@ class LocalHub:
         self.context.faults.clear()
         with self.context.uploads_lock:
             self.context.uploads.clear()
+        self.context.forged_listing.clear()
         self.restore_defaults()
 
     def seed_folder(self, repo_id: str, folder: Path, message: str = "Upload folder") -> str:
@@ -152,6 +153,11 @@ class LocalHub:
     ) -> str:
         """Commit files (contents or local paths) straight into storage; returns the commit id."""
         return self.context.store.commit_files(repo_id, files, message).oid
+
+    def forge_listing(self, repo_id: str, stored_path: str, **fields: object) -> None:
+        """Make the tree listing show ``stored_path`` with other fields (``path``, ``oid``,
+        ``size``, ``lfs_oid``): a hostile or broken Hub, while the stored file stays as it is."""
+        self.context.forged_listing[(repo_id, stored_path)] = dict(fields)
 
     def head(self, repo_id: str, branch: str = "main") -> str:
         """The commit a branch points at now."""

@@ -221,7 +221,7 @@ def _encode_plain(values: np.ndarray, dtype: str) -> tuple[bytes, np.ndarray]:
     return values.astype("<f4").tobytes(), values.astype(np.float32)
 
 
-def _serialize(path: Path, tensors: Mapping[str, tuple[str, tuple[int, ...], bytes]]) -> None:
+def write_shard(path: Path, tensors: Mapping[str, tuple[str, tuple[int, ...], bytes]]) -> None:
     buffers = {name: np.frombuffer(data, dtype=np.uint8) for name, (_, _, data) in tensors.items()}
     specs = {
         name: safetensors.TensorSpec(
@@ -279,7 +279,7 @@ def write_checkpoint(
     mtp_names = sorted(spec.name for spec in mtp)
     shard_of = _assign_shards(list(stored), set(mtp_names) | set(scale_names), shards, single_file)
     for shard in sorted(set(shard_of.values())):
-        _serialize(folder / shard, {n: stored[n] for n in stored if shard_of[n] == shard})
+        write_shard(folder / shard, {n: stored[n] for n in stored if shard_of[n] == shard})
     if not single_file:
         total = sum(len(data) for _, _, data in stored.values())
         index = {"metadata": {"total_size": total}, "weight_map": dict(sorted(shard_of.items()))}
@@ -647,6 +647,78 @@ def build_mixed_formats(folder: Path, *, seed: int = 5) -> SyntheticCheckpoint:
     )
 
 
+def build_ernie45(folder: Path, *, seed: int = 6) -> SyntheticCheckpoint:
+    """ERNIE 4.5: BF16 trunk ``model.layers.{i}``, MTP layer ``i`` as ``model.mtp_emb_norm.{i}``,
+    ``model.mtp_hidden_norm.{i}``, ``model.mtp_linear_proj.{i}`` and ``model.mtp_block.{i}.*``
+    (vLLM's ernie_mtp.py), declared by ``num_nextn_predict_layers``."""
+    hidden, ffn, vocab, layers = 128, 256, 256, 2
+    trunk = [Spec("model.embed_tokens.weight", (vocab, hidden), "BF16")]
+    for i in range(layers):
+        trunk += _qwen_decoder_layer(f"model.layers.{i}", hidden, ffn, None)[:4]
+    trunk += [
+        Spec("model.norm.weight", (hidden,), "BF16", "norm"),
+        Spec("lm_head.weight", (vocab, hidden), "BF16"),
+    ]
+    mtp = [
+        Spec("model.mtp_emb_norm.0.weight", (hidden,), "BF16", "norm"),
+        Spec("model.mtp_hidden_norm.0.weight", (hidden,), "BF16", "norm"),
+        Spec("model.mtp_linear_proj.0.weight", (hidden, 2 * hidden), "BF16"),
+        *_qwen_decoder_layer("model.mtp_block.0", hidden, ffn, None),
+    ]
+    config = {
+        "architectures": ["Ernie4_5_MoeForCausalLM"],
+        "model_type": "ernie4_5_moe",
+        "hidden_size": hidden,
+        "num_hidden_layers": layers,
+        "num_nextn_predict_layers": 1,
+        "vocab_size": vocab,
+    }
+    return write_checkpoint(
+        folder,
+        layout="ernie-mtp",
+        layer_indices=(0,),
+        config=config,
+        trunk=trunk,
+        mtp=mtp,
+        seed=seed,
+    )
+
+
+def build_wrapped_nextn(
+    folder: Path, *, prefix: str, model_type: str, seed: int = 7
+) -> SyntheticCheckpoint:
+    """A multimodal wrapper of a NextN model: trunk and NextN layer under ``prefix``
+    (``model.language_model.layers.`` as GLM-4.5V, ``language_model.model.layers.`` as Kimi
+    K2.5), the layer counts under ``text_config``, a vision tower beside it."""
+    hidden, vocab, layers = 192, 256, 3
+    trunk = [
+        Spec(f"{prefix.removesuffix('layers.')}embed_tokens.weight", (vocab, hidden), "BF16"),
+        Spec("vision_tower.blocks.0.attn.qkv.weight", (96, 32), "BF16"),
+    ]
+    for i in range(layers):
+        trunk += _deepseek_layer(f"{prefix}{i}", hidden, None, experts=2)[:4]
+    mtp = _nextn_block(f"{prefix}{layers}", hidden, vocab, None)
+    config = {
+        "architectures": ["WrappedForConditionalGeneration"],
+        "model_type": model_type,
+        "text_config": {
+            "hidden_size": hidden,
+            "num_hidden_layers": layers,
+            "num_nextn_predict_layers": 1,
+            "vocab_size": vocab,
+        },
+    }
+    return write_checkpoint(
+        folder,
+        layout="deepseek-nextn",
+        layer_indices=(layers,),
+        config=config,
+        trunk=trunk,
+        mtp=mtp,
+        seed=seed,
+    )
+
+
 BUILDERS: Mapping[str, Callable[[Path], SyntheticCheckpoint]] = {
     "qwen35-bf16": build_qwen35,
     "qwen36-fp8": lambda folder: build_qwen35(folder, fp8=True),
@@ -658,6 +730,13 @@ BUILDERS: Mapping[str, Callable[[Path], SyntheticCheckpoint]] = {
     "deepseek-v3-single-file": lambda folder: build_deepseek_v3(folder, single_file=True),
     "glm45": build_glm45,
     "mimo": build_mimo,
+    "ernie45": build_ernie45,
+    "glm45v-wrapped-nextn": lambda folder: build_wrapped_nextn(
+        folder, prefix="model.language_model.layers.", model_type="glm4v_moe"
+    ),
+    "kimi-k25-wrapped-nextn": lambda folder: build_wrapped_nextn(
+        folder, prefix="language_model.model.layers.", model_type="kimi_k25"
+    ),
     "mixed-formats": build_mixed_formats,
 }
 """Every synthetic checkpoint by a short name, for parametrised tests."""

@@ -161,11 +161,11 @@ def test_checkpoint_without_mtp_heads(tmp_path: Path) -> None:
         mtp=[],
     )
     error = _fails_cleanly(folder, tmp_path, "no MTP head tensors found")
-    assert str(error) == no_heads_message(str(folder))
+    assert str(error) == no_heads_message(str(folder), {"num_hidden_layers": 1})
     assert str(error).startswith(
         f"no MTP head tensors found in {folder}; confirm this model has native MTP heads "
-        "(checked for mtp.* keys and model.layers.{N}.* via config.json)"
-    )
+        "(checked for mtp.* keys and model.layers.1.* via config.json)"
+    ), "{N} is filled in with the config's num_hidden_layers"
     assert "mlx-converted" in str(error)
 
 
@@ -176,7 +176,9 @@ def test_converted_checkpoint_whose_nextn_layer_was_stripped(tmp_path: Path) -> 
         checkpoint,
         lambda weight_map: [weight_map.pop(n) for n in list(weight_map) if ".layers.3." in n],
     )
-    error = _fails_cleanly(checkpoint.folder, tmp_path, "no MTP head tensors found")
+    error = _fails_cleanly(checkpoint.folder, tmp_path, "the index is incomplete")
+    assert "num_nextn_predict_layers = 1" in str(error)
+    assert "model.layers.3.*" in str(error)
     assert "original release" in str(error)
 
 
@@ -186,7 +188,8 @@ def test_one_of_two_nextn_layers_missing(tmp_path: Path) -> None:
         checkpoint,
         lambda weight_map: [weight_map.pop(n) for n in list(weight_map) if ".layers.4." in n],
     )
-    _fails_cleanly(checkpoint.folder, tmp_path, r"no tensors for layer\(s\) \[4\]")
+    error = _fails_cleanly(checkpoint.folder, tmp_path, r"no tensors for MTP layer\(s\) \[4\]")
+    assert "it has layer(s) [3] only" in str(error) and "--allow-partial" in str(error)
 
 
 def test_folder_that_is_not_a_checkpoint(tmp_path: Path) -> None:

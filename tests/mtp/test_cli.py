@@ -27,12 +27,13 @@ def test_extract_prints_a_summary_and_progress(
     captured = capsys.readouterr()
     lines = captured.out.splitlines()
     assert lines[0] == "layout: deepseek-nextn (layers 3, 4)"
-    assert lines[1] == f"tensors: {len(checkpoint.mtp_names)}"
-    assert lines[2].startswith("bytes read: ") and f"{checkpoint.bytes_needed} B needed" in lines[2]
-    assert lines[3] == f"bytes written: {_mb(out.stat().st_size)} ({out.stat().st_size} B)"
-    assert lines[4].startswith("seconds: ")
-    assert lines[5] == f"sha256: {hashlib.sha256(out.read_bytes()).hexdigest()}"
-    assert lines[6] == f"output: {out}"
+    assert lines[1] == "family: deepseek_v3"
+    assert lines[2] == f"tensors: {len(checkpoint.mtp_names)}"
+    assert lines[3].startswith("bytes read: ") and f"{checkpoint.bytes_needed} B needed" in lines[3]
+    assert lines[4] == f"bytes written: {_mb(out.stat().st_size)} ({out.stat().st_size} B)"
+    assert lines[5].startswith("seconds: ")
+    assert lines[6] == f"sha256: {hashlib.sha256(out.read_bytes()).hexdigest()}"
+    assert lines[7] == f"output: {out}"
     assert captured.err.splitlines()[0] == f"detect: {checkpoint.folder}"
     assert "extract: 100%" in captured.err
     assert sorted(dict(safetensors.deserialize(out.read_bytes()))) == list(checkpoint.mtp_names)
@@ -59,7 +60,9 @@ def test_extract_json_is_one_object(
     assert set(summary) == {
         "out_path",
         "layout",
+        "family",
         "layer_indices",
+        "missing_layers",
         "tensor_count",
         "bytes_needed",
         "bytes_read",

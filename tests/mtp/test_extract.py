@@ -106,6 +106,7 @@ def test_metadata_hash_and_byte_counts(
     assert metadata == {
         "format": "pt",
         "mtp_layout": "deepseek-nextn",
+        "mtp_family": "deepseek_v3",
         "mtp_layer_indices": "3,4",
         "source": str(checkpoint.folder),
         "tool": TOOL_NAME,

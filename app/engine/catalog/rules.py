@@ -15,6 +15,7 @@ from typing import Any
 from app.engine.catalog.entry import KNOWN_FIELDS, REQUIRED_FIELDS, CatalogEntry, sidecar_repo_for
 from app.engine.catalog.problems import EntryLocation, Problem, Severity, errors_only
 from app.engine.errors import CatalogError
+from app.engine.safepath import plain_name_problem
 
 _KEY = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _REPO_PART = r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?"
@@ -127,7 +128,7 @@ def is_repo_id(value: object) -> bool:
     """``owner/name`` as the Hub accepts it (no ``--`` or ``..``, at most 96 characters a part)."""
     return (
         isinstance(value, str)
-        and _REPO_ID.match(value) is not None
+        and _REPO_ID.fullmatch(value) is not None
         and "--" not in value
         and ".." not in value
     )
@@ -204,7 +205,7 @@ def _is_unset(value: object) -> bool:
 
 
 def _is_plain_name(name: str) -> bool:
-    return bool(name.strip()) and name not in (".", "..") and not any(c in name for c in "/\\")
+    return bool(name.strip()) and plain_name_problem(name) is None
 
 
 def _is_text_list(value: object) -> bool:

@@ -4,13 +4,16 @@ Markdown keeps replies verbatim (they are Markdown already), with each reply's f
 JSON holds everything stored: settings, every message with its state, stop reason and the full
 statistics (recorded and derived), so an export is a complete record of the conversation.
 The file is written under a temporary name and renamed, so a failed export never leaves half a
-file in place of a good one.
+file in place of a good one. The temporary file is created exclusively (a link planted under a
+guessable name cannot redirect the write), and a target that is a folder or whose name holds a
+control character is refused before anything is written.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,6 +27,7 @@ from app.engine.chat.conversation import (
 )
 from app.engine.chat.figures import reply_figures
 from app.engine.errors import MtpStudioError
+from app.engine.safepath import plain_name_problem
 
 EXPORT_FORMAT_VERSION = 1
 ROLE_HEADINGS = {USER: "User", ASSISTANT: "Assistant"}
@@ -109,13 +113,21 @@ def to_json(conversation: Conversation) -> str:
 def export_conversation(conversation: Conversation, path: Path) -> Path:
     """Write ``conversation`` to ``path``: JSON for a ``.json`` name, Markdown otherwise."""
     path = Path(path)
+    if (problem := plain_name_problem(path.name)) is not None:
+        raise ExportError(f"cannot export to {str(path)!r}: {problem}; choose another file name")
+    if path.is_dir():
+        raise ExportError(f"{path} is a folder; choose a file name inside it, e.g. chat.md")
     text = to_json(conversation) if path.suffix.lower() == ".json" else to_markdown(conversation)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    temporary: Path | None = None
     try:
-        temporary.write_text(text, encoding="utf-8")
+        handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+        temporary = Path(name)
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
         os.replace(temporary, path)
     except OSError as exc:
-        temporary.unlink(missing_ok=True)
+        if temporary is not None:
+            temporary.unlink(missing_ok=True)
         raise ExportError(
             f"cannot write {path} ({exc.strerror or exc}); choose a folder you can write to"
         ) from None

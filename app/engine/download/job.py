@@ -4,6 +4,10 @@ Order matters for "never a half file in place of a model": bytes go to a partial
 partial is verified (size + SHA-256 or git id), and only then renamed to its final name. A
 cancelled, paused, failed or killed download keeps its partial files, and running the same
 request again continues from the byte reached.
+
+Entries the plan or the layout refuse (an unsafe name or id from the server) are never fetched:
+the safe files are downloaded, then the job fails with a message that lists every skipped entry,
+so the command exits non-zero and the monitor shows the download as failed, not done.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from huggingface_hub.utils import build_hf_headers
 from app.engine.download.fetch import FetchCallbacks, FetchPolicy, fetch_to_partial, partial_size
 from app.engine.download.layout import CacheLayout, FolderLayout, Layout
 from app.engine.download.pause import PauseToken
-from app.engine.download.plan import DownloadPlan, RemoteFile, plan_download
+from app.engine.download.plan import DownloadPlan, RefusedEntry, RemoteFile, plan_download
 from app.engine.download.request import CACHE, DownloadRequest
 from app.engine.download.space import check_free_space
 from app.engine.download.verify import verify_partial
@@ -86,8 +90,19 @@ class DownloadJob:
             f"{len(plan.files)} file(s), {format_bytes(plan.total_bytes)}"
         )
         layout = layout_for(request, plan)
-        todo = [file for file in plan.files if not layout.is_complete(file)]
-        reused = plan.total_bytes - sum(file.size for file in todo)
+        refused = list(plan.refused)
+        refused += [
+            RefusedEntry(file.path, problem)
+            for file in plan.files
+            if (problem := layout.entry_problem(file)) is not None
+        ]
+        for entry in refused:
+            ctx.log(f"refused {entry.describe()}; it will not be downloaded")
+        skipped = {entry.path for entry in refused}
+        safe = [file for file in plan.files if file.path not in skipped]
+        total = sum(file.size for file in safe)
+        todo = [file for file in safe if not layout.is_complete(file)]
+        reused = total - sum(file.size for file in todo)
         already = sum(partial_size(layout.partial_path(file)) for file in todo)
 
         ctx.stage("space", str(layout.root))
@@ -97,18 +112,20 @@ class DownloadJob:
         if already:
             ctx.log(f"resuming: {format_bytes(already)} already downloaded")
 
-        progress = ctx.progress_reporter("download", plan.total_bytes)
+        progress = ctx.progress_reporter("download", total)
         progress.update(reused + already)
         headers = build_hf_headers(library_name="mtp-studio")
         for file in todo:
             self._fetch_one(ctx, request, plan, layout, file, progress, headers)
         location = layout.finish()
+        if refused:
+            raise DownloadError(_refused_message(request, plan, refused, safe, location))
         result = DownloadResult(
             repo_id=plan.repo_id,
             commit=plan.commit,
             location=location,
-            files=tuple(file.path for file in plan.files),
-            downloaded_bytes=plan.total_bytes - reused - already,
+            files=tuple(file.path for file in safe),
+            downloaded_bytes=total - reused - already,
             reused_bytes=reused,
             seconds=time.monotonic() - started,
         )
@@ -175,6 +192,23 @@ class DownloadJob:
             log=ctx.log,
             on_pause_change=on_pause_change,
         )
+
+
+def _refused_message(
+    request: DownloadRequest,
+    plan: DownloadPlan,
+    refused: list[RefusedEntry],
+    downloaded: list[RemoteFile],
+    location: Path,
+) -> str:
+    entries = "; ".join(entry.describe() for entry in refused)
+    return (
+        f"{request.endpoint} lists {len(refused)} unsafe entr{'y' if len(refused) == 1 else 'ies'} "
+        f"in {plan.repo_id}, refused and not downloaded: {entries}. The other "
+        f"{len(downloaded)} file(s) are verified and in {location}. Nothing was written outside "
+        "it; if you trust this repo, ask its owner to rename those files, otherwise check the "
+        "Hub endpoint in Settings"
+    )
 
 
 def download_job_from_params(params: dict[str, Any]) -> DownloadJob:

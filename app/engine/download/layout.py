@@ -7,6 +7,10 @@ Two layouts:
   ``blobs/<etag>.incomplete`` and the lock ``.locks/<repo folder>/<etag>.lock`` — the same names
   huggingface_hub uses, so the two never write one blob at once.
 - :class:`FolderLayout`: plain files under a folder, partials under ``.cache/mtp-studio/``.
+
+Names and ids reach a layout already checked by the plan; :meth:`Layout.entry_problem` adds the
+check only the disk can answer (does the final path, symlinks followed, stay inside its folder),
+and :meth:`Layout.publish` repeats it at the moment of writing.
 """
 
 from __future__ import annotations
@@ -18,12 +22,16 @@ from typing import Protocol
 from huggingface_hub.file_download import are_symlinks_supported, repo_folder_name
 
 from app.engine.download.plan import RemoteFile
+from app.engine.errors import DownloadError
+from app.engine.safepath import escape_problem
 
 
 class Layout(Protocol):
     root: Path
 
     def final_path(self, file: RemoteFile) -> Path: ...
+
+    def entry_problem(self, file: RemoteFile) -> str | None: ...
 
     def partial_path(self, file: RemoteFile) -> Path: ...
 
@@ -36,6 +44,26 @@ class Layout(Protocol):
     def publish(self, file: RemoteFile, partial: Path) -> Path: ...
 
     def finish(self) -> Path: ...
+
+
+def _final_problem(folder: Path, final: Path) -> str | None:
+    """Why ``final`` would land outside ``folder``: its parent, symlinks followed, must be inside.
+
+    The final name itself may be a link (a snapshot entry is one): it is replaced, never written
+    through, so only the folders on the way are resolved.
+    """
+    return escape_problem(folder, final.parent)
+
+
+def _checked_final(folder: Path, final: Path, file: RemoteFile) -> Path:
+    """``final`` if it stays inside ``folder`` (symlinks followed), else a DownloadError."""
+    problem = _final_problem(folder, final)
+    if problem is not None:
+        raise DownloadError(
+            f"{file.path!r} is refused: {problem}; remove that link from {folder} and run the "
+            "download again"
+        )
+    return final
 
 
 def _replace(source: Path, target: Path) -> None:
@@ -60,6 +88,9 @@ class CacheLayout:
     def final_path(self, file: RemoteFile) -> Path:
         return self.root / "snapshots" / self._commit / file.path
 
+    def entry_problem(self, file: RemoteFile) -> str | None:
+        return _final_problem(self.root / "snapshots" / self._commit, self.final_path(file))
+
     def partial_path(self, file: RemoteFile) -> Path:
         return self.root / "blobs" / f"{file.blob_name}.incomplete"
 
@@ -78,10 +109,10 @@ class CacheLayout:
 
     def publish(self, file: RemoteFile, partial: Path) -> Path:
         """Give the verified partial its blob name, then link the snapshot entry to it."""
+        final = _checked_final(self.root / "snapshots" / self._commit, self.final_path(file), file)
         blob = self._blob(file)
         if partial.exists():
             _replace(partial, blob)
-        final = self.final_path(file)
         final.parent.mkdir(parents=True, exist_ok=True)
         if are_symlinks_supported(self.cache_dir):
             link = final.with_name(f".{final.name}.link")
@@ -116,6 +147,9 @@ class FolderLayout:
     def final_path(self, file: RemoteFile) -> Path:
         return self.root / file.path
 
+    def entry_problem(self, file: RemoteFile) -> str | None:
+        return _final_problem(self.root, self.final_path(file))
+
     def partial_path(self, file: RemoteFile) -> Path:
         return self._work / f"{file.blob_name}.incomplete"
 
@@ -130,7 +164,7 @@ class FolderLayout:
         return False
 
     def publish(self, file: RemoteFile, partial: Path) -> Path:
-        final = self.final_path(file)
+        final = _checked_final(self.root, self.final_path(file), file)
         _replace(partial, final)
         return final
 

@@ -4,6 +4,11 @@ The commit is pinned first (``model_info(...).sha``) and every file URL uses it,
 moves during a long download cannot mix two versions. The tree listing gives each file's size,
 its git blob id and, for LFS files, the SHA-256 — the same ids the Hugging Face cache names its
 blobs by.
+
+Every name and id in that listing comes from a server the user chose, so each is checked
+(:mod:`app.engine.safepath`) before it can become a local path: an entry with an unsafe path, a
+malformed content id or a nonsense size is set aside as *refused* — never fetched, never written —
+and the job says so and fails once the safe files are in place.
 """
 
 from __future__ import annotations
@@ -23,6 +28,12 @@ from huggingface_hub.hf_api import RepoFile
 
 from app.engine.download.request import DownloadRequest
 from app.engine.errors import DownloadError
+from app.engine.safepath import (
+    GIT_OID_LENGTH,
+    SHA256_LENGTH,
+    hex_id_problem,
+    relative_path_problem,
+)
 
 
 @dataclass(frozen=True)
@@ -41,11 +52,24 @@ class RemoteFile:
 
 
 @dataclass(frozen=True)
+class RefusedEntry:
+    """A listed file that is not downloaded because its path, id or size is unsafe."""
+
+    path: object
+    """As the server sent it (shown with ``repr`` so control characters are visible)."""
+    reason: str
+
+    def describe(self) -> str:
+        return f"{self.path!r} ({self.reason})"
+
+
+@dataclass(frozen=True)
 class DownloadPlan:
     repo_id: str
     revision: str
     commit: str
     files: tuple[RemoteFile, ...]
+    refused: tuple[RefusedEntry, ...] = ()
 
     @property
     def total_bytes(self) -> int:
@@ -92,11 +116,29 @@ def plan_download(request: DownloadRequest, token: str | None = None) -> Downloa
             f"cannot reach {request.endpoint} ({type(exc).__name__}); check the network or "
             "the Hub endpoint in Settings"
         ) from None
+    except (KeyError, TypeError, ValueError) as exc:
+        raise DownloadError(
+            f"{request.endpoint} sent a malformed file listing for {request.repo_id} "
+            f"({type(exc).__name__}: {exc}); check the Hub endpoint in Settings"
+        ) from None
     if commit is None:
         raise DownloadError(f"{where} did not report a commit for {request.revision!r}")
-    by_path = {file.path: file for file in files}
+    if (problem := hex_id_problem(commit, GIT_OID_LENGTH)) is not None:
+        raise DownloadError(
+            f"{where} reported commit {commit!r} for {request.revision!r}, which is refused: "
+            f"{problem}; check the Hub endpoint in Settings"
+        )
+    candidates = [_checked_entry(item) for item in files]
+    by_path = {file.path: file for file in candidates if isinstance(file, RemoteFile)}
+    refused = [entry for entry in candidates if isinstance(entry, RefusedEntry)]
+    if request.include:
+        refused = [
+            entry
+            for entry in refused
+            if not isinstance(entry.path, str) or select([entry.path], request.include)
+        ]
     chosen = select(sorted(by_path), request.include)
-    if not chosen:
+    if not chosen and not refused:
         raise DownloadError(
             f"no file of {where} matches {', '.join(request.include)}; it has "
             f"{', '.join(sorted(by_path)[:8]) or 'no files'}"
@@ -105,13 +147,27 @@ def plan_download(request: DownloadRequest, token: str | None = None) -> Downloa
         repo_id=request.repo_id,
         revision=request.revision,
         commit=commit,
-        files=tuple(
-            RemoteFile(
-                path=path,
-                size=by_path[path].size,
-                git_oid=by_path[path].blob_id,
-                sha256=by_path[path].lfs.sha256 if by_path[path].lfs else None,
-            )
-            for path in chosen
-        ),
+        files=tuple(by_path[path] for path in chosen),
+        refused=tuple(refused),
     )
+
+
+def _checked_entry(item: RepoFile) -> RemoteFile | RefusedEntry:
+    """The listed file as a :class:`RemoteFile`, or why it is refused."""
+    sha256 = item.lfs.sha256 if item.lfs else None
+    problem = _entry_problem(item, sha256)
+    if problem is not None:
+        return RefusedEntry(item.path, problem)
+    return RemoteFile(path=item.path, size=item.size, git_oid=item.blob_id, sha256=sha256)
+
+
+def _entry_problem(item: RepoFile, sha256: str | None) -> str | None:
+    if (problem := relative_path_problem(item.path)) is not None:
+        return problem
+    if (problem := hex_id_problem(item.blob_id, GIT_OID_LENGTH)) is not None:
+        return f"its git blob id {item.blob_id!r} is refused: {problem}"
+    if sha256 is not None and (problem := hex_id_problem(sha256, SHA256_LENGTH)) is not None:
+        return f"its sha256 {sha256!r} is refused: {problem}"
+    if not isinstance(item.size, int) or isinstance(item.size, bool) or item.size < 0:
+        return f"its size {item.size!r} is not a byte count"
+    return None

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.engine.errors import DownloadError
+from app.engine.safepath import plain_name_problem, relative_path_problem
 
 CACHE = "cache"
 FOLDER = "folder"
@@ -29,10 +30,15 @@ class DownloadRequest:
 
     def __post_init__(self) -> None:
         owner, _, name = self.repo_id.partition("/")
-        if not owner or not name or "/" in name:
+        if not owner or not name or plain_name_problem(owner) or plain_name_problem(name):
             raise DownloadError(
                 f"repo {self.repo_id!r} is not of the form owner/name; "
                 "type it as it appears in the Hub URL, e.g. Qwen/Qwen3.6-27B"
+            )
+        if (problem := relative_path_problem(self.revision)) is not None:
+            raise DownloadError(
+                f"revision {self.revision!r} is refused: {problem}; use a branch, tag or "
+                "commit id as it appears on the Hub, e.g. main"
             )
         if self.layout not in (CACHE, FOLDER):
             raise DownloadError(

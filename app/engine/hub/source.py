@@ -32,6 +32,7 @@ from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_st
 from app import TOOL_NAME, __version__
 from app.engine.errors import HubError
 from app.engine.hub.failures import hub_error, is_transient
+from app.engine.safepath import safe_join
 
 DEFAULT_ATTEMPTS = 6
 DEFAULT_BACKOFF_S = 0.5
@@ -198,7 +199,13 @@ class HubSource:
         """The server ignored Range: keep this whole answer as the shard's local copy."""
         total = int(response.headers.get("Content-Length") or self._size_of(path))
         folder = self._fallback_folder()
-        target = folder / path.replace("/", "--")
+        target = safe_join(
+            folder,
+            path.replace("/", "--"),
+            HubError,
+            f"{self.label}: file",
+            "the repository lists a file name that cannot be stored locally — report it",
+        )
         partial = target.with_name(target.name + ".part")
         self._log(
             f"{self.endpoint} ignored the byte range for {path}: downloading the whole file "

@@ -18,6 +18,9 @@ from pathlib import Path
 
 from huggingface_hub import CommitInfo, CommitOperationAdd, HfApi
 
+from app.engine.errors import PublishError
+from app.engine.safepath import relative_path_problem
+
 
 class CountingReader(io.BufferedIOBase):
     """A read-only, seekable view of a file that reports its position after every read."""
@@ -75,8 +78,14 @@ def commit_sidecar(
     """Commit ``sidecar`` (as ``filename``) and ``README.md``; returns the commit and bytes read.
 
     The operation is built from the path (the client reads only a 512-byte sample for the
-    preupload call), then given the known digest and the counting reader.
+    preupload call), then given the known digest and the counting reader. ``filename`` must be
+    a safe relative path in the repo (checked before anything is sent).
     """
+    if (problem := relative_path_problem(filename)) is not None:
+        raise PublishError(
+            f"sidecar file name {filename!r} in {repo_id} is refused: {problem}; use a plain "
+            "relative name such as mtp.safetensors"
+        )
     sidecar_op = CommitOperationAdd(path_in_repo=filename, path_or_fileobj=str(sidecar))
     sidecar_op.upload_info.sha256 = bytes.fromhex(sha256_hex)
     reader = CountingReader(sidecar, on_position)

@@ -3,7 +3,8 @@
 Detection needs to know which tensor lives in which shard and what ``config.json`` says about
 NextN layers. This module reads exactly that — the small JSON files and, for a single-file
 checkpoint, the safetensors header — and nothing else, so it costs a few small range reads even
-on a remote source.
+on a remote source. Shard names in the index are checked like any name from a file (no ``..``,
+not absolute, …) before anything is read through them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from app.engine.errors import ExtractError
 from app.engine.mtp.header import ShardHeader, read_shard_header
 from app.engine.mtp.source import CheckpointSource
+from app.engine.safepath import relative_path_problem
 
 INDEX_FILE = "model.safetensors.index.json"
 SINGLE_FILE = "model.safetensors"
@@ -58,6 +60,13 @@ def _read_weight_map(source: CheckpointSource) -> dict[str, str]:
             f'{source.label}/{INDEX_FILE} has no valid "weight_map" (an object of tensor name '
             "→ shard file); re-download the index"
         )
+    for name, shard in weight_map.items():
+        if (problem := relative_path_problem(shard)) is not None:
+            raise ExtractError(
+                f"{source.label}/{INDEX_FILE} places tensor {name} in shard {shard!r}, which is "
+                f"refused: {problem}; a shard must be a file inside the checkpoint — restore the "
+                "original index"
+            )
     return weight_map
 
 

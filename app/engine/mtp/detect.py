@@ -1,11 +1,8 @@
 """Finding the MTP head tensors of a checkpoint and everything needed to read them.
 
-Layouts (mtp-formats.md §2), in the order they are tried:
-
-* ``qwen-mtp`` — any key starting ``mtp.`` or containing ``.mtp.`` (Qwen3.5/3.6/Next, DeepSeek V4);
-* ``mimo`` — ``model.mtp_layers.{i}.*``;
-* ``deepseek-nextn`` — ``num_nextn_predict_layers`` in config.json (top level or ``text_config``):
-  **every** layer ``model.layers.{num_hidden_layers + i}.*`` for ``i < num_nextn_predict_layers``.
+Which names are MTP heads, and whether every layer the config declares is there, is decided in
+:mod:`app.engine.mtp.layouts`. A checkpoint missing declared layers fails with a message saying
+so, unless the caller asks for a partial extraction (then the missing layers are recorded).
 
 Only the index and the headers of the shards that hold MTP tensors are read. Scale companions are
 paired with their weights here (they are consumed by dequantisation, not copied), and every
@@ -15,27 +12,20 @@ is fetched.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from app.engine.errors import ExtractError
-from app.engine.mtp.blocks import BlockLayout, resolve_blocks
+from app.engine.mtp.blocks import BlockLayout, FlatBlocks, resolve_blocks
 from app.engine.mtp.checkpoint import INDEX_FILE, read_checkpoint_index
 from app.engine.mtp.header import ShardHeader, StoredTensor, read_shard_header
+from app.engine.mtp.layouts import LayoutMatch, find_layout
 from app.engine.mtp.source import CheckpointSource
-
-LAYOUT_QWEN = "qwen-mtp"
-LAYOUT_NEXTN = "deepseek-nextn"
-LAYOUT_MIMO = "mimo"
 
 QUANTISED_DTYPES = ("F8_E4M3", "I8")
 SCALE_DTYPES = ("F8_E8M0", "F32", "BF16")
 PLAIN_DTYPES = ("BF16", "F16", "F32")
-
-_QWEN_LAYER = re.compile(r"(?:^|\.)mtp\.(?:layers\.)?(\d+)\.")
-_MIMO_LAYER = re.compile(r"^model\.mtp_layers\.(\d+)\.")
 
 
 @dataclass(frozen=True)
@@ -69,6 +59,10 @@ class MtpDetection:
     layer_indices: tuple[int, ...]
     tensors: tuple[MtpTensor, ...]
     """Output tensors sorted by name (scale companions are attached, not listed)."""
+    family: str = "unknown"
+    """The config's ``model_type``, e.g. ``longcat_flash`` (one layout serves many families)."""
+    missing_layers: tuple[int, ...] = ()
+    """Layers the config declares that the checkpoint lacks (only for a partial extraction)."""
 
     @property
     def bytes_needed(self) -> int:
@@ -86,81 +80,38 @@ class MtpDetection:
         return tuple(sorted(names))
 
 
-def no_heads_message(label: str) -> str:
-    return (
-        f"no MTP head tensors found in {label}; confirm this model has native MTP heads "
-        "(checked for mtp.* keys and model.layers.{N}.* via config.json). "
-        "mlx-converted and other converted or quantised copies have their MTP tensors stripped "
-        "by the converter: point at the original release (e.g. Qwen/…, deepseek-ai/…) instead"
-    )
-
-
-def detect_mtp(source: CheckpointSource) -> MtpDetection:
+def detect_mtp(source: CheckpointSource, allow_partial: bool = False) -> MtpDetection:
+    """The MTP heads of ``source``; with ``allow_partial`` a checkpoint that lacks some of the
+    layers its config declares gives the layers present instead of an error."""
     index = read_checkpoint_index(source)
-    names = sorted(index.weight_map)
-    layout, layer_indices, selected = _select_mtp_names(source.label, names, index.config)
+    match = find_layout(source.label, sorted(index.weight_map), index.config)
+    if match.missing and not allow_partial:
+        raise ExtractError(_missing_layers_message(source.label, match))
+    selected = list(match.names)
     headers = _read_headers(source, index.weight_map, selected, index.headers)
     stored = {name: headers[index.weight_map[name]].tensors[name] for name in selected}
+    tensors = _pair_scales(source.label, stored)
+    _refuse_packed_int8(source.label, tensors, index.config)
     return MtpDetection(
         source_label=source.label,
-        layout=layout,
-        layer_indices=layer_indices,
-        tensors=_pair_scales(source.label, stored),
+        layout=match.layout,
+        layer_indices=match.layer_indices,
+        tensors=tensors,
+        family=match.family,
+        missing_layers=match.missing,
     )
 
 
-def _select_mtp_names(
-    label: str, names: list[str], config: Mapping[str, Any]
-) -> tuple[str, tuple[int, ...], list[str]]:
-    qwen = [n for n in names if n.startswith("mtp.") or ".mtp." in n]
-    if qwen:
-        return LAYOUT_QWEN, _layer_numbers(_QWEN_LAYER, qwen), qwen
-    mimo = [n for n in names if _MIMO_LAYER.match(n)]
-    if mimo:
-        return LAYOUT_MIMO, _layer_numbers(_MIMO_LAYER, mimo), mimo
-    nextn = _nextn_layers(label, config)
-    if not nextn:
-        raise ExtractError(no_heads_message(label))
-    by_layer = {i: [n for n in names if n.startswith(f"model.layers.{i}.")] for i in nextn}
-    missing = [i for i, found in by_layer.items() if not found]
-    if len(missing) == len(nextn):
-        raise ExtractError(no_heads_message(label))
-    if missing:
-        raise ExtractError(
-            f"{label}: config.json declares NextN layers {list(nextn)} but the checkpoint has no "
-            f"tensors for layer(s) {missing} (model.layers.{missing[0]}.*); the index or shards "
-            "are incomplete — re-download them"
-        )
-    return LAYOUT_NEXTN, nextn, [n for found in by_layer.values() for n in found]
-
-
-def _layer_numbers(pattern: re.Pattern[str], names: list[str]) -> tuple[int, ...]:
-    return tuple(sorted({int(m.group(1)) for n in names if (m := pattern.search(n))}))
-
-
-def _nextn_layers(label: str, config: Mapping[str, Any]) -> tuple[int, ...]:
-    text_config = config.get("text_config")
-    scopes = [config] + ([text_config] if isinstance(text_config, dict) else [])
-    for scope in scopes:
-        count = scope.get("num_nextn_predict_layers")
-        if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
-            continue
-        trunk = next(
-            (
-                s["num_hidden_layers"]
-                for s in (scope, *scopes)
-                if isinstance(s.get("num_hidden_layers"), int)
-            ),
-            None,
-        )
-        if trunk is None:
-            raise ExtractError(
-                f"{label}/config.json sets num_nextn_predict_layers={count} but no "
-                "num_hidden_layers, so the NextN layer indices are unknown; restore the "
-                "original config.json"
-            )
-        return tuple(range(trunk, trunk + count))
-    return ()
+def _missing_layers_message(label: str, match: LayoutMatch) -> str:
+    missing = list(match.missing)
+    first = match.prefix.format(i=missing[0])
+    found = list(match.layer_indices)
+    return (
+        f"{label}: config.json sets {match.declared}, but the checkpoint has no tensors for MTP "
+        f"layer(s) {missing} ({first}*); it has layer(s) {found} only. The index or "
+        "shards are incomplete — re-download them, or extract the layers present with "
+        "--allow-partial (the sidecar then records the missing layers)"
+    )
 
 
 def _read_headers(
@@ -222,6 +173,68 @@ def _pair_scales(label: str, stored: Mapping[str, StoredTensor]) -> tuple[MtpTen
         for name, tensor in sorted(stored.items())
         if name not in consumed
     )
+
+
+def _config_dims(config: Mapping[str, Any]) -> dict[int, str]:
+    """Sizes the config declares (``hidden_size``, ``moe_intermediate_size``, …) → their key."""
+    text_config = config.get("text_config")
+    scopes = [config] + ([text_config] if isinstance(text_config, dict) else [])
+    dims: dict[int, str] = {}
+    for scope in scopes:
+        for key, value in scope.items():
+            if (
+                isinstance(value, int)
+                and not isinstance(value, bool)
+                and value > 1
+                and key.endswith(("_size", "_dim", "_rank"))
+            ):
+                dims.setdefault(value, key)
+    return dims
+
+
+MX_BLOCK = 32
+"""Elements per E8M0 scale in the OCP MX formats (MXINT8 and MXFP4 alike)."""
+
+
+def _refuse_packed_int8(
+    label: str, tensors: tuple[MtpTensor, ...], config: Mapping[str, Any]
+) -> None:
+    """Refuse I8 weights that hold two 4-bit codes a byte instead of one INT8 each.
+
+    safetensors has no FP4 dtype, so packed FP4 (e.g. MoE experts) is stored as I8 with a row
+    half as wide as the layer's input. Decoded as INT8 it gives plausible but wrong values. Two
+    signs give it away: the row is half of a size the config declares (and not itself one), or
+    the E8M0 scales cover half an MX block of bytes (an MX scale covers 32 *elements*).
+    """
+    dims = _config_dims(config)
+    for item in tensors:
+        if item.scale is None and item.tensor.shape:
+            dims.setdefault(item.tensor.shape[-1], item.name)
+    for item in tensors:
+        shape = item.tensor.shape
+        if item.tensor.dtype != "I8" or len(shape) < 2:
+            continue
+        width = shape[-1]
+        where = f"{label}/{item.tensor.shard}: tensor {item.name} is I8 {list(shape)}"
+        if width not in dims and 2 * width in dims:
+            reason = f"a row of {width} bytes is half of {dims[2 * width]} = {2 * width}"
+        elif (
+            item.scale is not None
+            and item.scale.dtype == "F8_E8M0"
+            and isinstance(item.blocks, FlatBlocks)
+            and 2 * item.blocks.block == MX_BLOCK
+        ):
+            reason = (
+                f"each E8M0 scale covers {item.blocks.block} bytes, half of an MX block of "
+                f"{MX_BLOCK} elements"
+            )
+        else:
+            continue
+        raise ExtractError(
+            f"{where}, but {reason}: the bytes hold packed 4-bit values (e.g. FP4 experts), "
+            "not INT8. This extractor does not decode packed FP4 and refuses rather than write "
+            "wrong values — report it with the model name"
+        )
 
 
 def _checked(label: str, tensor: StoredTensor, scale: StoredTensor | None) -> MtpTensor:

@@ -29,14 +29,26 @@ from app.engine.units import format_bytes
 READ_SLACK = 0.04
 """Bytes read may exceed bytes needed by this fraction (gaps bridged to save requests)."""
 CHUNK_SIZE = 8 << 20
-RESERVED_METADATA = ("format", "mtp_layout", "mtp_layer_indices", "source", "tool", "tool_version")
+RESERVED_METADATA = (
+    "format",
+    "mtp_layout",
+    "mtp_family",
+    "mtp_layer_indices",
+    "mtp_missing_layers",
+    "source",
+    "tool",
+    "tool_version",
+)
 
 
 @dataclass(frozen=True)
 class ExtractResult:
     out_path: Path
     layout: str
+    family: str
     layer_indices: tuple[int, ...]
+    missing_layers: tuple[int, ...]
+    """Layers the config declares that were absent (a partial extraction); empty otherwise."""
     tensor_count: int
     bytes_needed: int
     """Stored bytes of the MTP tensors and their scales."""
@@ -50,21 +62,26 @@ class ExtractResult:
         summary = asdict(self)
         summary["out_path"] = str(self.out_path)
         summary["layer_indices"] = list(self.layer_indices)
+        summary["missing_layers"] = list(self.missing_layers)
         return summary
 
 
 def sidecar_metadata(
     detection: MtpDetection, extra_metadata: Mapping[str, str] | None = None
 ) -> dict[str, str]:
-    """The sidecar's ``__metadata__``: format, provenance and tool version, plus ``extra``."""
+    """The sidecar's ``__metadata__``: format, layout and family, provenance and tool version,
+    the layers a partial extraction lacks (only then), plus ``extra``."""
     metadata = {
         "format": "pt",
         "mtp_layout": detection.layout,
+        "mtp_family": detection.family,
         "mtp_layer_indices": ",".join(str(i) for i in detection.layer_indices),
         "source": detection.source_label,
         "tool": TOOL_NAME,
         "tool_version": __version__,
     }
+    if detection.missing_layers:
+        metadata["mtp_missing_layers"] = ",".join(str(i) for i in detection.missing_layers)
     for key, value in (extra_metadata or {}).items():
         if key in RESERVED_METADATA or not isinstance(value, str):
             raise ValueError(f"extra metadata {key!r}={value!r} is reserved or not a string")
@@ -77,23 +94,31 @@ def extract_mtp(
     out_path: str | Path,
     ctx: JobContext | None = None,
     extra_metadata: Mapping[str, str] | None = None,
+    allow_partial: bool = False,
 ) -> ExtractResult:
     """Write the MTP heads of ``source`` to ``out_path`` as a BF16 safetensors sidecar.
 
     Emits ``detect`` and ``extract`` stages and byte progress (bytes read) through ``ctx``, and
     stops at the next chunk when ``ctx`` is cancelled. ``out_path`` appears only when complete.
+    ``allow_partial``: extract the layers present when some that the config declares are absent
+    (logged, and recorded in the sidecar's metadata) instead of failing.
     """
     started = time.perf_counter()
     ctx = ctx or JobContext()
     out = _checked_output_path(Path(out_path))
     ctx.stage("detect", source.label)
-    detection = detect_mtp(source)
+    detection = detect_mtp(source, allow_partial=allow_partial)
     metadata = sidecar_metadata(detection, extra_metadata)
     ctx.log(
-        f"found {len(detection.tensors)} MTP tensors ({detection.layout}, layers "
-        f"{list(detection.layer_indices)}) in {len(detection.shards)} shard(s); "
+        f"found {len(detection.tensors)} MTP tensors ({detection.layout}, {detection.family}, "
+        f"layers {list(detection.layer_indices)}) in {len(detection.shards)} shard(s); "
         f"{format_bytes(detection.bytes_needed)} to read"
     )
+    if detection.missing_layers:
+        ctx.log(
+            f"partial extraction: layer(s) {list(detection.missing_layers)} declared by the "
+            "config are absent from the checkpoint and are not in the sidecar"
+        )
 
     budget = int(READ_SLACK * detection.bytes_needed)
     scale_runs = plan_runs((t.scale for t in detection.tensors if t.scale), budget)
@@ -117,7 +142,9 @@ def extract_mtp(
     return ExtractResult(
         out_path=out,
         layout=detection.layout,
+        family=detection.family,
         layer_indices=detection.layer_indices,
+        missing_layers=detection.missing_layers,
         tensor_count=len(order),
         bytes_needed=detection.bytes_needed,
         bytes_read=progress.done,

@@ -4,7 +4,10 @@ A shard is 8 bytes of little-endian header length, a JSON header mapping tensor 
 shape and ``data_offsets`` (relative to the end of the header), then the data. Extraction trusts
 these offsets to read tensors by range, so every entry is checked against the file size before a
 single tensor byte is read: a corrupt or truncated shard must fail with a message naming the file
-and tensor, never produce a wrong sidecar.
+and tensor, never produce a wrong sidecar. The header itself is untrusted too: its length is
+checked against the file before it is read, JSON nested too deep or holding numbers of thousands
+of digits is refused, and a shape's element count is compared with the file's data size as it is
+multiplied, so no claimed number ever sizes an allocation or a loop (tests/hardening fuzzes this).
 """
 
 from __future__ import annotations
@@ -104,7 +107,12 @@ def read_shard_header(source: CheckpointSource, shard: str) -> ShardHeader:
     raw = source.read_bytes(shard, 8, header_length)
     try:
         entries = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except RecursionError:
+        raise ExtractError(
+            f"{where}: the safetensors header nests JSON too deeply to be a real header; "
+            "re-download this shard"
+        ) from None
+    except ValueError as exc:  # invalid UTF-8 or JSON, or a number of thousands of digits
         raise ExtractError(
             f"{where}: the safetensors header is not valid JSON ({exc}); re-download this shard"
         ) from None
@@ -146,6 +154,11 @@ def _parse_entry(
     ):
         raise ExtractError(f"{where}: tensor {name} has invalid data_offsets {offsets!r}")
     begin, end = offsets
+    if _element_count_exceeds(shape, 8 * data_size // DTYPE_BITS[dtype]):
+        raise ExtractError(
+            f"{where}: tensor {name} ({dtype} {shape}) has more elements than the file's "
+            f"{data_size} data bytes can hold; the header is corrupt — re-download this shard"
+        )
     size = expected_nbytes(dtype, tuple(shape))
     if end - begin != size:
         raise ExtractError(
@@ -159,6 +172,18 @@ def _parse_entry(
             "re-download it"
         )
     return StoredTensor(name, shard, dtype, tuple(shape), data_start + begin, data_start + end)
+
+
+def _element_count_exceeds(shape: list[int], limit: int) -> bool:
+    """Whether the product of ``shape`` passes ``limit``, stopping as soon as it does."""
+    if 0 in shape:
+        return False
+    count = 1
+    for dim in shape:
+        count *= dim
+        if count > limit:
+            return True
+    return False
 
 
 def _check_no_overlap(where: str, tensors: Iterable[StoredTensor]) -> None:

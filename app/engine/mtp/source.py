@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import BinaryIO, Protocol, runtime_checkable
 
 from app.engine.errors import ExtractError
+from app.engine.safepath import escape_problem, relative_path_problem
 
 
 @runtime_checkable
@@ -48,7 +49,10 @@ class LocalFolderSource:
     """A checkpoint folder on disk (e.g. a ``hf download --local-dir`` of the original release).
 
     Files under hidden folders (``.git``, ``.cache``) are not part of the checkpoint and are not
-    listed.
+    listed. A path that leaves the folder (``..``, absolute, or a symlink pointing out) is refused
+    before it is opened, so a hostile index cannot copy another file into a sidecar. The one
+    exception is the Hugging Face cache: a ``snapshots/<commit>`` folder's files are links to the
+    repo's ``blobs`` folder, which is where they are allowed to point.
     """
 
     def __init__(self, folder: str | Path) -> None:
@@ -102,7 +106,21 @@ class LocalFolderSource:
                 remaining -= len(piece)
                 yield piece
 
+    def _allowed_roots(self) -> tuple[Path, ...]:
+        if self.folder.parent.name == "snapshots":
+            return (self.folder, self.folder.parent.parent / "blobs")
+        return (self.folder,)
+
     def _open(self, path: str) -> BinaryIO:
+        problem = relative_path_problem(path)
+        if problem is None:
+            escapes = [escape_problem(root, self.folder / path) for root in self._allowed_roots()]
+            problem = None if None in escapes else escapes[0]
+        if problem is not None:
+            raise ExtractError(
+                f"{self.folder}: checkpoint file {path!r} is refused: {problem}; every file of a "
+                "checkpoint must be inside its folder — restore the original files"
+            )
         full = self.folder / path
         try:
             return full.open("rb", buffering=0)

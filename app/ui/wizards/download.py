@@ -187,10 +187,19 @@ class PlanPage(QWizardPage):
         self.plan = plan
         for file in plan.files:
             QTreeWidgetItem(self.files_tree, [file.path, format_bytes(file.size)])
-        self.status_label.setText(
+        summary = (
             f"{plan.repo_id} at {plan.revision} (commit {plan.commit[:12]}): "
             f"{len(plan.files)} file(s), {format_bytes(plan.total_bytes)}"
         )
+        if plan.refused:
+            refused = "; ".join(entry.describe() for entry in plan.refused)
+            summary += (
+                f"\nRefused {len(plan.refused)} unsafe entr"
+                f"{'y' if len(plan.refused) == 1 else 'ies'} the Hub listed (they will not be "
+                f"downloaded, and the download will end as failed): {refused}"
+            )
+            self.status_label.setStyleSheet(ERROR_STYLE)
+        self.status_label.setText(summary)
         self._check_space()
 
     def _failed(self, exc: BaseException) -> None:
