@@ -1,7 +1,7 @@
 """Writes the grafted GGUF: a new header, the base's tensor bytes copied, the head appended.
 
 Memory stays bounded whatever the base's size: the base's tensor data is copied by the kernel
-(``copy_file_range``, falling back to 8 MiB reads and writes) in 64 MiB steps, and the head is
+(``copy_file_range``, falling back to 8 MiB reads and writes) in 256 MiB steps, and the head is
 quantised and written a few megabytes of rows at a time. Base tensors keep their order and, when
 nothing is dropped, their offsets, so their bytes move as one run. Each step reports progress
 (bytes) and checks the cancel token. The file is written under a temporary name beside the output,
@@ -27,7 +27,7 @@ from app.engine.graft.quantise import encode_rows
 from app.engine.graft.sidecar import SidecarTensor, read_rows, read_sidecar
 from app.engine.jobs import JobContext, ProgressReporter
 
-COPY_STEP = 64 * 1024 * 1024
+COPY_STEP = 256 * 1024 * 1024
 FALLBACK_BUFFER = 8 * 1024 * 1024
 HEAD_CHUNK_FLOATS = 4 * 1024 * 1024
 """Rows of the head are converted about 16 MiB of float32 at a time."""
