@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from app.engine.errors import GraftError
 from app.engine.graft.gguf_layout import GGUF_MAGIC, GgufLayout, TensorInfo
 from app.engine.graft.metadata import encode_entry
 from app.engine.graft.naming import HeadTensor, RowSlice
@@ -87,6 +88,12 @@ def write_graft(plan: GraftPlan, out: Path, ctx: JobContext) -> int:
         finally:
             os.close(fd)
         os.replace(temporary, out)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        raise GraftError(
+            f"writing {out} failed ({exc.strerror or exc}); check the free space and permissions "
+            f"of {out.parent}, then run the graft again"
+        ) from None
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
