@@ -16,6 +16,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -202,7 +203,7 @@ def _write_head(
 
 
 def _head_rows(
-    handle: object, tensors: dict[str, SidecarTensor], head: HeadTensor
+    handle: BinaryIO, tensors: dict[str, SidecarTensor], head: HeadTensor
 ) -> Iterator[np.ndarray]:
     """The head tensor's rows, in order and transformed, a bounded chunk at a time."""
     for piece in head.slices:
@@ -210,19 +211,19 @@ def _head_rows(
 
 
 def _slice_rows(
-    handle: object, source: SidecarTensor, piece: RowSlice, head: HeadTensor
+    handle: BinaryIO, source: SidecarTensor, piece: RowSlice, head: HeadTensor
 ) -> Iterator[np.ndarray]:
     if piece.transpose:
-        block = read_rows(handle, source, piece.first, piece.count)  # type: ignore[arg-type]
-        yield np.ascontiguousarray(block.T) + (1.0 if head.add_one else 0.0)
+        block = read_rows(handle, source, piece.first, piece.count)
+        yield np.ascontiguousarray(block.T)  # one head of MLA's k_b: small
         return
     step = max(1, HEAD_CHUNK_FLOATS // max(1, source.row_length))
     for first in range(piece.first, piece.first + piece.count, step):
         count = min(step, piece.first + piece.count - first)
-        rows = read_rows(handle, source, first, count)  # type: ignore[arg-type]
+        rows = read_rows(handle, source, first, count)
         if head.add_one:
             rows = rows + np.float32(1.0)
-        yield rows.reshape(-1, head.shape[-1]) if head.shape else rows
+        yield rows.reshape(-1, head.shape[-1])
 
 
 def _check_written(fd: int, start: int, tensor: PlannedTensor) -> None:
