@@ -18,6 +18,7 @@ JobFunction = Callable[[JobContext], object]
 
 FACTORIES: dict[str, str] = {
     "download": "app.engine.download.job:download_job_from_params",
+    "graft": "app.engine.graft.job:graft_job_from_params",
     "publish": "app.engine.hub.job:publish_job_from_params",
 }
 
