@@ -109,11 +109,13 @@ def _align(offset: int, alignment: int) -> int:
 def _place_base(
     kept: tuple[TensorInfo, ...], alignment: int
 ) -> tuple[list[Placement], list[CopyRun], int]:
-    """New offsets for the kept base tensors (packed in data order) and the runs to copy."""
+    """New offsets for the kept base tensors and the runs to copy. They are packed in table
+    order, as llama.cpp's loader requires (each offset must equal the aligned end of the previous
+    tensor), so a valid base's data keeps its layout and moves as one run."""
     targets: dict[str, int] = {}
     runs: list[CopyRun] = []
     position = 0
-    for tensor in sorted(kept, key=lambda t: t.offset):
+    for tensor in kept:
         position = _align(position, alignment)
         targets[tensor.name] = position
         last = runs[-1] if runs else None
