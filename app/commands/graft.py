@@ -15,9 +15,7 @@ from pathlib import Path
 
 from app.commands.progress import ProgressPrinter
 from app.commands.recorded import run_recorded_command
-from app.engine.graft import HEAD_TYPES, GraftResult, graft_mtp
-from app.engine.jobs import JobContext
-from app.engine.store import JobSpec
+from app.engine.graft import HEAD_TYPES, GraftRequest, GraftResult
 from app.engine.units import format_bytes
 
 
@@ -50,22 +48,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_graft(args: argparse.Namespace) -> int:
-    params = {
-        "base": str(args.base),
-        "sidecar": str(args.sidecar),
-        "out": str(args.out),
-        "head_type": args.head_type,
-        "replace": args.replace,
-    }
-
-    def job(ctx: JobContext) -> GraftResult:
-        return graft_mtp(args.base, args.sidecar, args.out, args.head_type, args.replace, ctx)
-
+    request = GraftRequest(args.base, args.sidecar, args.out, args.head_type, args.replace)
     result = run_recorded_command(
-        JobSpec(
-            "graft", f"Graft the MTP head of {args.sidecar.name} into {args.base.name}", params
-        ),
-        job,
+        request.spec(),
+        request.run,
         ProgressPrinter(sys.stderr),
         "stopped with Ctrl-C; nothing was written — run it again",
     )

@@ -28,22 +28,33 @@ QWEN_HEAD_SHAPES = {
 """The demo model's head: hidden 256, 4 query heads (×2 for the gate), 2 KV heads of 64, FFN 768."""
 
 
-def write_bf16_sidecar(path: Path, shapes: dict[str, tuple[int, ...]], seed: int = 0) -> Path:
-    """A sidecar with these tensor shapes: small random matrices, offset-style norms near 0."""
-    rng = np.random.default_rng(seed)
-    header: dict[str, object] = {"__metadata__": {"format": "pt", "mtp_layout": "qwen-mtp"}}
+def bf16(values: np.ndarray) -> np.ndarray:
+    """``values`` rounded to BF16 (to nearest even), as float32."""
+    bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint32) << 16
+    return rounded.view(np.float32).reshape(values.shape)
+
+
+def write_bf16_tensors(path: Path, tensors: dict[str, np.ndarray], layout: str) -> Path:
+    """A sidecar holding ``tensors`` in BF16, laid out as the extractor writes one."""
+    header: dict[str, object] = {"__metadata__": {"format": "pt", "mtp_layout": layout}}
     blobs, offset = [], 0
-    for name, shape in shapes.items():
-        values = rng.normal(0.0, 0.02, size=shape).astype(np.float32)
-        words = (values.view(np.uint32) >> 16).astype("<u2").tobytes()
-        header[name] = {
-            "dtype": "BF16",
-            "shape": list(shape),
-            "data_offsets": [offset, offset + len(words)],
-        }
+    for name, values in tensors.items():
+        words = (bf16(values).view(np.uint32) >> 16).astype("<u2").tobytes()
+        entry = {"dtype": "BF16", "shape": list(values.shape)}
+        header[name] = {**entry, "data_offsets": [offset, offset + len(words)]}
         blobs.append(words)
         offset += len(words)
     text = json.dumps(header).encode()
     text += b" " * (-len(text) % 8)
     path.write_bytes(struct.pack("<Q", len(text)) + text + b"".join(blobs))
     return path
+
+
+def write_bf16_sidecar(path: Path, shapes: dict[str, tuple[int, ...]], seed: int = 0) -> Path:
+    """A Qwen sidecar with these tensor shapes: small random values (offset-style norms)."""
+    rng = np.random.default_rng(seed)
+    tensors = {
+        name: rng.normal(0.0, 0.02, size=shape).astype(np.float32) for name, shape in shapes.items()
+    }
+    return write_bf16_tensors(path, tensors, "qwen-mtp")

@@ -11,9 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from app.engine.errors import GraftError
+from app.engine.jobs import JobContext
 from app.engine.runtime.gguf_info import read_gguf_summary
 from app.engine.settings import app_dirs
 from app.engine.store import JobState, JobStore
+from app.engine.store.kinds import build_job
 from tests.graft.bases import DEMO_GGUF
 from tests.store.isolation import IsolatedHome, isolate
 
@@ -83,6 +86,10 @@ def test_graft_prints_a_summary_and_records_the_job(
     assert (record.spec.kind, record.state) == ("graft", JobState.SUCCEEDED)
     assert record.spec.params["out"] == str(out) and record.spec.params["head_type"] == "q8_0"
     assert record.result is not None and record.result["bytes_written"] == out.stat().st_size
+    first = out.read_bytes()
+    out.unlink()
+    build_job(record.spec)(JobContext())  # the monitor's "retry" writes the same file again
+    assert out.read_bytes() == first
 
 
 def test_graft_json_and_head_type(
@@ -132,6 +139,8 @@ def test_a_refused_graft_is_one_line_exit_2_and_a_failed_job(
     assert "Traceback" not in done.stderr and not out.exists()
     [record] = recorded_jobs()
     assert record.state == JobState.FAILED and "already has 1 MTP block" in record.error
+    with pytest.raises(GraftError, match="already has 1 MTP block"):
+        build_job(record.spec)(JobContext())  # a retry of the same request is refused the same
     replaced = cli(
         home,
         "--base",

@@ -4,6 +4,8 @@ output file (and no temporary file) behind."""
 from __future__ import annotations
 
 import shutil
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -172,3 +174,42 @@ def test_a_cancelled_graft_leaves_the_previous_output_untouched(
         graft_mtp(graft_files["trunk_q8"], graft_files["sidecar_fp8"], out, ctx=ctx)
     assert out.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["grafted.gguf"]
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real 4 MiB file system (tmpfs), smaller than any grafted demo file."""
+    folder = tmp_path / "tiny-disk"
+    folder.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(folder)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip("mounting a tmpfs needs root; the injected free-space test covers the check")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+def test_a_real_small_disk_is_refused_by_the_free_space_check(
+    graft_files: dict[str, Path], tiny_disk: Path
+) -> None:
+    message = _refused(graft_files["trunk_q8"], graft_files["sidecar_fp8"], tiny_disk / "g.gguf")
+    assert message.startswith(f"not enough free space in {tiny_disk}")
+    assert list(tiny_disk.iterdir()) == []
+
+
+def test_a_disk_that_fills_up_while_writing_leaves_nothing_behind(
+    graft_files: dict[str, Path], tiny_disk: Path
+) -> None:
+    """The free-space figure can be wrong (another program writes at the same time): the write
+    itself then fails with the file system's error, and the partial file is removed."""
+    message = _refused(
+        graft_files["trunk_q8"],
+        graft_files["sidecar_fp8"],
+        tiny_disk / "g.gguf",
+        free_bytes=lambda _folder: 1 << 40,
+    )
+    assert message.startswith(f"writing {tiny_disk / 'g.gguf'} failed (No space left on device)")
+    assert list(tiny_disk.iterdir()) == []

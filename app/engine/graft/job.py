@@ -1,10 +1,13 @@
 """A graft as a stored job: its parameters survive a restart, so the monitor can retry it.
 
 The CLI, the chat window's "Add the MTP head" action and the download wizard all record a graft
-under the kind ``graft`` with the same parameters; :func:`graft_job_from_params` turns them back
-into the job. :func:`default_output_path` decides where a grafted copy goes when the user did not
-say: beside the base, unless the base lives in a Hugging Face cache (a folder other tools manage
-by content hash), in which case the app's own ``grafted`` folder.
+under the kind ``graft`` with the same parameters (:meth:`GraftRequest.spec`); the job monitor's
+retry rebuilds it with :func:`graft_job_from_params` (registered in the job store's kinds), so a
+cancelled or failed graft runs again exactly as it was asked for.
+
+:func:`default_output_path` decides where a grafted copy goes when the user did not say: beside
+the base, unless the base lives in a Hugging Face cache (a folder other tools manage by content
+hash), in which case the app's own ``grafted`` folder.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 from app.engine.errors import GraftError
 from app.engine.graft.graft import GraftResult, graft_mtp
 from app.engine.jobs import JobContext
+from app.engine.store.records import JobSpec
 
 GRAFT_KIND = "graft"
 GRAFTED_DIR_NAME = "grafted"
@@ -58,11 +62,16 @@ class GraftRequest:
         except KeyError as exc:
             raise GraftError(f"the stored graft job lacks its {exc.args[0]!r} parameter") from None
 
+    def spec(self) -> JobSpec:
+        """The job-history record (paths as given, so a retry writes the same file)."""
+        return JobSpec(GRAFT_KIND, self.title, self.to_params())
+
     def run(self, ctx: JobContext) -> GraftResult:
         return graft_mtp(self.base, self.sidecar, self.out, self.head_type, self.replace, ctx)
 
 
 def graft_job_from_params(params: dict[str, Any]) -> Callable[[JobContext], GraftResult]:
+    """The factory the job store uses to run (or retry) a graft from its stored parameters."""
     return GraftRequest.from_params(params).run
 
 

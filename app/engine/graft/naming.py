@@ -160,14 +160,13 @@ def map_head_tensors(
 ) -> tuple[HeadTensor, ...]:
     """Every tensor of the grafted block(s), in the order they will be written (step 2)."""
     layer_names = layer_indexed_names(sidecar, base.architecture, base.trunk_blocks)
-    blocks = {int(_LAYER.match(name).group(1)) for name in layer_names.values()}  # type: ignore[union-attr]
+    blocks = {_split_layer_name(name)[0] for name in layer_names.values()}
     name_map = gguf.get_tensor_name_map(ARCH_BY_NAME[base.architecture], max(blocks) + 1)
     experts: dict[tuple[int, str], dict[int, SidecarTensor]] = defaultdict(dict)
     mapped: list[HeadTensor] = []
     for source, layer_name in layer_names.items():
         tensor = sidecar.tensors[source]
-        block_text, rest = _LAYER.match(layer_name).groups()  # type: ignore[union-attr]
-        block = int(block_text)
+        block, rest = _split_layer_name(layer_name)
         if expert := _EXPERT.match(rest):
             experts[(block, expert.group(2))][int(expert.group(1))] = tensor
             continue
@@ -192,6 +191,13 @@ def map_head_tensors(
     for (block, projection), by_index in sorted(experts.items()):
         mapped.append(_stacked_experts(sidecar, block, projection, by_index, name_map))
     return tuple(mapped)
+
+
+def _split_layer_name(layer_name: str) -> tuple[int, str]:
+    """``model.layers.{block}.{rest}`` → (block, rest); step 1 only produces such names."""
+    match = _LAYER.match(layer_name)
+    assert match is not None, layer_name
+    return int(match.group(1)), match.group(2)
 
 
 def is_offset_norm(layer_name: str) -> bool:

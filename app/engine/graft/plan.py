@@ -29,8 +29,6 @@ from app.engine.graft.norms import ABSOLUTE, OFFSET, detect_norm_style
 from app.engine.graft.quantise import HEAD_TYPES, storage_type, stored_nbytes
 from app.engine.graft.sidecar import Sidecar, read_sidecar
 
-NEXTN_DIMS = {"eh_proj": "eh", "enorm": "embd", "hnorm": "embd", "shared_head_norm": "embd"}
-
 
 @dataclass(frozen=True)
 class PlannedTensor:
@@ -125,11 +123,7 @@ def plan_graft(
     heads = map_head_tensors(side, shapes, offset_norms=style == OFFSET)
     head_blocks = len({_block_of(head.name) for head in heads})
     _check_shapes(layout, side, heads, trunk)
-    kept = tuple(
-        tensor
-        for tensor in layout.tensors
-        if _block_of(tensor.name) is None or _block_of(tensor.name) < trunk  # type: ignore[operator]
-    )
+    kept = tuple(tensor for tensor in layout.tensors if _block_of(tensor.name) < trunk)
     planned = []
     for head in heads:
         ggml_type = storage_type(head.name, head.shape, head_type)
@@ -164,13 +158,14 @@ def _existing_head_blocks(layout: GgufLayout, blocks: int) -> int:
     declared = layout.value(f"{layout.architecture}.nextn_predict_layers", 0)
     declared = declared if isinstance(declared, int) else 0
     nextn_blocks = {_block_of(t.name) for t in layout.tensors if ".nextn." in t.name}
-    from_tensors = blocks - min(nextn_blocks) if nextn_blocks else 0  # type: ignore[type-var]
+    from_tensors = blocks - min(nextn_blocks) if nextn_blocks else 0
     return max(declared, from_tensors)
 
 
-def _block_of(name: str) -> int | None:
+def _block_of(name: str) -> int:
+    """The block number of a ``blk.N.*`` tensor; -1 for the others (embeddings, output)."""
     if not name.startswith("blk."):
-        return None
+        return -1
     return int(name.split(".", 2)[1])
 
 
@@ -259,7 +254,7 @@ def _check_complete(
             (i for i in range(trunk) if i < len(recurrent) and not recurrent[i]), default=block
         )
     wanted = {_suffix(t.name) for t in layout.tensors if _block_of(t.name) == block}
-    for head_block in sorted({_block_of(head.name) for head in heads}):  # type: ignore[type-var]
+    for head_block in sorted({_block_of(head.name) for head in heads}):
         have = {_suffix(h.name) for h in heads if _block_of(h.name) == head_block}
         missing = sorted(wanted - have)
         if missing:

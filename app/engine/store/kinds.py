@@ -18,8 +18,8 @@ JobFunction = Callable[[JobContext], object]
 
 FACTORIES: dict[str, str] = {
     "download": "app.engine.download.job:download_job_from_params",
-    "publish": "app.engine.hub.job:publish_job_from_params",
     "graft": "app.engine.graft.job:graft_job_from_params",
+    "publish": "app.engine.hub.job:publish_job_from_params",
     "download_graft": "app.engine.graft.download_job:download_graft_job_from_params",
 }
 

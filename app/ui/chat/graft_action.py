@@ -16,9 +16,9 @@ from PySide6.QtWidgets import QMessageBox, QWidget
 
 from app.engine.chat.model_files import ModelDescription
 from app.engine.graft import GraftCheck, check_graft
-from app.engine.graft.job import GRAFT_KIND, GraftRequest, default_output_path
+from app.engine.graft.job import GraftRequest, default_output_path
 from app.engine.jobs import JobEvent, ProgressEvent
-from app.engine.store import JobSpec, JobState
+from app.engine.store import JobState
 from app.engine.units import format_bytes
 from app.ui.background import run_in_background
 from app.ui.errors import readable
@@ -90,9 +90,7 @@ class GraftAction(QObject):
         """Run ``request`` as a recorded job (the output folder is created if needed)."""
         request.out.parent.mkdir(parents=True, exist_ok=True)
         self._request = request
-        self.job_id = self._runner.start(
-            JobSpec(GRAFT_KIND, request.title, request.to_params()), request.run
-        )
+        self.job_id = self._runner.start(request.spec(), request.run)
         self.started.emit()
         return self.job_id
 
