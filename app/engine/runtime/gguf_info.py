@@ -56,8 +56,9 @@ class GgufSummary:
         if self.nextn_layers <= 0:
             return (
                 f"{self.path.name} has no MTP block ({key} is absent or 0), so decoding runs "
-                "autoregressively; use a GGUF converted with its MTP layers to get speculative "
-                "decoding"
+                "autoregressively; add the head from its MTP sidecar (mtp-studio graft, or the "
+                "chat window's \"Add the MTP head\" button) or use a GGUF converted with its MTP "
+                "layers to get speculative decoding"
             )
         if self.architecture not in MTP_ARCHITECTURES:
             return (
