@@ -13,4 +13,5 @@ COMMAND_MODULES: tuple[str, ...] = (
     "download",
     "bench",
     "chat",
+    "serve",
 )
