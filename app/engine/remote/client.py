@@ -13,7 +13,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx2
@@ -147,6 +147,27 @@ class RemoteEndpoint:
         return response.json()
 
 
+@dataclass
+class _Progress:
+    """What a stream has received so far (kept so an interrupted stream still has a reply)."""
+
+    pieces: list[str] = field(default_factory=list)
+    last: dict[str, Any] = field(default_factory=dict)
+    finish_reason: str = "stop"
+    started_at: float = field(default_factory=time.monotonic)
+    first_at: float = 0.0
+    last_at: float = 0.0
+
+    def add(self, text: str) -> None:
+        self.last_at = time.monotonic()
+        self.first_at = self.first_at or self.last_at
+        self.pieces.append(text)
+
+    @property
+    def seconds_to_first_token(self) -> float:
+        return self.first_at - self.started_at if self.first_at else 0.0
+
+
 class RemoteStream:
     """Iterate for text pieces; then :attr:`reply`. :meth:`cancel` works from any thread."""
 
@@ -158,6 +179,8 @@ class RemoteStream:
         self._vllm_before = vllm_before
         self._cancelled = threading.Event()
         self._response: httpx2.Response | None = None
+        self._started = False
+        self._progress = _Progress()
         self.reply: RemoteReply | None = None
 
     def cancel(self) -> None:
@@ -167,12 +190,11 @@ class RemoteStream:
             response.close()
 
     def __iter__(self) -> Iterator[str]:
+        if self._started:  # one request per stream: iterating again (wait) only finishes it
+            return
+        self._started = True
         url = f"{self._endpoint.url}/chat/completions"
-        pieces: list[str] = []
-        last: dict[str, Any] = {}
-        finish_reason = "stop"
-        started = time.monotonic()
-        first_at = last_at = 0.0
+        progress = self._progress
         try:
             with self._endpoint._http.stream("POST", url, json=self._body) as response:
                 self._response = response
@@ -180,40 +202,47 @@ class RemoteStream:
                     response.read()
                     _raise_for_status(response, url)
                 for data in _sse_data(response):
+                    if self._cancelled.is_set():
+                        break
                     if data.get("error"):
                         raise RemoteError(f"{url} failed mid-reply: {_error_message(data)}")
                     for choice in data.get("choices") or ():
                         text = (choice.get("delta") or {}).get("content") or ""
                         if text:
-                            last_at = time.monotonic()
-                            first_at = first_at or last_at
-                            pieces.append(text)
+                            progress.add(text)
                             yield text
-                        finish_reason = choice.get("finish_reason") or finish_reason
-                    last = {**last, **{k: v for k, v in data.items() if k != "choices"}}
+                        progress.finish_reason = choice.get("finish_reason") or (
+                            progress.finish_reason
+                        )
+                    progress.last.update((k, v) for k, v in data.items() if k != "choices")
         except httpx2.HTTPError as exc:
             if not self._cancelled.is_set():
                 raise RemoteError(f"the connection to {url} failed: {exc}") from None
         finally:
             self._response = None
-        if self._cancelled.is_set():
-            finish_reason = "cancelled"
-        usage = last.get("usage") or {}
-        self.reply = RemoteReply(
-            text="".join(pieces),
-            finish_reason=finish_reason,
-            prompt_tokens=usage.get("prompt_tokens"),
-            completion_tokens=usage.get("completion_tokens"),
-            seconds_to_first_token=(first_at - started) if first_at else 0.0,
-            decode_seconds=last_at - first_at,
-            acceptance=self._acceptance(last),
-        )
+        self.reply = self._finish()
 
     def wait(self) -> RemoteReply:
+        """Read the rest of the reply; one interrupted (Ctrl-C) counts as cancelled."""
         for _piece in self:
             pass
-        assert self.reply is not None
+        if self.reply is None:
+            self._cancelled.set()
+            self.reply = self._finish()
         return self.reply
+
+    def _finish(self) -> RemoteReply:
+        progress = self._progress
+        usage = progress.last.get("usage") or {}
+        return RemoteReply(
+            text="".join(progress.pieces),
+            finish_reason="cancelled" if self._cancelled.is_set() else progress.finish_reason,
+            prompt_tokens=usage.get("prompt_tokens"),
+            completion_tokens=usage.get("completion_tokens"),
+            seconds_to_first_token=progress.seconds_to_first_token,
+            decode_seconds=progress.last_at - progress.first_at,
+            acceptance=self._acceptance(progress.last),
+        )
 
     def _acceptance(self, last: dict[str, Any]) -> RemoteAcceptance | None:
         found = from_mtp_extension(last.get("mtp")) or from_llama_timings(last.get("timings"))
