@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx2
+import openai
 import pytest
 from openai import OpenAI
 
@@ -194,6 +195,21 @@ def test_client_disconnect_cancels_the_generation(server: ServerProcess) -> None
         time.sleep(0.1)
     assert httpx2.get(f"{server.root_url}/health").json()["generating"] is False
     server.wait_for_line(r"POST /v1/chat/completions 499 .*client disconnected")
+
+
+def test_client_giving_up_on_a_whole_reply_cancels_it(server: ServerProcess) -> None:
+    cancelled_before = metric(server, "mtp_studio_generations_total", 'finish_reason="cancelled"')
+    impatient = OpenAI(base_url=server.base_url, api_key="unused", max_retries=0, timeout=1.5)
+    with pytest.raises(openai.APITimeoutError):  # the client closes the connection
+        impatient.chat.completions.create(
+            model=MODEL, messages=LONG_PROMPT, max_tokens=1500, temperature=0
+        )
+    gave_up_at = time.monotonic()
+    while metric(server, "mtp_studio_generations_total", 'finish_reason="cancelled"') == (
+        cancelled_before
+    ):
+        assert time.monotonic() - gave_up_at < 10, "the whole reply kept generating"
+        time.sleep(0.1)
 
 
 def test_metrics_count_requests_tokens_and_acceptance_by_depth(server: ServerProcess) -> None:
