@@ -4,6 +4,7 @@ against ``mtp-studio serve`` in another process, with the real ``openai`` client
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import time
@@ -113,3 +114,18 @@ def test_non_loopback_host_without_a_key_is_refused_before_loading() -> None:
     assert result.returncode == 2
     assert "--host 0.0.0.0" in result.stderr and "--api-key" in result.stderr
     assert time.monotonic() - started < 30
+
+
+def test_a_port_in_use_is_a_clear_error() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "app", "serve", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr and "--port" in result.stderr
