@@ -89,7 +89,7 @@ class Scheduler:
         self._waiting: queue.Queue[Job | None] = queue.Queue(maxsize=queue_size)
         self._on_finished = on_finished
         self._recent_seconds: deque[float] = deque(maxlen=RECENT_DURATIONS)
-        self._busy = False
+        self._running: Job | None = None
         self._thread = threading.Thread(target=self._run, name="mtp-studio-scheduler", daemon=True)
 
     @property
@@ -98,7 +98,7 @@ class Scheduler:
 
     @property
     def busy(self) -> bool:
-        return self._busy
+        return self._running is not None
 
     def start(self) -> None:
         self._thread.start()
@@ -113,7 +113,7 @@ class Scheduler:
         return job
 
     def stop(self) -> None:
-        """Finish the running job, refuse the waiting ones, end the thread (the client stays)."""
+        """Cancel the running job, refuse the waiting ones, end the thread (the client stays)."""
         while True:
             try:
                 job = self._waiting.get_nowait()
@@ -121,6 +121,9 @@ class Scheduler:
                 break
             if job is not None:
                 job._post(JobFailed("the server is shutting down", user_error=True))
+        running = self._running
+        if running is not None:
+            running.cancel()
         with contextlib.suppress(queue.Full):
             self._waiting.put_nowait(None)
         self._thread.join(timeout=30)
@@ -133,12 +136,12 @@ class Scheduler:
 
     def _run(self) -> None:
         while (job := self._waiting.get()) is not None:
-            self._busy = True
+            self._running = job
             started = time.monotonic()
             try:
                 self._run_job(job)
             finally:
-                self._busy = False
+                self._running = None
                 self._recent_seconds.append(time.monotonic() - started)
 
     def _run_job(self, job: Job) -> None:
