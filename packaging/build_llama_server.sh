@@ -19,6 +19,11 @@ if [ -x "$BINARY" ]; then
     exit 0
 fi
 PYTHON=${PYTHON:-$([ -x .venv/bin/python ] && echo .venv/bin/python || echo python3)}
+if ! command -v cmake >/dev/null 2>&1 || ! command -v ninja >/dev/null 2>&1; then
+    # The build tools from PyPI (the same ones llama-cpp-python's wheel build uses).
+    "$PYTHON" -m pip install --quiet cmake ninja >&2
+    PATH="$(dirname "$PYTHON"):$PATH"
+fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
