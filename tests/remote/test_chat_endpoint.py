@@ -89,7 +89,7 @@ def test_stopping_a_reply_cancels_the_remote_generation(remote: ServerProcess) -
         stream = endpoint.chat(
             [ChatMessage("user", "Write a long story about a dragon.")],
             SamplerSettings(temperature=0.0),
-            max_tokens=1500,
+            max_tokens=4000,
         )
         pieces = []
         for piece in stream:

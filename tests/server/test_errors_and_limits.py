@@ -77,7 +77,7 @@ def test_wrong_or_missing_key_is_a_401_and_the_right_key_works(keyed_server: Ser
 def test_full_queue_answers_503_with_retry_after(keyed_server: ServerProcess) -> None:
     client = client_for(keyed_server, API_KEY)
     running = client.chat.completions.create(
-        model=MODEL, messages=LONG_PROMPT, max_tokens=1500, temperature=0, stream=True
+        model=MODEL, messages=LONG_PROMPT, max_tokens=4000, temperature=0, stream=True
     )
     next(iter(running))  # the first chunk: this one now runs
     waiting = client.chat.completions.create(

@@ -178,7 +178,7 @@ def test_four_concurrent_requests_all_get_their_own_full_reply(server: ServerPro
 def test_client_disconnect_cancels_the_generation(server: ServerProcess) -> None:
     cancelled_before = metric(server, "mtp_studio_generations_total", 'finish_reason="cancelled"')
     stream = client_for(server).chat.completions.create(
-        model=MODEL, messages=LONG_PROMPT, max_tokens=1500, temperature=0, stream=True
+        model=MODEL, messages=LONG_PROMPT, max_tokens=4000, temperature=0, stream=True
     )
     received = 0
     for chunk in stream:
@@ -187,7 +187,7 @@ def test_client_disconnect_cancels_the_generation(server: ServerProcess) -> None
             break
     stream.close()  # what a user's Ctrl-C or a closed browser tab does to the connection
     closed_at = time.monotonic()
-    # 1500 tokens take about 20 s here; a cancel ends the generation within a second or two.
+    # 4000 tokens take 7 s or more here; a cancel ends the generation within a second or two.
     while metric(server, "mtp_studio_generations_total", 'finish_reason="cancelled"') == (
         cancelled_before
     ):
@@ -199,10 +199,10 @@ def test_client_disconnect_cancels_the_generation(server: ServerProcess) -> None
 
 def test_client_giving_up_on_a_whole_reply_cancels_it(server: ServerProcess) -> None:
     cancelled_before = metric(server, "mtp_studio_generations_total", 'finish_reason="cancelled"')
-    impatient = OpenAI(base_url=server.base_url, api_key="unused", max_retries=0, timeout=1.5)
+    impatient = OpenAI(base_url=server.base_url, api_key="unused", max_retries=0, timeout=0.5)
     with pytest.raises(openai.APITimeoutError):  # the client closes the connection
         impatient.chat.completions.create(
-            model=MODEL, messages=LONG_PROMPT, max_tokens=1500, temperature=0
+            model=MODEL, messages=LONG_PROMPT, max_tokens=4000, temperature=0
         )
     gave_up_at = time.monotonic()
     while metric(server, "mtp_studio_generations_total", 'finish_reason="cancelled"') == (
