@@ -29,4 +29,5 @@ if ! ls "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl >/dev/null 2>&1; then
 fi
 
 .venv/bin/python -m pip install --quiet --find-links "$WHEELS" -e ".[dev,bundle]"
+bash packaging/build_llama_server.sh >/dev/null  # the remote-backend tests' llama-server (cached)
 echo "setup: done — run .venv/bin/mtp-studio"

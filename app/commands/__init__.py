@@ -16,4 +16,5 @@ COMMANDS: dict[str, str] = {
     "download": "download a repo (or some of its files), resumable and verified",
     "bench": "run a benchmark and print its figures",
     "chat": "chat with a model (MTP speculative decoding)",
+    "serve": "serve a model over an OpenAI-compatible HTTP API",
 }

@@ -13,6 +13,8 @@ import json
 import sys
 from pathlib import Path
 
+from app.commands.chat_remote import add_arguments as add_remote_arguments
+from app.commands.chat_remote import run_remote
 from app.engine.runtime.acceptance import AcceptMode
 from app.engine.runtime.backend import LoadSettings, ModelInfo
 from app.engine.runtime.backends import BACKEND_CHOICES
@@ -75,6 +77,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="print one JSON object per answer (text, token ids, statistics)",
     )
+    add_remote_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -96,18 +99,20 @@ def _max_depth(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     check_mtp_depth(_max_depth(args))
-    model = args.model if args.model is not None else demo_model_path()
-    settings = LoadSettings(
-        context_length=args.ctx,
-        threads=args.threads,
-        max_draft_depth=max(_max_depth(args), LoadSettings().max_draft_depth),
-    )
     sampler = SamplerSettings(
         temperature=args.temp,
         top_k=args.top_k,
         top_p=args.top_p,
         min_p=args.min_p,
         seed=args.seed,
+    )
+    if args.endpoint is not None:
+        return run_remote(args, sampler)
+    model = args.model if args.model is not None else demo_model_path()
+    settings = LoadSettings(
+        context_length=args.ctx,
+        threads=args.threads,
+        max_draft_depth=max(_max_depth(args), LoadSettings().max_draft_depth),
     )
     history = [ChatMessage("system", args.system)] if args.system else []
     with RuntimeClient(model, backend=args.backend, settings=settings) as client:

@@ -44,3 +44,11 @@ class JobCancelled(MtpStudioError):
 
 class GraftError(MtpStudioError):
     """A sidecar's MTP head cannot be grafted into a GGUF (mismatch, damaged file, no space)."""
+
+
+class ServerError(MtpStudioError):
+    """The local OpenAI-compatible server cannot start (unsafe bind, port in use, bad setting)."""
+
+
+class RemoteError(MtpStudioError):
+    """A remote OpenAI-compatible server cannot be reached or answered with an error."""

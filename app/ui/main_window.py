@@ -37,6 +37,7 @@ from app.ui.jobs.model import JobTableModel
 from app.ui.jobs.monitor import JobMonitor
 from app.ui.jobs.runner import JobRunner
 from app.ui.resources import app_icon
+from app.ui.server import install_server_panel
 from app.ui.settings_dialog import SettingsDialog, SignInDialog, token_summary
 from app.ui.wizards.download import DownloadWizard
 from app.ui.wizards.publish import PublishWizard
@@ -75,6 +76,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.jobs_label)
 
         self._build_menus()
+        self.server_panel = install_server_panel(self)
         self.browser.detail.download_model_requested.connect(self.download_model)
         self.browser.detail.download_sidecar_requested.connect(self.download_sidecar)
         self.browser.detail.publish_requested.connect(self.publish_sidecar)

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.catalog import KNOWN_FIELDS, is_repo_id
+from app.ui.catalog.cluster_dialog import ClusterLaunchButton
 from app.ui.catalog.model import EntryNode, sidecar_text
 from app.ui.catalog.status import SidecarStatusBook
 
@@ -97,6 +98,7 @@ class EntryDetail(QWidget):
         actions.addWidget(self.download_model_button, 1, 0)
         actions.addWidget(self.download_sidecar_button, 1, 1)
         actions.addWidget(self.edit_button, 2, 0)
+        actions.addWidget(ClusterLaunchButton(lambda: self._node, self), 2, 1)
 
         self.content = QWidget()
         content_layout = QVBoxLayout(self.content)

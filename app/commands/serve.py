@@ -1,0 +1,176 @@
+"""``mtp-studio serve``: an OpenAI-compatible server for one model, with MTP statistics.
+
+Loopback only unless ``--api-key`` (or ``MTP_STUDIO_API_KEY``) is given. Once the model is loaded
+and the port is bound it prints one ``listening on URL`` line on stderr (the Server panel and the
+tests wait for it), then one line per request (``--log-format json``: one JSON object per line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import socket
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import uvicorn
+
+from app.commands.chat import depth_argument
+from app.engine.errors import ServerError
+from app.engine.runtime.backend import LoadSettings
+from app.engine.runtime.backends import BACKEND_CHOICES
+from app.engine.runtime.client import RuntimeClient
+from app.engine.runtime.demo_model import demo_model_path
+from app.engine.runtime.request import check_mtp_depth
+from app.engine.server.app import build_app
+from app.engine.server.config import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_QUEUE_SIZE, ServerConfig
+from app.engine.server.metrics import ServerMetrics
+from app.engine.server.request_log import RequestLogEntry
+from app.engine.server.scheduler import Scheduler
+
+API_KEY_VARIABLE = "MTP_STUDIO_API_KEY"
+LISTENING = "listening on"
+SHUTDOWN_GRACE_SECONDS = 5
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "serve",
+        help="serve a model over an OpenAI-compatible HTTP API",
+        description=(
+            "Serve one model at /v1/chat/completions, /v1/completions and /v1/models (plus /health "
+            "and Prometheus /metrics) with MTP speculative decoding. Every reply carries its MTP "
+            "statistics in an 'mtp' object. Requests run one at a time, the rest wait in a FIFO."
+        ),
+    )
+    parser.add_argument("--model", type=Path, help="a .gguf model (default: the bundled demo)")
+    parser.add_argument("--backend", choices=BACKEND_CHOICES, default="auto")
+    parser.add_argument("--host", default=DEFAULT_HOST, help=f"default {DEFAULT_HOST} (loopback)")
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}; 0 = any free port"
+    )
+    parser.add_argument(
+        "--api-key",
+        metavar="KEY",
+        help=f"require 'Authorization: Bearer KEY' (or set {API_KEY_VARIABLE}); needed for any "
+        "non-loopback --host",
+    )
+    parser.add_argument(
+        "--mtp-depth",
+        type=depth_argument,
+        default=3,
+        metavar="K",
+        help="tokens drafted per cycle unless a request sets mtp_depth; 0 = plain (default 3)",
+    )
+    parser.add_argument(
+        "--queue-size",
+        type=int,
+        default=DEFAULT_QUEUE_SIZE,
+        metavar="N",
+        help=f"requests that may wait; more get 503 + Retry-After (default {DEFAULT_QUEUE_SIZE})",
+    )
+    parser.add_argument(
+        "--max-tokens", type=int, default=512, metavar="N", help="when a request sets none"
+    )
+    parser.add_argument("--ctx", type=int, default=0, metavar="N", help="context size in tokens")
+    parser.add_argument("--threads", type=int, default=0, metavar="N", help="CPU threads")
+    parser.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="request log on stderr: a short line, or one JSON object per line",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not isinstance(args.mtp_depth, int):
+        raise ServerError("serve needs a fixed --mtp-depth (0 to 8); 'auto' is for chat only")
+    check_mtp_depth(args.mtp_depth)
+    model = args.model if args.model is not None else demo_model_path()
+    config = ServerConfig(
+        model_path=model,
+        model_id=model.stem if model.suffix == ".gguf" else model.name,
+        host=args.host,
+        port=args.port,
+        api_key=args.api_key or os.environ.get(API_KEY_VARIABLE) or None,
+        mtp_depth=args.mtp_depth,
+        queue_size=args.queue_size,
+        default_max_tokens=args.max_tokens,
+    )
+    listener = _bind(config.host, config.port)
+    settings = LoadSettings(
+        context_length=args.ctx,
+        threads=args.threads,
+        max_draft_depth=max(args.mtp_depth, LoadSettings().max_draft_depth),
+    )
+    emit = _log_writer(args.log_format)
+    with RuntimeClient(model, backend=args.backend, settings=settings) as client:
+        info = client.load()
+        metrics = ServerMetrics(lambda: scheduler.waiting, lambda: scheduler.busy)
+        scheduler = Scheduler(client, config.queue_size, on_finished=metrics.record_generation)
+        app = build_app(config, scheduler, metrics, emit, mtp_layers=info.mtp_layers)
+        scheduler.start()
+        port = listener.getsockname()[1]
+        url = dataclasses.replace(config, port=port).url
+        _announce(args.log_format, url, config, info.mtp_layers)
+        server = uvicorn.Server(
+            uvicorn.Config(
+                app,
+                log_level="warning",
+                access_log=False,
+                timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
+            )
+        )
+        try:
+            server.run(sockets=[listener])
+        finally:
+            scheduler.stop()
+    return 0
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before the model loads so a taken port fails fast."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+    except OSError as exc:
+        listener.close()
+        raise ServerError(
+            f"cannot listen on {host}:{port} ({exc.strerror}): pick another --port, or stop the "
+            "program that uses it"
+        ) from None
+    listener.listen(128)
+    return listener
+
+
+def _announce(log_format: str, url: str, config: ServerConfig, mtp_layers: int) -> None:
+    key = "API key required" if config.api_key else "no API key"
+    if log_format == "json":
+        print(
+            json.dumps({"event": "listening", "url": url, "model": config.model_id}),
+            file=sys.stderr,
+        )
+    else:
+        print(
+            f"mtp-studio serve: {LISTENING} {url} · model {config.model_id} · MTP depth "
+            f"{config.mtp_depth} ({mtp_layers} head layer(s)) · {key}",
+            file=sys.stderr,
+        )
+    sys.stderr.flush()
+
+
+def _log_writer(log_format: str) -> Callable[[RequestLogEntry], None]:
+    def emit(entry: RequestLogEntry) -> None:
+        print(
+            entry.to_json() if log_format == "json" else entry.to_text(),
+            file=sys.stderr,
+            flush=True,
+        )
+
+    return emit

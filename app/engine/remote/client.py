@@ -1,0 +1,290 @@
+"""Chat with a remote OpenAI-compatible server: list its models, stream a reply, stop it.
+
+``POST {endpoint}/chat/completions`` with ``stream: true`` (server-sent events). The reply's text
+arrives piece by piece; the last chunk carries ``usage`` and, depending on the server, MTP
+Studio's ``mtp`` object or llama-server's ``timings``. For vLLM, whose replies carry neither,
+/metrics is read before and after (when the server exposes speculative-decoding counters).
+:meth:`RemoteStream.cancel` closes the connection, which makes these servers stop generating.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx2
+
+from app.engine.errors import RemoteError
+from app.engine.remote.acceptance import (
+    RemoteAcceptance,
+    VllmCounters,
+    from_llama_timings,
+    from_mtp_extension,
+)
+from app.engine.runtime.prompting import ChatMessage
+from app.engine.runtime.sampling import SamplerSettings
+
+CONNECT_SECONDS = 10.0
+READ_SECONDS = 600.0  # a big model on a busy cluster may take minutes for the first token
+
+
+@dataclass(frozen=True)
+class RemoteReply:
+    """A finished (or stopped) reply. ``acceptance`` None: the server does not report it."""
+
+    text: str
+    finish_reason: str
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    seconds_to_first_token: float
+    decode_seconds: float
+    acceptance: RemoteAcceptance | None
+
+    @property
+    def decode_tokens_per_second(self) -> float:
+        """Completion tokens after the first over the time between the first and the last piece."""
+        if not self.completion_tokens or self.completion_tokens < 2 or self.decode_seconds <= 0:
+            return 0.0
+        return (self.completion_tokens - 1) / self.decode_seconds
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "finish_reason": self.finish_reason,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "ttft_seconds": self.seconds_to_first_token,
+            "decode_tokens_per_second": self.decode_tokens_per_second,
+            "acceptance": self.acceptance.to_dict() if self.acceptance else None,
+        }
+
+
+class RemoteEndpoint:
+    """One server: ``url`` is its OpenAI base URL (``http://host:port/v1``)."""
+
+    def __init__(self, url: str, *, api_key: str | None = None, model: str | None = None) -> None:
+        self.url = url.rstrip("/")
+        if not self.url.startswith(("http://", "https://")):
+            raise RemoteError(
+                f"endpoint {url!r} is not an http(s) URL: use e.g. http://host:8000/v1"
+            )
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx2.Client(
+            headers=headers, timeout=httpx2.Timeout(READ_SECONDS, connect=CONNECT_SECONDS)
+        )
+        self._model = model
+
+    @property
+    def root_url(self) -> str:
+        """Where /metrics and /health live: the base URL without its trailing /v1."""
+        return self.url.removesuffix("/v1")
+
+    def models(self) -> list[str]:
+        data = self._get_json(f"{self.url}/models")
+        try:
+            return [str(model["id"]) for model in data["data"]]
+        except (KeyError, TypeError):
+            raise RemoteError(f"{self.url}/models did not answer with a model list") from None
+
+    def model(self) -> str:
+        """The model to ask: the one given, else the server's only (or first) model."""
+        if self._model is None:
+            available = self.models()
+            if not available:
+                raise RemoteError(f"{self.url} serves no model; pass --remote-model NAME")
+            self._model = available[0]
+        return self._model
+
+    def chat(
+        self, messages: Sequence[ChatMessage], sampler: SamplerSettings, max_tokens: int
+    ) -> RemoteStream:
+        body: dict[str, Any] = {
+            "model": self.model(),
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "max_tokens": max_tokens,
+            "temperature": sampler.temperature,
+            "top_p": sampler.top_p,
+            "top_k": sampler.top_k,
+            "min_p": sampler.min_p,
+        }
+        if sampler.seed is not None:
+            body["seed"] = sampler.seed
+        return RemoteStream(self, body, self._vllm_counters())
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> RemoteEndpoint:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def _vllm_counters(self) -> VllmCounters | None:
+        """vLLM's counters now, or None (no /metrics, or no speculative decoding there)."""
+        try:
+            response = self._http.get(f"{self.root_url}/metrics", timeout=CONNECT_SECONDS)
+        except httpx2.HTTPError:
+            return None
+        if response.status_code != 200 or "vllm:" not in response.text:
+            return None
+        return VllmCounters.parse(response.text)
+
+    def _get_json(self, url: str) -> Any:
+        try:
+            response = self._http.get(url, timeout=CONNECT_SECONDS)
+        except httpx2.HTTPError as exc:
+            raise RemoteError(
+                f"cannot reach {url}: {exc}; check the URL and that it runs"
+            ) from None
+        _raise_for_status(response, url)
+        return response.json()
+
+
+@dataclass
+class _Progress:
+    """What a stream has received so far (kept so an interrupted stream still has a reply)."""
+
+    pieces: list[str] = field(default_factory=list)
+    last: dict[str, Any] = field(default_factory=dict)
+    finish_reason: str = "stop"
+    started_at: float = field(default_factory=time.monotonic)
+    first_at: float = 0.0
+    last_at: float = 0.0
+
+    def add(self, text: str) -> None:
+        self.last_at = time.monotonic()
+        self.first_at = self.first_at or self.last_at
+        self.pieces.append(text)
+
+    @property
+    def seconds_to_first_token(self) -> float:
+        return self.first_at - self.started_at if self.first_at else 0.0
+
+
+class RemoteStream:
+    """Iterate for text pieces; then :attr:`reply`. :meth:`cancel` works from any thread."""
+
+    def __init__(
+        self, endpoint: RemoteEndpoint, body: dict[str, Any], vllm_before: VllmCounters | None
+    ) -> None:
+        self._endpoint = endpoint
+        self._body = body
+        self._vllm_before = vllm_before
+        self._cancelled = threading.Event()
+        self._response: httpx2.Response | None = None
+        self._started = False
+        self._progress = _Progress()
+        self.reply: RemoteReply | None = None
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+        response = self._response
+        if response is not None:
+            response.close()
+
+    def __iter__(self) -> Iterator[str]:
+        if self._started:  # one request per stream: iterating again (wait) only finishes it
+            return
+        self._started = True
+        url = f"{self._endpoint.url}/chat/completions"
+        progress = self._progress
+        try:
+            with self._endpoint._http.stream("POST", url, json=self._body) as response:
+                self._response = response
+                if response.status_code != 200:
+                    response.read()
+                    _raise_for_status(response, url)
+                for data in _sse_data(response):
+                    if self._cancelled.is_set():
+                        break
+                    if data.get("error"):
+                        raise RemoteError(f"{url} failed mid-reply: {_error_message(data)}")
+                    for choice in data.get("choices") or ():
+                        text = (choice.get("delta") or {}).get("content") or ""
+                        if text:
+                            progress.add(text)
+                            yield text
+                        progress.finish_reason = choice.get("finish_reason") or (
+                            progress.finish_reason
+                        )
+                    progress.last.update((k, v) for k, v in data.items() if k != "choices")
+        except httpx2.HTTPError as exc:
+            if not self._cancelled.is_set():
+                raise RemoteError(f"the connection to {url} failed: {exc}") from None
+        finally:
+            self._response = None
+        self.reply = self._finish()
+
+    def wait(self) -> RemoteReply:
+        """Read the rest of the reply; one interrupted (Ctrl-C) counts as cancelled."""
+        for _piece in self:
+            pass
+        if self.reply is None:
+            self._cancelled.set()
+            self.reply = self._finish()
+        return self.reply
+
+    def _finish(self) -> RemoteReply:
+        progress = self._progress
+        usage = progress.last.get("usage") or {}
+        return RemoteReply(
+            text="".join(progress.pieces),
+            finish_reason="cancelled" if self._cancelled.is_set() else progress.finish_reason,
+            prompt_tokens=usage.get("prompt_tokens"),
+            completion_tokens=usage.get("completion_tokens"),
+            seconds_to_first_token=progress.seconds_to_first_token,
+            decode_seconds=progress.last_at - progress.first_at,
+            acceptance=self._acceptance(progress.last),
+        )
+
+    def _acceptance(self, last: dict[str, Any]) -> RemoteAcceptance | None:
+        found = from_mtp_extension(last.get("mtp")) or from_llama_timings(last.get("timings"))
+        if found is not None or self._vllm_before is None:
+            return found
+        after = self._endpoint._vllm_counters()
+        return after.acceptance_since(self._vllm_before) if after is not None else None
+
+
+def _sse_data(response: httpx2.Response) -> Iterator[dict[str, Any]]:
+    for line in response.iter_lines():
+        if not line.startswith("data:"):
+            continue
+        payload = line[len("data:") :].strip()
+        if payload == "[DONE]":
+            return
+        try:
+            data = json.loads(payload)
+        except ValueError:
+            raise RemoteError(
+                f"the server sent an event that is not JSON: {payload[:200]}"
+            ) from None
+        if isinstance(data, dict):
+            yield data
+
+
+def _error_message(data: Any) -> str:
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict):
+        return str(error.get("message") or error)
+    return str(error or data)
+
+
+def _raise_for_status(response: httpx2.Response, url: str) -> None:
+    if response.status_code == 200:
+        return
+    try:
+        message = _error_message(response.json())
+    except ValueError:
+        message = response.text[:300]
+    hint = {
+        401: "pass the server's key with --api-key",
+        404: "check the URL (it usually ends in /v1) and --remote-model",
+    }.get(response.status_code, "see the server's log")
+    raise RemoteError(f"{url} answered {response.status_code}: {message} — {hint}")

@@ -1,0 +1,149 @@
+"""OpenAI request bodies → the runtime's :class:`GenerationRequest`, with 400s for bad fields.
+
+Sampling fields follow OpenAI's names and defaults (temperature 1, top_p 1) plus the ones local
+servers commonly accept (top_k, min_p, seed). ``mtp_depth`` is an extension: 0 turns MTP off for
+one request. Every refusal names the field and the accepted range.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from app.engine.errors import RuntimeBackendError
+from app.engine.runtime.prompting import ChatMessage
+from app.engine.runtime.request import MAX_DRAFT_DEPTH, GenerationRequest
+from app.engine.runtime.sampling import SamplerSettings
+from app.engine.server.api_errors import bad_request
+
+CHAT_ROLES = ("system", "user", "assistant")
+MAX_STOP_SEQUENCES = 4
+
+
+@dataclass(frozen=True)
+class ParsedRequest:
+    """What a completion request asks for: the generation, its stop strings and how to reply."""
+
+    model: str | None
+    generation: GenerationRequest
+    stop: tuple[str, ...]
+    stream: bool
+    include_usage_chunk: bool
+
+
+def parse_chat_body(body: Any, *, default_depth: int, default_max_tokens: int) -> ParsedRequest:
+    body = _object(body)
+    raw_messages = body.get("messages")
+    if not isinstance(raw_messages, list) or not raw_messages:
+        raise bad_request("'messages' must be a non-empty array of messages", "messages")
+    messages = tuple(_message(item, index) for index, item in enumerate(raw_messages))
+    return _parsed(body, {"messages": messages}, default_depth, default_max_tokens)
+
+
+def parse_completion_body(
+    body: Any, *, default_depth: int, default_max_tokens: int
+) -> ParsedRequest:
+    body = _object(body)
+    prompt = body.get("prompt")
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
+        prompt = prompt[0]
+    if not isinstance(prompt, str) or not prompt:
+        raise bad_request("'prompt' must be a non-empty string (one prompt per request)", "prompt")
+    return _parsed(body, {"prompt": prompt}, default_depth, default_max_tokens)
+
+
+def _parsed(
+    body: dict[str, Any], source: dict[str, Any], default_depth: int, default_max_tokens: int
+) -> ParsedRequest:
+    model = body.get("model")
+    if model is not None and not isinstance(model, str):
+        raise bad_request("'model' must be a string", "model")
+    if _number(body, "n", 1) != 1:
+        raise bad_request("'n' must be 1: this server generates one choice per request", "n")
+    tokens_field = "max_completion_tokens" if "max_completion_tokens" in body else "max_tokens"
+    max_tokens = _integer(body, tokens_field, default_max_tokens)
+    depth = _integer(body, "mtp_depth", default_depth)
+    if not 0 <= depth <= MAX_DRAFT_DEPTH:
+        raise bad_request(f"'mtp_depth' must be 0 to {MAX_DRAFT_DEPTH}, got {depth}", "mtp_depth")
+    try:
+        sampler = SamplerSettings(
+            temperature=_number(body, "temperature", 1.0),
+            top_p=_number(body, "top_p", 1.0),
+            top_k=_integer(body, "top_k", 0),
+            min_p=_number(body, "min_p", 0.0),
+            seed=None if body.get("seed") is None else _integer(body, "seed", 0),
+        )
+        generation = GenerationRequest(
+            **source, max_tokens=max_tokens, sampler=sampler, mtp_depth=depth
+        )
+    except RuntimeBackendError as exc:
+        raise bad_request(str(exc)) from exc
+    stream_options = body.get("stream_options") or {}
+    if not isinstance(stream_options, dict):
+        raise bad_request("'stream_options' must be an object", "stream_options")
+    return ParsedRequest(
+        model=model,
+        generation=generation,
+        stop=_stop(body.get("stop")),
+        stream=bool(body.get("stream", False)),
+        include_usage_chunk=bool(stream_options.get("include_usage", False)),
+    )
+
+
+def _object(body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise bad_request("the request body must be a JSON object")
+    return body
+
+
+def _message(item: Any, index: int) -> ChatMessage:
+    where = f"messages[{index}]"
+    if not isinstance(item, dict):
+        raise bad_request(f"'{where}' must be an object with 'role' and 'content'", where)
+    role = item.get("role")
+    if role not in CHAT_ROLES:
+        raise bad_request(
+            f"'{where}.role' is {role!r}: use one of {', '.join(CHAT_ROLES)}", f"{where}.role"
+        )
+    content = item.get("content")
+    if isinstance(content, list):  # OpenAI's content parts: only text parts can be served
+        texts = [part.get("text") for part in content if isinstance(part, dict)]
+        if not all(isinstance(text, str) for text in texts) or len(texts) != len(content):
+            raise bad_request(f"'{where}.content' may hold only text parts", f"{where}.content")
+        content = "".join(texts)
+    if not isinstance(content, str):
+        raise bad_request(f"'{where}.content' must be a string", f"{where}.content")
+    return ChatMessage(role, content)
+
+
+def _stop(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    stops = [value] if isinstance(value, str) else value
+    if (
+        not isinstance(stops, list)
+        or not all(isinstance(stop, str) and stop for stop in stops)
+        or len(stops) > MAX_STOP_SEQUENCES
+    ):
+        raise bad_request(
+            f"'stop' must be a non-empty string or up to {MAX_STOP_SEQUENCES} of them", "stop"
+        )
+    return tuple(stops)
+
+
+def _number(body: dict[str, Any], name: str, default: float) -> float:
+    value = body.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise bad_request(f"'{name}' must be a number, got {value!r}", name)
+    return float(value)
+
+
+def _integer(body: dict[str, Any], name: str, default: int) -> int:
+    value = body.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise bad_request(f"'{name}' must be a whole number, got {value!r}", name)
+    return value

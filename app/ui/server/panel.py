@@ -1,0 +1,255 @@
+"""The Server panel: start and stop a local OpenAI-compatible server, see who calls it.
+
+The server runs as a ``mtp-studio serve --log-format json`` subprocess (a :class:`QProcess`, so
+the GUI thread never waits on it, and a crash in the server cannot take the window down). Its
+stderr lines are read as they come: the ``listening`` event gives the URL to copy, each
+``request`` event a line in the live log and the latest decode speed and acceptance.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from PySide6.QtCore import QCoreApplication, QProcess, QTimer, Signal
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMainWindow,
+    QPlainTextEdit,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.engine.errors import RuntimeBackendError
+from app.engine.runtime.demo_model import demo_model_path
+from app.engine.server.config import DEFAULT_PORT
+from app.engine.server.request_log import RequestLogEntry
+
+LOG_LINES = 500
+STOP_GRACE_MS = 5000
+
+
+def serve_command(*args: str) -> list[str]:
+    """How to run ``mtp-studio serve`` from this installation (the bundle or a virtualenv)."""
+    if getattr(sys, "frozen", False):
+        return [sys.executable, "serve", *args]
+    return [sys.executable, "-m", "app", "serve", *args]
+
+
+class ServerPanel(QWidget):
+    """Model, port and depth; Start/Stop; the URL with a Copy button; the live request log."""
+
+    url_changed = Signal(str)  # "" while no server listens
+    request_logged = Signal(object)  # RequestLogEntry
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._process: QProcess | None = None
+        self._pending = ""
+        self._stopping = False
+        self.url = ""
+        self.requests_served = 0
+
+        self.model_edit = QLineEdit(self._default_model())
+        self.model_edit.setPlaceholderText("a .gguf model")
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse)
+        model_row = QHBoxLayout()
+        model_row.addWidget(self.model_edit, 1)
+        model_row.addWidget(browse)
+        self.port_spin = QSpinBox()
+        self.port_spin.setRange(1, 65535)
+        self.port_spin.setValue(DEFAULT_PORT)
+        self.depth_spin = QSpinBox()
+        self.depth_spin.setRange(0, 8)
+        self.depth_spin.setValue(3)
+        self.depth_spin.setToolTip("MTP tokens drafted per cycle; 0 = plain decoding")
+
+        self.start_button = QPushButton("Start")
+        self.start_button.clicked.connect(self.start)
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.clicked.connect(self.stop)
+        self.stop_button.setEnabled(False)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.start_button)
+        buttons.addWidget(self.stop_button)
+        buttons.addStretch(1)
+
+        self.url_edit = QLineEdit()
+        self.url_edit.setReadOnly(True)
+        self.url_edit.setPlaceholderText("not running")
+        self.copy_button = QPushButton("Copy")
+        self.copy_button.setEnabled(False)
+        self.copy_button.clicked.connect(self._copy_url)
+        url_row = QHBoxLayout()
+        url_row.addWidget(self.url_edit, 1)
+        url_row.addWidget(self.copy_button)
+
+        self.status_label = QLabel("Stopped")
+        self.figures_label = QLabel("No requests yet")
+        self.log_view = QPlainTextEdit()
+        self.log_view.setReadOnly(True)
+        self.log_view.setMaximumBlockCount(LOG_LINES)
+
+        form = QFormLayout()
+        form.addRow("Model", model_row)
+        form.addRow("Port", self.port_spin)
+        form.addRow("MTP depth", self.depth_spin)
+        form.addRow("URL", url_row)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addLayout(buttons)
+        layout.addWidget(self.status_label)
+        layout.addWidget(self.figures_label)
+        layout.addWidget(self.log_view, 1)
+        application = QCoreApplication.instance()
+        if application is not None:
+            application.aboutToQuit.connect(self.shutdown)
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None
+
+    def start(self) -> None:
+        if self._process is not None:
+            return
+        model = Path(self.model_edit.text().strip())
+        if not model.is_file():
+            self.status_label.setText(f"No model at {model}: choose a .gguf file")
+            return
+        program, *arguments = serve_command(
+            "--model",
+            str(model),
+            "--port",
+            str(self.port_spin.value()),
+            "--mtp-depth",
+            str(self.depth_spin.value()),
+            "--log-format",
+            "json",
+        )
+        process = QProcess(self)
+        process.setProgram(program)
+        process.setArguments(arguments)
+        process.readyReadStandardError.connect(self._read_stderr)
+        process.finished.connect(self._finished)
+        self._process = process
+        self._pending = ""
+        self._stopping = False
+        self._set_controls(running=True)
+        self.status_label.setText(f"Loading {model.name}…")
+        process.start()
+
+    def stop(self) -> None:
+        process = self._process
+        if process is None:
+            return
+        self.status_label.setText("Stopping…")
+        self._stopping = True
+        process.terminate()
+        QTimer.singleShot(STOP_GRACE_MS, lambda: self._kill_if_running(process))
+
+    def shutdown(self) -> None:
+        """On quit: stop the server without waiting for a graceful end."""
+        if self._process is not None:
+            self._process.kill()
+            self._process.waitForFinished(STOP_GRACE_MS)
+
+    # --- process output -------------------------------------------------------------------
+
+    def _read_stderr(self) -> None:
+        if self._process is None:
+            return
+        self._pending += bytes(self._process.readAllStandardError().data()).decode(errors="replace")
+        *lines, self._pending = self._pending.split("\n")
+        for line in lines:
+            self._handle_line(line.strip())
+
+    def _handle_line(self, line: str) -> None:
+        if not line:
+            return
+        entry = RequestLogEntry.from_json(line)
+        if entry is not None:
+            self._show_request(entry)
+            return
+        try:
+            event = json.loads(line)
+        except ValueError:
+            event = None
+        if isinstance(event, dict) and event.get("event") == "listening":
+            self.url = str(event["url"])
+            self.url_edit.setText(self.url)
+            self.copy_button.setEnabled(True)
+            self.status_label.setText(f"Serving {event.get('model')} at {self.url}")
+            self.url_changed.emit(self.url)
+        else:
+            self.log_view.appendPlainText(line)  # start-up errors, tracebacks
+
+    def _show_request(self, entry: RequestLogEntry) -> None:
+        self.log_view.appendPlainText(entry.to_text())
+        if entry.finish_reason is not None:
+            self.requests_served += 1
+            speed = entry.decode_tokens_per_second
+            figures = f"{self.requests_served} replies · last {speed:.1f} tok/s"
+            if entry.acceptance_by_depth:
+                rates = " / ".join(f"{rate:.0%}" for rate in entry.acceptance_by_depth)
+                figures += f" · acceptance by depth {rates}"
+                figures += f" · {entry.tokens_per_cycle:.2f} tokens/cycle"
+            self.figures_label.setText(figures)
+        self.request_logged.emit(entry)
+
+    def _finished(self, exit_code: int, _status: QProcess.ExitStatus) -> None:
+        self._read_stderr()
+        if self._pending.strip():
+            self._handle_line(self._pending.strip())
+        self._process = None
+        self.url = ""
+        self.url_edit.clear()
+        self.url_changed.emit("")
+        self._set_controls(running=False)
+        if self._stopping or exit_code == 0:
+            self.status_label.setText("Stopped")
+        else:
+            self.status_label.setText(f"The server stopped (exit code {exit_code}); see the log")
+
+    # --- helpers ----------------------------------------------------------------------------
+
+    def _set_controls(self, *, running: bool) -> None:
+        self.start_button.setEnabled(not running)
+        self.stop_button.setEnabled(running)
+        self.copy_button.setEnabled(False)
+        for widget in (self.model_edit, self.port_spin, self.depth_spin):
+            widget.setEnabled(not running)
+
+    def _kill_if_running(self, process: QProcess) -> None:
+        if process is self._process and process.state() != QProcess.ProcessState.NotRunning:
+            process.kill()
+
+    def _copy_url(self) -> None:
+        QGuiApplication.clipboard().setText(self.url)
+
+    def _browse(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Model to serve", "", "GGUF models (*.gguf)")
+        if path:
+            self.model_edit.setText(path)
+
+    @staticmethod
+    def _default_model() -> str:
+        try:
+            return str(demo_model_path())
+        except RuntimeBackendError:
+            return ""
+
+
+def install_server_panel(window: QMainWindow) -> ServerPanel:
+    """Dock a Server panel in ``window`` (which has ``add_dock``), hidden until opened."""
+    panel = ServerPanel(window)
+    window.add_dock("Server", panel).hide()  # type: ignore[attr-defined]
+    return panel
