@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from app.commands import COMMANDS
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [
@@ -87,7 +91,7 @@ def test_version_and_help_answer_from_the_bundle(bundle: Path, isolated_env) -> 
     version = run_bundle(bundle, isolated_env, "--version")
     assert version.returncode == 0, version.stderr
     assert version.stdout.strip() == f"mtp-studio {__version__}"
-    for command in ("catalog", "extract", "download", "publish", "chat", "bench"):
+    for command in COMMANDS:
         helped = run_bundle(bundle, isolated_env, command, "--help")
         assert helped.returncode == 0, (command, helped.stderr)
 
@@ -124,6 +128,42 @@ def test_the_bundle_reads_its_catalog_and_extracts_a_sidecar(bundle: Path, isola
     )
     assert extracted.returncode == 0, extracted.stderr
     assert out.stat().st_size > 1_000_000
+
+
+def test_the_bundle_serves_the_openai_api(bundle: Path, isolated_env) -> None:
+    port = _free_port()
+    process = subprocess.Popen(
+        [str(bundle), "serve", "--port", str(port)],
+        env=isolated_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        models = _get_json(f"http://127.0.0.1:{port}/v1/models", process)
+        assert models["data"], models
+    finally:
+        process.terminate()
+        process.communicate(timeout=30)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _get_json(url: str, process: subprocess.Popen, timeout: float = 60.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"serve exited: {process.stderr.read()[-2000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as reply:
+                return json.loads(reply.read())
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError(f"{url} did not answer in {timeout:.0f} s")
 
 
 def test_the_bundled_window_stays_up_for_ten_seconds(bundle: Path, isolated_env) -> None:
