@@ -65,10 +65,11 @@ class MlxBackend(DecodeBackend):
     """One model folder in mlx-lm, with an MTP head when one is found and fits."""
 
     def __init__(self, path: Path, settings: LoadSettings, sidecar: Path | None = None) -> None:
-        from mlx_lm.models.cache import ArraysCache, KVCache
+        from mlx_lm.models.cache import ArraysCache, KVCache, make_prompt_cache
 
         self._arrays_cache_type = ArraysCache
         self._kv_cache_type = KVCache
+        self._make_cache = make_prompt_cache
         self._path = Path(path)
         model_type = model_type_of(self._path)
         self._model, tokenizer = _load_trunk(self._path)
@@ -115,7 +116,7 @@ class MlxBackend(DecodeBackend):
             return None, str(exc)
 
     def _check_rollback_support(self) -> None:
-        for cache in self._model.make_cache():
+        for cache in self._make_cache(self._model):
             if not isinstance(cache, self._arrays_cache_type) and not (
                 hasattr(cache, "trim") and cache.is_trimmable()
             ):
@@ -165,7 +166,7 @@ class MlxBackend(DecodeBackend):
         return self._n_past
 
     def reset(self) -> None:
-        self._cache = self._model.make_cache()
+        self._cache = self._make_cache(self._model)
         self._head_cache = self._kv_cache_type() if self._head is not None else None
         self._n_past = 0
         self._head_next = 1

@@ -50,6 +50,8 @@ class HeadTensors:
     tensors: Mapping[str, mx.array]
     origin: str
     """Where they came from, for messages: ``sidecar /x/mtp.safetensors`` or the folder."""
+    prefix: str
+    """What the file puts before the relative names (``mtp.``, ``model.layers.8.``)."""
 
 
 def model_type_of(folder: Path) -> str:
@@ -98,9 +100,11 @@ def read_head_tensors(
         if wanted:
             loaded = mx.load(str(file))
             tensors.update({_head_name(name, style, prefix): loaded[name] for name in wanted})
+            if style == QWEN_STYLE:
+                prefix = wanted[0][: wanted[0].find("mtp.") + len("mtp.")]
     if not tensors:
         return None
-    return HeadTensors(style, tensors, f"the MTP tensors inside {folder.name}")
+    return HeadTensors(style, tensors, f"the MTP tensors inside {folder.name}", prefix)
 
 
 def _head_name(name: str, style: str, prefix: str) -> str | None:
@@ -154,6 +158,8 @@ def _read_sidecar(path: Path, style: str) -> HeadTensors:
                 f"the MTP sidecar {path} has tensor '{stray}', not a Qwen-style mtp.* head; "
                 "use the sidecar made for this model"
             )
+        first = next(iter(loaded), "mtp.")
+        prefix = first[: first.find("mtp.") + len("mtp.")]
     else:
         indices = sorted(
             {int(m.group(1)) for name in loaded if (m := re.match(r"model\.layers\.(\d+)\.", name))}
@@ -169,7 +175,7 @@ def _read_sidecar(path: Path, style: str) -> HeadTensors:
             )
         prefix = f"model.layers.{indices[0]}."
         tensors = {name[len(prefix) :]: value for name, value in loaded.items()}
-    return HeadTensors(style, tensors, f"sidecar {path}")
+    return HeadTensors(style, tensors, f"sidecar {path}", prefix)
 
 
 def build_head(model: nn.Module, head: HeadTensors) -> MtpHead:
@@ -207,7 +213,7 @@ def build_head(model: nn.Module, head: HeadTensors) -> MtpHead:
             own_head="shared_head.head.weight" in tensors,
             own_embedding="embed_tokens.weight" in tensors,
         )
-    _check_fit(module, tensors, head.origin)
+    _check_fit(module, tensors, head)
     module.load_weights(list(tensors.items()))
     module.eval()
     mx.eval(module.parameters())
@@ -270,25 +276,32 @@ def _is_norm(name: str, value: mx.array) -> bool:
     return value.ndim == 1 and parts[-1] == "weight" and len(parts) > 1 and "norm" in parts[-2]
 
 
-def _check_fit(module: nn.Module, tensors: Mapping[str, Any], origin: str) -> None:
+def _check_fit(module: nn.Module, tensors: Mapping[str, Any], head: HeadTensors) -> None:
     expected = dict(tree_flatten(module.parameters()))
+    origin = head.origin
+
+    def stored(name: str) -> str:
+        """The tensor's name in the file (NextN block tensors sit under ``layer.`` here)."""
+        relative = name.removeprefix("layer.") if head.style == NEXTN_STYLE else name
+        return head.prefix + relative
+
     for name, value in tensors.items():
         if name not in expected:
             raise RuntimeBackendError(
-                f"{origin}: tensor '{name}' (shape {tuple(value.shape)}) has no place in this "
-                "model's MTP head; the head was made for another architecture"
+                f"{origin}: tensor '{stored(name)}' (shape {tuple(value.shape)}) has no place in "
+                "this model's MTP head; the head was made for another architecture"
             )
         want, have = tuple(expected[name].shape), tuple(value.shape)
         if want != have:
             raise RuntimeBackendError(
-                f"{origin}: tensor '{name}' has shape {have} but this model's MTP head needs "
+                f"{origin}: tensor '{stored(name)}' has shape {have} but this model's MTP head needs "
                 f"{want}; the sidecar was made for another model (hidden size, vocabulary or "
                 "head shapes differ) — use the sidecar made for this model"
             )
     missing = sorted(set(expected) - set(tensors))
     if missing:
         raise RuntimeBackendError(
-            f"{origin}: the MTP head lacks {len(missing)} tensor(s), e.g. '{missing[0]}' "
+            f"{origin}: the MTP head lacks {len(missing)} tensor(s), e.g. '{stored(missing[0])}' "
             f"(shape {tuple(expected[missing[0]].shape)}); the file is incomplete or made for "
             "another architecture"
         )
