@@ -294,8 +294,8 @@ def _check_fit(module: nn.Module, tensors: Mapping[str, Any], head: HeadTensors)
         want, have = tuple(expected[name].shape), tuple(value.shape)
         if want != have:
             raise RuntimeBackendError(
-                f"{origin}: tensor '{stored(name)}' has shape {have} but this model's MTP head needs "
-                f"{want}; the sidecar was made for another model (hidden size, vocabulary or "
+                f"{origin}: tensor '{stored(name)}' has shape {have} but this model's MTP head "
+                f"needs {want}; the sidecar was made for another model (hidden size, vocabulary or "
                 "head shapes differ) — use the sidecar made for this model"
             )
     missing = sorted(set(expected) - set(tensors))
