@@ -99,7 +99,9 @@ class NextnMtpHead(nn.Module):
         self, embeddings: mx.array, hidden: mx.array, cache: Any
     ) -> tuple[mx.array, mx.array]:
         fused = self.eh_proj(mx.concatenate([self.enorm(embeddings), self.hnorm(hidden)], axis=-1))
-        out = self.layer(fused, mask=create_attention_mask(fused, cache), cache=cache)
+        # an explicit mask array: DeepSeek's MLA adds it to its rope scores
+        mask = create_attention_mask(fused, cache, return_array=True)
+        out = self.layer(fused, mask=mask, cache=cache)
         return out, self.shared_head.norm(out)
 
 
