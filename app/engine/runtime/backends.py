@@ -21,6 +21,7 @@ AUTO = "auto"
 LLAMA_CPP = "llama.cpp"
 MLX = "mlx"
 BACKEND_CHOICES = (AUTO, LLAMA_CPP, MLX)
+GGUF_REASON = "a GGUF file runs on llama.cpp"
 
 
 @dataclass(frozen=True)
