@@ -3,12 +3,14 @@
 - the BF16 Hugging Face folder runs MTP from its own ``mtp.*`` tensors, no sidecar;
 - Qwen's offset-style norms are detected, not assumed: a sidecar whose norms already hold the
   1 gives the same drafts as the raw one;
-- DeepSeek-V3 and GLM-4.5 (NextN) heads on tiny random models made with mlx-lm's classes,
-  loaded from sidecars stored as those releases store their MTP layer.
+- heads on tiny random models made with mlx-lm's classes, loaded from sidecars stored as those
+  releases store their MTP layer: Qwen3-Next (MoE, per-expert tensors, offset norms) and
+  DeepSeek-V3 / GLM-4.5 (NextN).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import mlx.core as mx
@@ -23,7 +25,9 @@ from tests.runtime.mlx.conftest import DEMO_HF, SETTINGS, MlxDemo
 from tests.runtime.mlx.tiny_models import (
     DEEPSEEK_V3,
     GLM4_MOE,
+    QWEN3_NEXT,
     write_nextn_sidecar,
+    write_qwen_sidecar,
     write_tiny_folder,
 )
 
@@ -67,10 +71,20 @@ def test_offset_norms_are_detected_rather_than_assumed(mlx_demo: MlxDemo, tmp_pa
     assert np.max(np.abs(from_raw - from_absolute)) < 0.1  # BF16 rounding of 1 + w only
 
 
-@pytest.mark.parametrize("config", [DEEPSEEK_V3, GLM4_MOE], ids=lambda c: c["model_type"])
-def test_a_nextn_head_drafts_and_greedy_output_equals_plain(config: dict, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("config", "write_sidecar"),
+    [
+        (QWEN3_NEXT, write_qwen_sidecar),
+        (DEEPSEEK_V3, write_nextn_sidecar),
+        (GLM4_MOE, write_nextn_sidecar),
+    ],
+    ids=["qwen3_next", "deepseek_v3", "glm4_moe"],
+)
+def test_a_moe_head_drafts_and_greedy_output_equals_plain(
+    config: dict, write_sidecar: Callable[[Path, dict], Path], tmp_path: Path
+) -> None:
     folder = write_tiny_folder(tmp_path / config["model_type"], config)
-    sidecar = write_nextn_sidecar(tmp_path / "mtp.safetensors", config)
+    sidecar = write_sidecar(tmp_path / "mtp.safetensors", config)
     backend = MlxBackend(folder, SETTINGS, sidecar)
     assert backend.info.mtp_available, backend.info.mtp_unavailable_reason
     assert backend.info.architecture == config["model_type"]

@@ -72,6 +72,32 @@ GLM4_MOE = {
     "partial_rotary_factor": 0.5,
     "num_nextn_predict_layers": 1,
 }
+QWEN3_NEXT = {
+    "model_type": "qwen3_next",
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "intermediate_size": 128,
+    "num_attention_heads": 4,
+    "linear_num_value_heads": 4,
+    "linear_num_key_heads": 2,
+    "linear_key_head_dim": 16,
+    "linear_value_head_dim": 16,
+    "linear_conv_kernel_dim": 4,
+    "num_experts": 4,
+    "num_experts_per_tok": 2,
+    "decoder_sparse_step": 1,
+    "shared_expert_intermediate_size": 32,
+    "mlp_only_layers": [],
+    "moe_intermediate_size": 32,
+    "rms_norm_eps": 1e-6,
+    "vocab_size": VOCAB,
+    "num_key_value_heads": 2,
+    "rope_theta": 10000.0,
+    "partial_rotary_factor": 0.25,
+    "max_position_embeddings": 1024,
+    "head_dim": 16,
+    "full_attention_interval": 2,
+}
 LLAMA = {
     "model_type": "llama",
     "vocab_size": VOCAB,
@@ -135,6 +161,39 @@ def write_nextn_sidecar(path: Path, config: dict[str, Any], seed: int = 1) -> Pa
         str(path),
         {prefix + name: value.astype(mx.bfloat16) for name, value in tensors.items()},
         metadata={"mtp_layout": "deepseek-nextn", "mtp_layer_indices": str(index)},
+    )
+    return path
+
+
+def write_qwen_sidecar(path: Path, config: dict[str, Any], seed: int = 1) -> Path:
+    """A random Qwen-style ``mtp.*`` head for ``config`` as a raw checkpoint stores it: per-expert
+    tensors and RMSNorm weights as offsets from 1."""
+    mx.random.seed(seed)
+    module = _module(config["model_type"])
+    args = module.ModelArgs.from_dict(config)
+    attention_index = args.full_attention_interval - 1
+    decoder_class = next(
+        value
+        for name, value in vars(module).items()
+        if name.endswith("DecoderLayer") and isinstance(value, type)
+    )
+    layer: nn.Module = decoder_class(args, attention_index)
+    hidden = args.hidden_size
+    tensors = {
+        "fc.weight": mx.random.normal((hidden, 2 * hidden)) * (2 * hidden) ** -0.5,
+        **{
+            f"{norm}.weight": mx.zeros((hidden,))
+            for norm in ("pre_fc_norm_embedding", "pre_fc_norm_hidden", "norm")
+        },
+    }
+    for name, value in tree_flatten(layer.parameters()):
+        for stored, tensor in _release_names(name, value).items():
+            offset = tensor.ndim == 1 and "norm" in stored.split(".")[-2]
+            tensors[f"layers.0.{stored}"] = tensor - 1.0 if offset else tensor
+    mx.save_safetensors(
+        str(path),
+        {f"mtp.{name}": value.astype(mx.bfloat16) for name, value in tensors.items()},
+        metadata={"mtp_layout": "qwen-mtp"},
     )
     return path
 
