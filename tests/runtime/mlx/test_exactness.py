@@ -58,6 +58,16 @@ def test_greedy_mtp_equals_plain_decoding_on_the_8bit_model(eight_bit: MlxBacken
     plain = _run(eight_bit, PROMPTS[0], 0)
     for depth in (2, 4):
         assert _run(eight_bit, PROMPTS[0], depth).token_ids == plain.token_ids
+    adaptive = GenerationRequest(
+        messages=(ChatMessage("user", PROMPTS[0]),),
+        max_tokens=TOKENS,
+        sampler=GREEDY,
+        mtp_depth=4,
+        adaptive_depth=True,
+    )
+    # depth-0 cycles (which only bring the head's cache up to date) mix with drafting ones
+    result = generate(eight_bit, adaptive, emit=lambda _c: None, cancelled=lambda: False)
+    assert result.token_ids == plain.token_ids
 
 
 def test_after_a_partial_accept_the_state_equals_a_fresh_prefill(four_bit: MlxBackend) -> None:
