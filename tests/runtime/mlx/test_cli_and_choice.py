@@ -19,6 +19,7 @@ from app.engine.runtime.prompting import ChatMessage
 from app.engine.runtime.request import GenerationRequest
 from app.engine.runtime.sampling import SamplerSettings
 from tests.runtime.mlx.conftest import MlxDemo
+from tests.store.isolation import isolate
 
 
 def test_auto_picks_mlx_for_a_folder_and_llama_cpp_for_a_gguf(mlx_demo: MlxDemo) -> None:
@@ -86,3 +87,25 @@ def test_a_sidecar_with_a_gguf_is_refused_with_what_to_do(
     assert main(args) == 2
     error = capsys.readouterr().err
     assert "graft the sidecar into the GGUF instead, or open the model's folder" in error
+
+
+@pytest.mark.slow
+def test_without_sidecar_chat_pairs_a_cached_sidecar_repo(
+    mlx_demo: MlxDemo,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture,
+) -> None:
+    home = isolate(monkeypatch, tmp_path / "home")
+    folder = home.hub_cache / "models--acme--demo-mtp-MLX-4bit" / "snapshots" / "abc"
+    shutil.copytree(mlx_demo.four_bit, folder)
+    sidecar = (
+        home.hub_cache / "models--acme--demo-mtp-mtp" / "snapshots" / "def" / "mtp.safetensors"
+    )
+    sidecar.parent.mkdir(parents=True)
+    shutil.copy(mlx_demo.sidecar, sidecar)
+    args = ["chat", "--model", str(folder), "--prompt", "Hi", "--temp", "0", "--max-tokens", "6"]
+    assert main([*args, "--mtp-depth", "2"]) == 0
+    err = capsys.readouterr().err
+    assert "mlx · MTP head: 1 layer(s), depth 2" in err
+    assert f"sidecar: {sidecar}" in err

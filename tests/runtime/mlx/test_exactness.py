@@ -26,7 +26,7 @@ PROMPTS = (
     "Explain what a hash table is.",
 )
 GREEDY = SamplerSettings(temperature=0.0)
-TOKENS = 16
+TOKENS = 12
 
 
 def _run(backend: MlxBackend, prompt: str, depth: int, tokens: int = TOKENS) -> GenerationResult:
