@@ -11,13 +11,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
+from app.commands.chat import add_model_arguments, describe_backend, open_client
 from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.backend import LoadSettings
-from app.engine.runtime.client import RuntimeClient
 from app.engine.runtime.decode_bench import DecodeBenchmark, run_decode_benchmark
-from app.engine.runtime.demo_model import demo_model_path
 from app.engine.runtime.depth_policy import AUTO_MAX_DEPTH
 from app.engine.runtime.request import MAX_DRAFT_DEPTH
 
@@ -32,7 +30,7 @@ def register(benchmarks: argparse._SubParsersAction) -> None:
             "one run, and print speed, acceptance, cost ratio and speedups side by side."
         ),
     )
-    parser.add_argument("--model", type=Path, help="a .gguf model with an MTP head (default: demo)")
+    add_model_arguments(parser)
     parser.add_argument(
         "--depths", default="1,2,3", metavar="K,K", help="draft depths to compare (default 1,2,3)"
     )
@@ -60,10 +58,10 @@ def _depths(text: str) -> list[int]:
 
 def run(args: argparse.Namespace) -> int:
     depths = _depths(args.depths)
-    model = args.model if args.model is not None else demo_model_path()
     settings = LoadSettings(threads=args.threads, max_draft_depth=max(max(depths), AUTO_MAX_DEPTH))
     progress = (lambda _m: None) if args.json else (lambda m: print(f"… {m}", file=sys.stderr))
-    with RuntimeClient(model, settings=settings) as client:
+    with open_client(args, settings) as client:
+        progress(describe_backend(client))
         benchmark = run_decode_benchmark(
             client,
             depths=depths,
@@ -83,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
 def render(benchmark: DecodeBenchmark) -> str:
     """The side-by-side table, the cost figures and the target checks."""
     lines = [
-        f"model {benchmark.model}",
+        f"model {benchmark.model} · backend {benchmark.backend}",
         f"{benchmark.prompts} prompts × {benchmark.repeats} repeats, {benchmark.max_tokens} "
         f"tokens each, temperature {benchmark.temperature}",
         "",

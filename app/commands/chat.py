@@ -15,9 +15,10 @@ from pathlib import Path
 
 from app.commands.chat_remote import add_arguments as add_remote_arguments
 from app.commands.chat_remote import run_remote
+from app.engine.chat.discovery import default_model_roots, paired_sidecar
 from app.engine.runtime.acceptance import AcceptMode
 from app.engine.runtime.backend import LoadSettings, ModelInfo
-from app.engine.runtime.backends import BACKEND_CHOICES
+from app.engine.runtime.backends import BACKEND_CHOICES, MLX, choose_backend
 from app.engine.runtime.client import GenerationStream, RuntimeClient
 from app.engine.runtime.demo_model import demo_model_path
 from app.engine.runtime.depth_policy import AUTO_MAX_DEPTH
@@ -30,6 +31,7 @@ from app.engine.runtime.request import (
 )
 from app.engine.runtime.sampling import SamplerSettings
 from app.engine.runtime.stats import DecodeStats
+from app.engine.settings import SettingsStore, hf_hub_cache
 
 AUTO = "auto"
 
@@ -39,12 +41,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "chat",
         help="chat with a model (MTP speculative decoding)",
         description=(
-            "Chat with a GGUF model using its MTP head for exact speculative decoding. Sampling "
+            "Chat with a model using its MTP head for exact speculative decoding: a GGUF file on "
+            "llama.cpp, or a Hugging Face / MLX folder on MLX with its MTP sidecar. Sampling "
             "order: temperature → top-k → top-p → min-p; --temp 0 is greedy."
         ),
     )
-    parser.add_argument("--model", type=Path, help="a .gguf model (default: the bundled demo)")
-    parser.add_argument("--backend", choices=BACKEND_CHOICES, default="auto")
+    add_model_arguments(parser)
     parser.add_argument(
         "--mtp-depth",
         type=depth_argument,
@@ -81,6 +83,51 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--model``, ``--backend`` and ``--sidecar`` (shared with ``bench decode``)."""
+    parser.add_argument(
+        "--model",
+        type=Path,
+        help="a .gguf file or a Hugging Face / MLX model folder (default: the bundled demo)",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=BACKEND_CHOICES,
+        default="auto",
+        help="auto (default): llama.cpp for a .gguf file, mlx for a model folder",
+    )
+    parser.add_argument(
+        "--sidecar",
+        type=Path,
+        metavar="FILE",
+        help=(
+            "MTP sidecar (mtp.safetensors) for a model folder on MLX; default: the folder's own "
+            "MTP tensors, else mtp.safetensors beside it, else a matching '<model>-mtp' sidecar "
+            "repo in the Hugging Face cache or the models folder"
+        ),
+    )
+
+
+def open_client(args: argparse.Namespace, settings: LoadSettings) -> RuntimeClient:
+    """A client for ``args.model`` (demo by default) with the backend and sidecar the args ask
+    for; without ``--sidecar`` a model folder gets the sidecar the chat window would pair."""
+    model = args.model if args.model is not None else demo_model_path()
+    sidecar = args.sidecar
+    if sidecar is None and choose_backend(args.backend, model).name == MLX:
+        store_settings = SettingsStore().load()
+        roots = default_model_roots(store_settings.models_path(), hf_hub_cache())
+        sidecar = paired_sidecar(Path(model), roots)
+    return RuntimeClient(model, backend=args.backend, settings=settings, sidecar=sidecar)
+
+
+def describe_backend(client: RuntimeClient) -> str:
+    """``backend: mlx — a model folder runs on mlx-lm (mlx on CPU) · sidecar: …``."""
+    line = f"backend: {client.choice.name} — {client.choice.reason}"
+    if client.sidecar is not None:
+        line += f" · sidecar: {client.sidecar}"
+    return line
+
+
 def depth_argument(text: str) -> int | str:
     """``auto`` or a whole number (its range is checked with the other settings)."""
     if text == AUTO:
@@ -108,17 +155,17 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.endpoint is not None:
         return run_remote(args, sampler)
-    model = args.model if args.model is not None else demo_model_path()
     settings = LoadSettings(
         context_length=args.ctx,
         threads=args.threads,
         max_draft_depth=max(_max_depth(args), LoadSettings().max_draft_depth),
     )
     history = [ChatMessage("system", args.system)] if args.system else []
-    with RuntimeClient(model, backend=args.backend, settings=settings) as client:
+    with open_client(args, settings) as client:
         info = client.load()
         if not args.json:
             print(_describe(info, args), file=sys.stderr)
+            print(describe_backend(client), file=sys.stderr)
         if args.prompt is not None:
             _answer(client, args, sampler, [*history, ChatMessage("user", args.prompt)])
             return 0
@@ -194,11 +241,12 @@ def _describe(info: ModelInfo, args: argparse.Namespace) -> str:
     depth = (
         f"depth auto (0–{AUTO_MAX_DEPTH})" if args.mtp_depth == AUTO else f"depth {args.mtp_depth}"
     )
-    head = (
-        f"MTP head: {info.mtp_layers} layer(s), {depth}, {args.accept} acceptance"
-        if info.mtp_available and _max_depth(args) > 0
-        else "plain decoding"
-    )
+    if _max_depth(args) == 0:
+        head = "plain decoding"
+    elif info.mtp_available:
+        head = f"MTP head: {info.mtp_layers} layer(s), {depth}, {args.accept} acceptance"
+    else:
+        head = f"plain decoding ({info.mtp_unavailable_reason})"
     return f"{info.path.name} · {info.architecture} · {info.backend} · {head}"
 
 

@@ -112,18 +112,14 @@ def test_a_split_gguf_with_a_missing_part_is_a_problem(tmp_path: Path, tiny_gguf
     assert "big-00002-of-00002.gguf is missing" in model.problem
 
 
-def test_a_hugging_face_folder_is_described_and_says_why_it_cannot_run_yet(tmp_path: Path) -> None:
+def test_a_hugging_face_folder_is_described_and_runs_on_mlx(tmp_path: Path) -> None:
     checkpoint = build_qwen35(tmp_path / "Qwen3.5-tiny")
     model = describe_model(checkpoint.folder)
     assert model.kind == HF_FOLDER and model.problem is None
     assert model.architecture == "Qwen3_5ForConditionalGeneration"
     assert model.mtp_blocks == 1 and model.mtp_note is None
     assert model.size_bytes == sum(f.stat().st_size for f in checkpoint.shard_files)
-    assert not model.runnable
-    assert (
-        model.runnable_reason is not None
-        and "MLX backend is not available" in model.runnable_reason
-    )
+    assert model.runnable and model.runnable_reason is None
 
 
 def test_discovery_lists_demo_downloads_and_opened_models_and_pairs_sidecars(

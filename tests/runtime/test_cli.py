@@ -82,7 +82,7 @@ def test_interactive_chat_keeps_the_conversation(
     ("extra", "message"),
     [
         (["--model", "/nonexistent/model.gguf"], "model file not found: /nonexistent/model.gguf"),
-        (["--backend", "mlx"], "the MLX backend is not available yet"),
+        (["--backend", "mlx"], "the MLX backend runs model folders"),
         (["--mtp-depth", "9"], "MTP depth 9 is invalid"),
         (["--top-p", "0"], "top-p 0.0 is invalid"),
     ],

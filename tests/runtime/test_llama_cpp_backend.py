@@ -150,8 +150,8 @@ def test_a_truncated_gguf_is_a_clear_error(tiny_models: dict[str, Path], tmp_pat
         LlamaCppBackend(truncated, LoadSettings(threads=1))
 
 
-def test_the_mlx_backend_is_reported_as_not_available_yet(tiny_models: dict[str, Path]) -> None:
-    with pytest.raises(RuntimeBackendError, match="MLX backend is not available yet"):
+def test_a_gguf_on_the_mlx_backend_is_a_clear_error(tiny_models: dict[str, Path]) -> None:
+    with pytest.raises(RuntimeBackendError, match="the MLX backend runs model folders"):
         resolve_backend("mlx", tiny_models["mtp"])
     with pytest.raises(RuntimeBackendError, match="unknown backend 'vllm'"):
         resolve_backend("vllm", tiny_models["mtp"])

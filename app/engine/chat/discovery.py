@@ -92,6 +92,12 @@ def with_sidecar(description: ModelDescription, sources: ModelSources) -> ModelD
     return replace(description, sidecar=sidecar) if sidecar is not None else description
 
 
+def paired_sidecar(model_path: Path, model_roots: tuple[Path, ...]) -> Path | None:
+    """The sidecar the picker pairs with ``model_path``: None when it has its own MTP heads,
+    cannot be read, or no sidecar is found beside it or in ``model_roots``."""
+    return with_sidecar(describe_model(model_path), ModelSources(model_roots)).sidecar
+
+
 def _model_paths(root: Path) -> Iterator[tuple[Path, str | None]]:
     """(model path, repo id) for every model under ``root`` (a cache, a plain folder, or both)."""
     if not root.is_dir():

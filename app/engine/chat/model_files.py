@@ -19,7 +19,7 @@ from app.engine.errors import MtpStudioError
 from app.engine.gguf_header import GgufHeader, LongArray, read_gguf_header
 from app.engine.mtp.detect import detect_mtp
 from app.engine.mtp.source import LocalFolderSource
-from app.engine.runtime.backends import resolve_backend
+from app.engine.runtime.backends import GGUF_REASON, LLAMA_CPP, BackendChoice, choose_backend
 from app.engine.runtime.gguf_info import GgufSummary
 
 GGUF = "gguf"
@@ -51,6 +51,8 @@ class ModelDescription:
     sidecar: Path | None = None
     runnable_reason: str | None = None
     problem: str | None = None
+    backend: BackendChoice | None = None
+    """The backend ``auto`` runs it on, and why (None when it cannot run here)."""
 
     @property
     def runnable(self) -> bool:
@@ -132,6 +134,7 @@ def _describe_gguf(path: Path, origin: str) -> ModelDescription:
         mtp_note=mtp_note,
         memory=estimate_memory(size, _gguf_shape(metadata, number), with_mtp=mtp_note is None),
         chat_template=template,
+        backend=BackendChoice(LLAMA_CPP, GGUF_REASON),
     )
 
 
@@ -200,8 +203,9 @@ def _describe_folder(path: Path, origin: str) -> ModelDescription:
     architecture = str(architectures[0] if architectures else merged.get("model_type", "unknown"))
     size = sum(file.stat().st_size for file in path.glob("*.safetensors"))
     mtp_blocks, mtp_note = _folder_mtp(path)
+    backend = None
     try:
-        resolve_backend("auto", path)
+        backend = choose_backend("auto", path)
         runnable_reason = None
     except MtpStudioError as exc:
         runnable_reason = str(exc)
@@ -217,6 +221,7 @@ def _describe_folder(path: Path, origin: str) -> ModelDescription:
         memory=estimate_memory(size, _config_shape(merged), with_mtp=mtp_blocks > 0),
         chat_template=_folder_template(path),
         runnable_reason=runnable_reason,
+        backend=backend,
     )
 
 

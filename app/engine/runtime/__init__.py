@@ -9,7 +9,7 @@ speculative cycle, acceptance laws, sampler and statistics are backend-agnostic.
 
 from app.engine.runtime.acceptance import AcceptMode
 from app.engine.runtime.backend import DecodeBackend, LoadSettings, ModelInfo
-from app.engine.runtime.backends import BACKEND_CHOICES
+from app.engine.runtime.backends import BACKEND_CHOICES, BackendChoice, choose_backend
 from app.engine.runtime.client import GenerationStream, RuntimeClient
 from app.engine.runtime.demo_model import demo_model_path
 from app.engine.runtime.prompting import ChatMessage
@@ -20,6 +20,7 @@ from app.engine.runtime.stats import DecodeStats
 __all__ = [
     "BACKEND_CHOICES",
     "AcceptMode",
+    "BackendChoice",
     "ChatMessage",
     "DecodeBackend",
     "DecodeStats",
@@ -31,5 +32,6 @@ __all__ = [
     "RuntimeClient",
     "SamplerSettings",
     "TokenChunk",
+    "choose_backend",
     "demo_model_path",
 ]

@@ -3,6 +3,7 @@
 This is the API the CLI and the chat window use::
 
     client = RuntimeClient(path)                 # checks the file and backend, starts nothing
+    client.choice                                # BackendChoice: which backend and why
     info = client.load()                         # spawns the worker, loads the model
     stream = client.start(GenerationRequest(...))
     for chunk in stream:                         # TokenChunk: token ids, text, DecodeStats so far
@@ -32,7 +33,7 @@ from pathlib import Path
 
 from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.backend import LoadSettings, ModelInfo
-from app.engine.runtime.backends import resolve_backend
+from app.engine.runtime.backends import MLX, BackendChoice, choose_backend
 from app.engine.runtime.messages import (
     CancelGeneration,
     ChunkMessage,
@@ -60,11 +61,14 @@ class RuntimeClient:
         *,
         backend: str = "auto",
         settings: LoadSettings | None = None,
+        sidecar: Path | None = None,
         cancel_grace_seconds: float = 10.0,
     ) -> None:
         self._model_path = Path(model_path)
-        self._backend = resolve_backend(backend, self._model_path)
+        self.choice: BackendChoice = choose_backend(backend, self._model_path)
+        self._backend = self.choice.name
         self._settings = settings or LoadSettings()
+        self._sidecar = _checked_sidecar(sidecar, self.choice) if sidecar is not None else None
         self._cancel_grace_seconds = cancel_grace_seconds
         self._process: BaseProcess | None = None
         self._connection: Connection | None = None
@@ -82,8 +86,19 @@ class RuntimeClient:
     def worker_pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
 
-    def load(self) -> ModelInfo:
-        """Start the worker and load the model (no-op when already loaded and alive)."""
+    @property
+    def sidecar(self) -> Path | None:
+        """The MTP sidecar this model loads with (None: the folder's own head, or none)."""
+        return self._sidecar
+
+    def load(self, sidecar: Path | None = None) -> ModelInfo:
+        """Start the worker and load the model (no-op when already loaded and alive).
+
+        ``sidecar`` replaces the MTP sidecar given to the constructor; the worker then reloads.
+        """
+        if sidecar is not None and sidecar != self._sidecar:
+            self._sidecar = _checked_sidecar(sidecar, self.choice)
+            self._info = None
         if self._info is not None and self._process is not None and self._process.is_alive():
             return self._info
         self._stop_worker()
@@ -95,7 +110,7 @@ class RuntimeClient:
         process.start()
         child_end.close()
         self._process, self._connection = process, parent_end
-        self._send(LoadModel(self._backend, self._model_path, self._settings))
+        self._send(LoadModel(self._backend, self._model_path, self._settings, self._sidecar))
         reply = self._receive("loading the model")
         if isinstance(reply, WorkerFailure):
             self._stop_worker()
@@ -269,6 +284,21 @@ class GenerationStream:
             seed=seed,
             note="the worker did not stop in time after the cancel and was restarted",
         )
+
+
+def _checked_sidecar(sidecar: Path, choice: BackendChoice) -> Path:
+    sidecar = Path(sidecar).expanduser()
+    if choice.name != MLX:
+        raise RuntimeBackendError(
+            f"an MTP sidecar ({sidecar.name}) is used by the MLX backend with a model folder; "
+            f"{choice.name} runs GGUF files that carry their own MTP head — graft the sidecar "
+            "into the GGUF instead, or open the model's folder"
+        )
+    if not sidecar.is_file():
+        raise RuntimeBackendError(
+            f"the MTP sidecar {sidecar} does not exist; pass the path of an mtp.safetensors file"
+        )
+    return sidecar
 
 
 def _raise_failure(failure: WorkerFailure) -> None:

@@ -93,6 +93,7 @@ class ModeFigures:
 @dataclass(frozen=True)
 class DecodeBenchmark:
     model: str
+    backend: str
     temperature: float
     max_tokens: int
     prompts: int
@@ -133,6 +134,7 @@ class DecodeBenchmark:
     def to_dict(self) -> dict[str, Any]:
         return {
             "model": self.model,
+            "backend": self.backend,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "prompts": self.prompts,
@@ -272,6 +274,7 @@ def run_decode_benchmark(
     rows = tuple(_figures(mode, requests[mode], ar_rate) for mode in modes)
     return DecodeBenchmark(
         model=str(info.path),
+        backend=info.backend,
         temperature=temperature,
         max_tokens=max_tokens,
         prompts=len(prompts),

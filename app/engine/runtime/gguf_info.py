@@ -57,7 +57,7 @@ class GgufSummary:
             return (
                 f"{self.path.name} has no MTP block ({key} is absent or 0), so decoding runs "
                 "autoregressively; add the head from its MTP sidecar (mtp-studio graft, or the "
-                "chat window's \"Add the MTP head\" button) or use a GGUF converted with its MTP "
+                'chat window\'s "Add the MTP head" button) or use a GGUF converted with its MTP '
                 "layers to get speculative decoding"
             )
         if self.architecture not in MTP_ARCHITECTURES:

@@ -16,9 +16,12 @@ from app.engine.runtime.request import GenerationRequest, GenerationResult, Toke
 
 @dataclass(frozen=True)
 class LoadModel:
+    """``sidecar``: the MTP head file for an MLX model folder (None: the folder's own or none)."""
+
     backend: str
     path: Path
     settings: LoadSettings
+    sidecar: Path | None = None
 
 
 @dataclass(frozen=True)

@@ -104,7 +104,9 @@ class _Worker:
         if self._backend is not None:
             self._backend.close()
             self._backend = None
-        self._backend = open_backend(message.backend, message.path, message.settings)
+        self._backend = open_backend(
+            message.backend, message.path, message.settings, message.sidecar
+        )
         self._depth_policies = DepthPolicies()
         self._connection.send(ModelLoaded(self._backend.info))
 

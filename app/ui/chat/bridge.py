@@ -80,6 +80,7 @@ class ReplyTicket(QObject):
 class _Load:
     path: Path
     settings: LoadSettings
+    sidecar: Path | None
 
 
 @dataclass(frozen=True)
@@ -123,10 +124,11 @@ class RuntimeBridge(QObject):
         client = self._client
         return client.worker_pid if client is not None else None
 
-    def load(self, path: Path, settings: LoadSettings) -> None:
-        """Load ``path`` (replacing the current model); the running reply is stopped first."""
+    def load(self, path: Path, settings: LoadSettings, sidecar: Path | None = None) -> None:
+        """Load ``path`` (replacing the current model) with the MTP ``sidecar`` of a model
+        folder; the running reply is stopped first."""
         self.stop()
-        self._commands.put(_Load(Path(path), settings))
+        self._commands.put(_Load(Path(path), settings, sidecar))
 
     def generate(self, ticket: ReplyTicket) -> None:
         """Queue ``ticket``'s request; it starts once earlier commands are done."""
@@ -178,7 +180,7 @@ class RuntimeBridge(QObject):
         self._path = command.path
         self.loading.emit(command.path)
         try:
-            client = RuntimeClient(command.path, settings=command.settings)
+            client = RuntimeClient(command.path, settings=command.settings, sidecar=command.sidecar)
             info = client.load()
         except Exception as exc:
             self.load_failed.emit(_message(exc, "loading the model"))

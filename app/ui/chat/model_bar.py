@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 from app.engine.chat.accelerator import AcceleratorReport
 from app.engine.chat.memory import fits_text, physical_memory_bytes
 from app.engine.chat.model_files import DEMO, DOWNLOADED, GGUF, ModelDescription
+from app.engine.runtime.backends import MLX
 from app.engine.units import format_bytes
 
 ORIGIN_LABELS = {DEMO: "Demo", DOWNLOADED: "Downloaded"}
@@ -144,7 +145,9 @@ class ModelBar(QWidget):
         self.busy.setMaximumHeight(12)
         self.busy.setTextVisible(False)
         self.busy.hide()
-        self.backend = QLabel("Backend: checking…")
+        self._accelerator_text = "Backend: checking…"
+        self._accelerator_tooltip = ""
+        self.backend = QLabel(self._accelerator_text)
         self.backend.setObjectName("backendIndicator")
         self.backend.setWordWrap(True)
         self.backend.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -205,6 +208,7 @@ class ModelBar(QWidget):
             self.info.setText(describe_html(model, self._memory))
         self._shown = model
         self._update_graft_button()
+        self._show_backend(model)
 
     def set_grafting(self, grafting: bool) -> None:
         """While a graft runs its button cancels it; afterwards it offers the graft again."""
@@ -237,6 +241,18 @@ class ModelBar(QWidget):
         elif can_offer_graft(self._shown):
             self.graft_requested.emit(self._shown)
 
+    def _show_backend(self, model: ModelDescription | None) -> None:
+        """MLX models: which backend and why; GGUF models: llama.cpp's accelerator report."""
+        choice = model.backend if model is not None else None
+        if choice is not None and choice.name == MLX:
+            self.backend.setText(
+                f"<b>Backend:</b> {html.escape(choice.name)} — {html.escape(choice.reason)}"
+            )
+            self.backend.setToolTip("")
+        else:
+            self.backend.setText(self._accelerator_text)
+            self.backend.setToolTip(self._accelerator_tooltip)
+
     def set_load_state(self, text: str, *, busy: bool = False, error: bool = False) -> None:
         self.busy.setVisible(busy)
         self.state.setStyleSheet(f"color: {ERROR_COLOR};" if error else "")
@@ -244,14 +260,18 @@ class ModelBar(QWidget):
 
     def set_accelerator(self, report: AcceleratorReport | None, problem: str | None = None) -> None:
         if report is None:
-            self.backend.setText(f"Backend: unknown — {html.escape(problem or '')}")
-            return
-        text = f"<b>Backend:</b> {html.escape(report.summary)}"
-        if report.reason is not None:
-            color = WARNING_COLOR if report.best != report.running else "palette(placeholder-text)"
-            text += f" — <span style='color:{color}'>{html.escape(report.reason)}</span>"
-        self.backend.setText(text)
-        self.backend.setToolTip(report.system_info)
+            self._accelerator_text = f"Backend: unknown — {html.escape(problem or '')}"
+            self._accelerator_tooltip = ""
+        else:
+            text = f"<b>Backend:</b> {html.escape(report.summary)}"
+            if report.reason is not None:
+                color = (
+                    WARNING_COLOR if report.best != report.running else "palette(placeholder-text)"
+                )
+                text += f" — <span style='color:{color}'>{html.escape(report.reason)}</span>"
+            self._accelerator_text = text
+            self._accelerator_tooltip = report.system_info
+        self._show_backend(self.current())
 
     def _on_activated(self, index: int) -> None:
         if 0 <= index < len(self._models):

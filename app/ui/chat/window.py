@@ -59,6 +59,7 @@ from app.engine.chat.model_files import ModelDescription, describe_model
 from app.engine.chat.recorder import ReplyRecorder
 from app.engine.errors import MtpStudioError
 from app.engine.runtime.backend import LoadSettings, ModelInfo
+from app.engine.runtime.backends import MLX
 from app.engine.runtime.demo_model import MODELS_DIR
 from app.engine.runtime.request import GenerationResult
 from app.engine.settings import AppDirs, Settings, SettingsStore, hf_hub_cache
@@ -297,7 +298,8 @@ class ChatWindow(QMainWindow):
         self._model_state = "loading"
         self.store.set_preference(LAST_MODEL, str(model.path))
         self._hide_banner()
-        self.bridge.load(model.path, LoadSettings())
+        sidecar = model.sidecar if model.backend is not None and model.backend.name == MLX else None
+        self.bridge.load(model.path, LoadSettings(), sidecar)
 
     def show_for_repo(self, repo_id: str, sidecar_repo: str | None = None) -> None:
         """Open the chat on the downloaded model of a catalog entry (or say it is missing)."""

@@ -1,0 +1,109 @@
+"""The decoding contract (runtime.md §3) on the MLX backend with the converted demo + sidecar.
+
+Greedy MTP output must be token-for-token plain decoding at every depth, through cycles where
+the head is partly wrong; after such a cycle the trunk (gated-delta-net state restored and
+replayed, KV trimmed) and the head's cache must be where a fresh prefill of the same tokens
+puts them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app.engine.runtime.acceptance import AcceptMode
+from app.engine.runtime.generation import generate, prompt_tokens
+from app.engine.runtime.mlx_backend import MlxBackend
+from app.engine.runtime.prompting import ChatMessage
+from app.engine.runtime.request import GenerationRequest, GenerationResult
+from app.engine.runtime.sampling import SamplerSettings, greedy_token
+from app.engine.runtime.speculative import SpeculativeDecoder
+from app.engine.runtime.stats import StatsRecorder
+
+PROMPTS = (
+    "Write a Python function that returns the largest of three numbers.",
+    "Tell me a short story about a lighthouse keeper.",
+    "Explain what a hash table is.",
+)
+GREEDY = SamplerSettings(temperature=0.0)
+TOKENS = 12
+
+
+def _run(backend: MlxBackend, prompt: str, depth: int, tokens: int = TOKENS) -> GenerationResult:
+    request = GenerationRequest(
+        messages=(ChatMessage("user", prompt),), max_tokens=tokens, sampler=GREEDY, mtp_depth=depth
+    )
+    return generate(backend, request, emit=lambda _chunk: None, cancelled=lambda: False)
+
+
+@pytest.mark.slow
+def test_greedy_mtp_equals_plain_decoding_at_every_depth_on_the_4bit_model(
+    four_bit: MlxBackend,
+) -> None:
+    partial_cycles = 0
+    for prompt in PROMPTS:
+        plain = _run(four_bit, prompt, 0)
+        for depth in (1, 2, 3, 4):
+            mtp = _run(four_bit, prompt, depth)
+            assert mtp.token_ids == plain.token_ids, (prompt, depth)
+            assert mtp.text == plain.text
+            drafted, accepted = mtp.stats.drafted_by_depth, mtp.stats.accepted_by_depth
+            assert accepted[0] > 0, "the head should be right sometimes"
+            partial_cycles += sum(d - a for d, a in zip(drafted, accepted, strict=True))
+    assert partial_cycles > 10, "the runs must include rejected drafts"
+
+
+@pytest.mark.slow
+def test_greedy_mtp_equals_plain_decoding_on_the_8bit_model(eight_bit: MlxBackend) -> None:
+    plain = _run(eight_bit, PROMPTS[0], 0)
+    for depth in (2, 4):
+        assert _run(eight_bit, PROMPTS[0], depth).token_ids == plain.token_ids
+    adaptive = GenerationRequest(
+        messages=(ChatMessage("user", PROMPTS[0]),),
+        max_tokens=TOKENS,
+        sampler=GREEDY,
+        mtp_depth=4,
+        adaptive_depth=True,
+    )
+    # depth-0 cycles (which only bring the head's cache up to date) mix with drafting ones
+    result = generate(eight_bit, adaptive, emit=lambda _c: None, cancelled=lambda: False)
+    assert result.token_ids == plain.token_ids
+
+
+def test_after_a_partial_accept_the_state_equals_a_fresh_prefill(four_bit: MlxBackend) -> None:
+    request = GenerationRequest(messages=(ChatMessage("user", PROMPTS[1]),), sampler=GREEDY)
+    prompt = prompt_tokens(four_bit, request)
+    four_bit.reset()
+    last = greedy_token(four_bit.prefill(prompt, with_mtp=True))
+    committed = list(prompt)
+    recorder = StatsRecorder(mode="lc", depth=3)
+    decoder = SpeculativeDecoder(
+        four_bit, GREEDY, AcceptMode.LEVIATHAN_CHEN, np.random.default_rng(0), recorder
+    )
+    for _ in range(30):
+        cycle = decoder.cycle(last, 3)
+        committed += [last, *cycle.tokens[:-1]]
+        last = cycle.tokens[-1]
+        if 0 < cycle.accepted < 3:
+            break
+    else:
+        pytest.fail("no cycle accepted part of its drafts")
+    assert four_bit.committed_length == len(committed)
+
+    after_cycles_head = four_bit.draft(last, 1, lambda _i, row: greedy_token(row)).logits[0]
+    after_cycles = four_bit.verify([last]).logits[0]
+    four_bit.rollback(four_bit.committed_length)
+
+    four_bit.reset()
+    fresh = four_bit.prefill([*committed, last], with_mtp=True)
+    four_bit.reset()
+    four_bit.prefill(committed, with_mtp=True)
+    fresh_head = four_bit.draft(last, 1, lambda _i, row: greedy_token(row)).logits[0]
+
+    trunk_diff = float(np.max(np.abs(after_cycles - fresh)))
+    head_diff = float(np.max(np.abs(after_cycles_head - fresh_head)))
+    print(f"max abs diff after a partial accept: trunk {trunk_diff:.3g}, head {head_diff:.3g}")
+    assert np.argmax(after_cycles) == np.argmax(fresh)
+    assert np.argmax(after_cycles_head) == np.argmax(fresh_head)
+    # mlx on the CPU computes deterministically: the restored + replayed state is bit-exact
+    assert trunk_diff == 0.0 and head_diff == 0.0
