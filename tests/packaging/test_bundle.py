@@ -117,6 +117,32 @@ def test_the_bundle_chats_with_its_demo_model_through_the_worker(bundle: Path, i
     assert reply["stats"]["drafted_by_depth"][0] > 0  # the MTP head drafted inside the bundle
 
 
+def test_the_bundle_runs_a_model_folder_on_mlx_with_its_own_mtp_head(bundle: Path, isolated_env):
+    folder = ROOT / "resources" / "models" / "demo-mtp-hf"
+    answered = run_bundle(
+        bundle,
+        isolated_env,
+        "chat",
+        "--model",
+        str(folder),
+        "--backend",
+        "mlx",
+        "--prompt",
+        "Reverse a string.",
+        "--temp",
+        "0",
+        "--max-tokens",
+        "12",
+        "--mtp-depth",
+        "1",
+        "--json",
+    )
+    assert answered.returncode == 0, answered.stderr
+    reply = json.loads(answered.stdout)
+    assert reply["text"].strip()
+    assert reply["stats"]["drafted_by_depth"][0] > 0
+
+
 def test_the_bundle_reads_its_catalog_and_extracts_a_sidecar(bundle: Path, isolated_env, tmp_path):
     listed = run_bundle(bundle, isolated_env, "catalog", "list")
     assert listed.returncode == 0, listed.stderr
