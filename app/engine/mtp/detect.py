@@ -110,7 +110,7 @@ def _missing_layers_message(label: str, match: LayoutMatch) -> str:
         f"{label}: config.json sets {match.declared}, but the checkpoint has no tensors for MTP "
         f"layer(s) {missing} ({first}*); it has layer(s) {found} only. The index or "
         "shards are incomplete — re-download them, or extract the layers present with "
-        "--allow-partial (the sidecar then records the missing layers)"
+        "`mtp-studio extract --allow-partial` (the sidecar then records the missing layers)"
     )
 
 
