@@ -18,7 +18,7 @@ from app.engine.runtime.backend import LoadSettings, ModelInfo
 from app.engine.runtime.backends import BACKEND_CHOICES
 from app.engine.runtime.client import GenerationStream, RuntimeClient
 from app.engine.runtime.demo_model import demo_model_path
-from app.engine.runtime.depth_policy import AUTO_MAX_DEPTH
+from app.engine.runtime.depth_policy import AUTO, AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
 from app.engine.runtime.prompting import ChatMessage
 from app.engine.runtime.request import (
     MAX_DRAFT_DEPTH,
@@ -28,8 +28,6 @@ from app.engine.runtime.request import (
 )
 from app.engine.runtime.sampling import SamplerSettings
 from app.engine.runtime.stats import DecodeStats
-
-AUTO = "auto"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -46,12 +44,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--mtp-depth",
         type=depth_argument,
-        default=3,
+        default=DEFAULT_MTP_DEPTH,
         metavar="K|auto",
         help=(
             "tokens drafted per cycle by the MTP head; 0 = plain decoding; auto = chosen before "
             f"each cycle, 0 to {AUTO_MAX_DEPTH}, from the measured acceptance and cycle times "
-            "(default 3)"
+            f"(default {DEFAULT_MTP_DEPTH})"
         ),
     )
     parser.add_argument(

@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from app.engine.runtime.acceptance import AcceptMode
+from app.engine.runtime.depth_policy import AUTO, AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
 from app.engine.runtime.prompting import ChatMessage
 from app.engine.runtime.request import MAX_DRAFT_DEPTH, GenerationRequest
 from app.engine.runtime.sampling import SamplerSettings
@@ -45,12 +46,16 @@ class ChatSettings:
     seed: int | None = None
     max_tokens: int = 512
     mtp_enabled: bool = True
-    mtp_depth: int = 3
+    mtp_depth: int = DEFAULT_MTP_DEPTH if isinstance(DEFAULT_MTP_DEPTH, int) else 3
+    adaptive_depth: bool = DEFAULT_MTP_DEPTH == AUTO  # mtp_depth is then kept for later
     accept: str = AcceptMode.LEVIATHAN_CHEN.value
 
     @property
     def effective_depth(self) -> int:
-        return self.mtp_depth if self.mtp_enabled else 0
+        """The request's depth: the fixed one, or the adaptive depth's maximum; 0 = plain."""
+        if not self.mtp_enabled:
+            return 0
+        return AUTO_MAX_DEPTH if self.adaptive_depth else self.mtp_depth
 
     def sampler(self, seed: int | None = None) -> SamplerSettings:
         """The runtime's sampler for these settings (``seed`` overrides the stored one)."""
@@ -151,6 +156,7 @@ def reply_request(
         max_tokens=settings.max_tokens,
         sampler=settings.sampler(seed),
         mtp_depth=settings.effective_depth if mtp_depth is None else mtp_depth,
+        adaptive_depth=settings.adaptive_depth and mtp_depth is None,
         accept=AcceptMode(settings.accept),
     )
 

@@ -111,6 +111,12 @@ class DecodeBackend(ABC):
     def bos_token_id(self) -> int | None:
         """The token a prompt must start with (BOS), or None when the model adds none."""
 
+    @property
+    def performance_fingerprint(self) -> str:
+        """What decode speed depends on besides the model (machine, build, threads): the
+        adaptive depth keeps what it learned per model and fingerprint."""
+        return self.info.backend
+
     # --- decoding ---------------------------------------------------------------------------
 
     @property
@@ -131,7 +137,12 @@ class DecodeBackend(ABC):
 
     @abstractmethod
     def step(self, token: int) -> np.ndarray:
-        """Plain decoding: commit one token, return the next logits row."""
+        """Plain decoding: commit one token, return the next logits row.
+
+        After a prefill ``with_mtp`` the head's input for the token is kept, not decoded: the
+        next :meth:`draft` catches the head's cache up in one batch, so a stretch of steps
+        between drafting cycles costs what plain decoding costs.
+        """
 
     @abstractmethod
     def draft(self, last_token: int, depth: int, choose: DraftChooser) -> DraftResult:

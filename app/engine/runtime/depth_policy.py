@@ -24,8 +24,9 @@ with the most expected tokens per second:
   climbs to deeper depths where they pay and nothing goes stale.
 
 Cycle costs belong to the machine and the model, not to one request, so the worker keeps one
-policy per loaded model and maximum depth (:class:`DepthPolicies`): the starting trials happen
-once, and a short reply does not pay for them again.
+policy per loaded model and maximum depth (:class:`DepthPolicies`), and saves its state after
+each request (:mod:`depth_memory`, keyed by model file and machine): the starting trials happen
+once per model and machine, and neither a short reply nor a restart pays for them again.
 
 The choice depends only on cycles already committed, never on the current cycle's draws, so
 every cycle stays an exact speculative-sampling step: output follows the target distribution,
@@ -34,9 +35,16 @@ and greedy output equals plain decoding whatever depths are chosen.
 
 from __future__ import annotations
 
+import logging
 from collections import deque
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol
 
+from app.engine.runtime.depth_memory import DepthMemory, model_identity
+
+AUTO = "auto"
+DEFAULT_MTP_DEPTH: int | str = AUTO
+"""What a user gets without choosing: the CLI, the chat window and a server all start from it."""
 AUTO_MAX_DEPTH = 4
 EXPLORE_EVERY = 40
 MAX_TRIAL_SPACING = 16.0
@@ -44,6 +52,8 @@ CYCLES_PER_TRIAL = 2
 PRIOR_WEIGHT = 2.0
 ACCEPTANCE_MEMORY = 0.97
 TIMED_WINDOW = 6
+
+log = logging.getLogger(__name__)
 
 
 class DepthPolicy(Protocol):
@@ -87,6 +97,42 @@ class AdaptiveDepth:
         self._previous_depth: int | None = None
         self._since_trial = 0
         self._explore_up = True
+
+    def to_state(self) -> dict[str, Any]:
+        """What was learned, as JSON-ready values (see :meth:`restore`)."""
+        return {
+            "trials": self._trials,
+            "kept": self._kept,
+            "timed": {str(depth): list(times) for depth, times in self._timed.items()},
+        }
+
+    def restore(self, state: dict[str, Any]) -> bool:
+        """Take up a saved state; False (and nothing changed) when it does not fit this policy.
+
+        With cycle times for two or more depths saved, the opening trials are skipped: the
+        policy starts at the depth that was fastest and keeps checking its neighbours.
+        """
+        size = self.max_depth + 1
+        try:
+            trials = [float(value) for value in state["trials"]]
+            kept = [float(value) for value in state["kept"]]
+            timed = {
+                int(depth): deque((float(t) for t in times), maxlen=TIMED_WINDOW)
+                for depth, times in state["timed"].items()
+            }
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return False
+        if (
+            len(trials) != size
+            or len(kept) != size
+            or not all(0 <= depth < size and times for depth, times in timed.items())
+            or any(t <= 0 for times in timed.values() for t in times)
+        ):
+            return False
+        self._trials, self._kept, self._timed = trials, kept, timed
+        if len(timed) >= 2:
+            self._pending = []
+        return True
 
     def new_request(self) -> None:
         """The next cycle follows a prefill, not a cycle: don't time it as a steady one."""
@@ -163,14 +209,56 @@ class AdaptiveDepth:
 
 
 class DepthPolicies:
-    """The depth policy of each request to one loaded model; adaptive ones live on."""
+    """The depth policy of each request to one loaded model; adaptive ones live on.
 
-    def __init__(self) -> None:
+    With ``remember`` (the worker's case) an adaptive policy starts from the state saved for
+    the same model file and machine, and :meth:`save` keeps what it learned for the next
+    session; ``memory`` defaults to the file in the app's data folder.
+    """
+
+    def __init__(self, memory: DepthMemory | None = None, *, remember: bool = True) -> None:
+        self._memory = memory or (DepthMemory.in_app_data() if remember else None)
         self._adaptive: dict[int, AdaptiveDepth] = {}
+        self._keys: dict[int, str] = {}
+        self._identities: dict[Path, str] = {}
 
-    def for_request(self, max_depth: int, *, adaptive: bool) -> DepthPolicy:
+    def for_request(
+        self, max_depth: int, *, adaptive: bool, model: Path | None = None, machine: str = ""
+    ) -> DepthPolicy:
+        """``model`` (the file) and ``machine`` (the backend's performance fingerprint) key
+        the saved state of an adaptive policy."""
         if not adaptive or max_depth == 0:
             return FixedDepth(max_depth)
-        policy = self._adaptive.setdefault(max_depth, AdaptiveDepth(max_depth))
+        policy = self._adaptive.get(max_depth)
+        if policy is None:
+            policy = self._adaptive[max_depth] = AdaptiveDepth(max_depth)
+            self._take_up_saved(policy, model, machine)
         policy.new_request()
         return policy
+
+    def save(self) -> None:
+        """Write each adaptive policy's state under its key (a no-op without memory)."""
+        if self._memory is None:
+            return
+        for max_depth, key in self._keys.items():
+            self._memory.save(key, self._adaptive[max_depth].to_state())
+
+    def _take_up_saved(self, policy: AdaptiveDepth, model: Path | None, machine: str) -> None:
+        if self._memory is None or model is None:
+            return
+        try:
+            identity = self._identities.get(model) or model_identity(model)
+        except OSError as exc:
+            log.warning("not keeping the adaptive depth's state for %s: %s", model, exc)
+            return
+        self._identities[model] = identity
+        key = f"{identity}|{machine}|max{policy.max_depth}"
+        self._keys[policy.max_depth] = key
+        saved = self._memory.load(key)
+        if saved is not None and not policy.restore(saved):
+            log.warning(
+                "ignoring the saved adaptive depth state for %s in %s (it does not fit this "
+                "version); learning starts afresh",
+                model.name,
+                self._memory.path,
+            )

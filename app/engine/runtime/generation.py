@@ -121,7 +121,8 @@ def generate(
     """Run ``request`` on ``backend``, calling ``emit`` after each step or cycle.
 
     ``depth_policies`` carries what an adaptive depth learned about ``backend`` from earlier
-    requests (the worker keeps one per loaded model); without it each request starts afresh.
+    requests and sessions (the worker keeps one per loaded model, saved after each request);
+    without it each request starts afresh.
     """
     tokens = prompt_tokens(backend, request)
     note = None
@@ -147,7 +148,13 @@ def generate(
     output.commit([last])
 
     decoder = SpeculativeDecoder(backend, request.sampler, request.accept, rng, recorder)
-    policy = (depth_policies or DepthPolicies()).for_request(depth, adaptive=request.adaptive_depth)
+    policies = depth_policies or DepthPolicies(remember=False)
+    policy = policies.for_request(
+        depth,
+        adaptive=request.adaptive_depth,
+        model=backend.info.path,
+        machine=backend.performance_fingerprint,
+    )
     context = backend.info.context_length
     while output.finish_reason is None:
         if cancelled():
@@ -168,6 +175,7 @@ def generate(
         last = cycle.tokens[-1]
         output.commit(cycle.tokens)
 
+    policies.save()
     return GenerationResult(
         text="".join(output.text_parts),
         token_ids=tuple(output.token_ids),

@@ -70,7 +70,12 @@ class SpeculativeDecoder:
         self._recorder = recorder
 
     def cycle(self, last_token: int, depth: int) -> CycleTokens:
-        """Draft ``depth`` tokens after ``last_token``, verify them, commit what is accepted."""
+        """Draft ``depth`` tokens after ``last_token``, verify them, commit what is accepted.
+
+        A depth-0 cycle is one plain step: the head's cache is caught up when drafting resumes.
+        """
+        if depth == 0:
+            return self._plain_cycle(last_token)
         proposals: list[np.ndarray] = []
 
         def choose(_index: int, logits: np.ndarray) -> int:
@@ -100,6 +105,16 @@ class SpeculativeDecoder:
             drafted=depth,
             accepted=outcome.accepted,
         )
+
+    def _plain_cycle(self, last_token: int) -> CycleTokens:
+        started = time.perf_counter()
+        logits = self._backend.step(last_token)
+        self._recorder.verify_seconds += time.perf_counter() - started
+        self._recorder.verify_calls += 1
+        self._recorder.record_cycle(0, 0)
+        if self._sampler.greedy:
+            return CycleTokens((greedy_token(logits),), drafted=0, accepted=0)
+        return CycleTokens((draw(distribution(logits, self._sampler), self._rng),), 0, 0)
 
     def _decide(
         self, drafts: Sequence[int], proposals: Sequence[np.ndarray], logits: np.ndarray
