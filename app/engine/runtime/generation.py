@@ -20,7 +20,7 @@ from app.engine.runtime.depth_policy import DepthPolicies
 from app.engine.runtime.detokenizer import StreamingDetokenizer
 from app.engine.runtime.prompting import render_chat
 from app.engine.runtime.request import GenerationRequest, GenerationResult, TokenChunk
-from app.engine.runtime.sampling import SamplerSettings, distribution, draw, greedy_token
+from app.engine.runtime.sampling import SamplerSettings, draw, greedy_token, sparse_distribution
 from app.engine.runtime.speculative import SpeculativeDecoder
 from app.engine.runtime.stats import StatsRecorder
 
@@ -107,7 +107,7 @@ class _Output:
 def _sample(logits: np.ndarray, sampler: SamplerSettings, rng: np.random.Generator) -> int:
     if sampler.greedy:
         return greedy_token(logits)
-    return draw(distribution(logits, sampler), rng)
+    return draw(sparse_distribution(logits, sampler), rng)
 
 
 def generate(

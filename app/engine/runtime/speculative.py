@@ -22,7 +22,13 @@ from app.engine.runtime.acceptance import (
     accept_leviathan_chen,
 )
 from app.engine.runtime.backend import DecodeBackend
-from app.engine.runtime.sampling import SamplerSettings, distribution, draw, greedy_token
+from app.engine.runtime.sampling import (
+    SamplerSettings,
+    SparseDistribution,
+    draw,
+    greedy_token,
+    sparse_distribution,
+)
 from app.engine.runtime.stats import StatsRecorder
 
 
@@ -35,20 +41,20 @@ class CycleTokens:
     accepted: int
 
 
-class _TargetRows(Sequence[np.ndarray]):
+class _TargetRows(Sequence[SparseDistribution]):
     """Target distributions p_i computed only for the rows the acceptance law looks at."""
 
     def __init__(self, logits: np.ndarray, sampler: SamplerSettings) -> None:
         self._logits = logits
         self._sampler = sampler
-        self._rows: dict[int, np.ndarray] = {}
+        self._rows: dict[int, SparseDistribution] = {}
 
     def __len__(self) -> int:
         return len(self._logits)
 
-    def __getitem__(self, index: int) -> np.ndarray:  # type: ignore[override]
+    def __getitem__(self, index: int) -> SparseDistribution:  # type: ignore[override]
         if index not in self._rows:
-            self._rows[index] = distribution(self._logits[index], self._sampler)
+            self._rows[index] = sparse_distribution(self._logits[index], self._sampler)
         return self._rows[index]
 
 
@@ -76,12 +82,12 @@ class SpeculativeDecoder:
         """
         if depth == 0:
             return self._plain_cycle(last_token)
-        proposals: list[np.ndarray] = []
+        proposals: list[SparseDistribution] = []
 
         def choose(_index: int, logits: np.ndarray) -> int:
             if self._sampler.greedy:
                 return greedy_token(logits)
-            q = distribution(logits, self._sampler)
+            q = sparse_distribution(logits, self._sampler)
             proposals.append(q)
             return draw(q, self._rng)
 
@@ -114,10 +120,10 @@ class SpeculativeDecoder:
         self._recorder.record_cycle(0, 0)
         if self._sampler.greedy:
             return CycleTokens((greedy_token(logits),), drafted=0, accepted=0)
-        return CycleTokens((draw(distribution(logits, self._sampler), self._rng),), 0, 0)
+        return CycleTokens((draw(sparse_distribution(logits, self._sampler), self._rng),), 0, 0)
 
     def _decide(
-        self, drafts: Sequence[int], proposals: Sequence[np.ndarray], logits: np.ndarray
+        self, drafts: Sequence[int], proposals: Sequence[SparseDistribution], logits: np.ndarray
     ) -> CycleOutcome:
         if self._sampler.greedy:
             for depth, draft in enumerate(drafts):
