@@ -12,6 +12,7 @@ position and the head's own cache); ``rollback`` decides which verified rows bec
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,6 +36,11 @@ class LoadSettings:
     threads: int = 0
     max_draft_depth: int = 4
     gpu_layers: int = -1
+
+
+def default_threads() -> int:
+    """Threads when ``LoadSettings.threads`` is 0: half the logical CPUs, 1 to 8."""
+    return max(1, min(8, (os.cpu_count() or 2) // 2))
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ from app.engine.runtime.backend import (
     LoadSettings,
     ModelInfo,
     VerifyResult,
+    default_threads,
 )
 from app.engine.runtime.gguf_info import read_gguf_summary
 from app.engine.runtime.llama_cpp_batch import NumpyBatch
@@ -111,7 +112,7 @@ class LlamaCppBackend(DecodeBackend):
         self._width = llama_cpp.llama_model_n_embd_out(self._model)
         trained = llama_cpp.llama_model_n_ctx_train(self._model)
         context = settings.context_length or min(DEFAULT_CONTEXT, trained or DEFAULT_CONTEXT)
-        threads = settings.threads or max(1, min(8, (os.cpu_count() or 2) // 2))
+        threads = settings.threads or default_threads()
         self._fingerprint = _machine_fingerprint(threads, settings.gpu_layers)
         depth = settings.max_draft_depth if mtp_reason is None else 0
 
