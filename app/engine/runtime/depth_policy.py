@@ -21,7 +21,15 @@ with the most expected tokens per second:
 - it starts with ``CYCLES_PER_TRIAL`` cycles each at depths 1, 2 and 0, and from then on tries
   a neighbour of its choice (alternately deeper and shallower) every ``EXPLORE_EVERY`` cycles —
   sooner for a depth never measured, less often the more clearly that neighbour lost — so it
-  climbs to deeper depths where they pay and nothing goes stale.
+  climbs to deeper depths where they pay and nothing goes stale;
+- a change of depth has a price of its own (llama.cpp rebuilds its compute graph for a new
+  batch shape, and the head's cache is caught up after a depth-0 stretch): on a CPU it is most
+  of a plain step. The first cycle after a change measures it, and trials are spaced so that
+  their changes cost at most ``EXPLORATION_SHARE`` of the decoding time;
+- a trial that leaves depth 0 waits for the first cycle of a request: drafting resumes by
+  catching the head's cache up on every token since it last drafted, a cost in proportion to
+  the stretch (measured: ~8 % of the stretch's time on the demo model), which spacing trials
+  cannot shrink but an empty stretch avoids.
 
 Cycle costs belong to the machine and the model, not to one request, so the worker keeps one
 policy per loaded model and maximum depth (:class:`DepthPolicies`), and saves its state after
@@ -40,6 +48,8 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
+
 from app.engine.runtime.depth_memory import DepthMemory, model_identity
 
 AUTO = "auto"
@@ -52,6 +62,7 @@ CYCLES_PER_TRIAL = 2
 PRIOR_WEIGHT = 2.0
 ACCEPTANCE_MEMORY = 0.97
 TIMED_WINDOW = 6
+EXPLORATION_SHARE = 0.01
 
 log = logging.getLogger(__name__)
 
@@ -89,12 +100,14 @@ class AdaptiveDepth:
         self._trials = [0.0] * (max_depth + 1)  # index j: cycles that tried depth j
         self._kept = [0.0] * (max_depth + 1)  # ... and kept the draft at depth j
         self._timed: dict[int, deque[float]] = {}
+        self._change_costs: deque[float] = deque(maxlen=TIMED_WINDOW)
         self._pending = [
             depth
             for depth in (*range(1, min(max_depth, 2) + 1), 0)
             for _ in range(CYCLES_PER_TRIAL)
         ]
         self._previous_depth: int | None = None
+        self._request_cycles = 0
         self._since_trial = 0
         self._explore_up = True
 
@@ -104,6 +117,7 @@ class AdaptiveDepth:
             "trials": self._trials,
             "kept": self._kept,
             "timed": {str(depth): list(times) for depth, times in self._timed.items()},
+            "change_costs": list(self._change_costs),
         }
 
     def restore(self, state: dict[str, Any]) -> bool:
@@ -120,6 +134,7 @@ class AdaptiveDepth:
                 int(depth): deque((float(t) for t in times), maxlen=TIMED_WINDOW)
                 for depth, times in state["timed"].items()
             }
+            change_costs = [float(cost) for cost in state.get("change_costs", [])]
         except (KeyError, TypeError, ValueError, AttributeError):
             return False
         if (
@@ -130,6 +145,7 @@ class AdaptiveDepth:
         ):
             return False
         self._trials, self._kept, self._timed = trials, kept, timed
+        self._change_costs = deque(change_costs, maxlen=TIMED_WINDOW)
         if len(timed) >= 2:
             self._pending = []
         return True
@@ -137,6 +153,7 @@ class AdaptiveDepth:
     def new_request(self) -> None:
         """The next cycle follows a prefill, not a cycle: don't time it as a steady one."""
         self._previous_depth = None
+        self._request_cycles = 0
 
     def tokens_per_second(self) -> list[float | None]:
         """Expected tokens per second at each depth 0..max_depth (None until a cycle at it was
@@ -164,10 +181,15 @@ class AdaptiveDepth:
             self._since_trial += 1
             best = self._best(rates, self.max_depth)
             neighbour = self._neighbour(best)
-            if self._since_trial >= self._trial_interval(rates[best], rates[neighbour]):
+            interval = max(
+                self._trial_interval(rates[best], rates[neighbour]), self._changes_allow(best)
+            )
+            head_is_current = best != 0 or self._request_cycles == 0
+            if self._since_trial >= interval and head_is_current:
                 self._pending = [neighbour] * CYCLES_PER_TRIAL
                 self._explore_up = not self._explore_up
                 self._since_trial = 0
+        self._request_cycles += 1
         if self._pending:
             return min(self._pending.pop(0), limit)
         return self._best(rates, limit)
@@ -181,7 +203,19 @@ class AdaptiveDepth:
                 break
         if depth == self._previous_depth and seconds > 0:
             self._timed.setdefault(depth, deque(maxlen=TIMED_WINDOW)).append(seconds)
+        elif self._previous_depth is not None and self._timed.get(depth):
+            self._change_costs.append(max(0.0, seconds - min(self._timed[depth])))
         self._previous_depth = depth
+
+    def _changes_allow(self, best: int) -> float:
+        """Cycles between trials that keep their two changes of depth within
+        ``EXPLORATION_SHARE`` of the time (0 until a change was measured)."""
+        steady = self._timed.get(best)
+        if not self._change_costs or not steady:
+            return 0.0
+        change = float(np.median(self._change_costs))
+        cycles = 2 * change / (EXPLORATION_SHARE * min(steady))
+        return min(cycles, EXPLORE_EVERY * MAX_TRIAL_SPACING)
 
     def _best(self, rates: list[float | None], limit: int) -> int:
         """The fastest timed depth up to ``limit`` (the shallower on a tie)."""
