@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 
 from app.engine.chat.conversation import ChatSettings
 from app.engine.runtime.acceptance import AcceptMode
+from app.engine.runtime.depth_policy import AUTO
 from app.engine.runtime.request import MAX_DRAFT_DEPTH
 
 RANDOM_SEED = -1
@@ -81,7 +82,6 @@ class SettingsPanel(QWidget):
             "Tokens drafted per cycle. auto (the default) picks 0–4 before each cycle from the "
             "measured acceptance and speed on this machine, and remembers it per model."
         )
-        self._fixed_depth = ChatSettings().mtp_depth
         self.accept = QComboBox()
         self.accept.setSizeAdjustPolicy(
             QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
@@ -142,8 +142,7 @@ class SettingsPanel(QWidget):
             seed=None if seed == RANDOM_SEED else seed,
             max_tokens=self.max_tokens.value(),
             mtp_enabled=self._mtp_wanted,
-            mtp_depth=self.mtp_depth.value() or self._fixed_depth,
-            adaptive_depth=self.mtp_depth.value() == AUTO_DEPTH_VALUE,
+            mtp_depth=self.mtp_depth.value() or AUTO,
             accept=str(self.accept.currentData()),
         )
 
@@ -160,10 +159,8 @@ class SettingsPanel(QWidget):
             self.max_tokens.setValue(settings.max_tokens)
             self._mtp_wanted = settings.mtp_enabled
             self.mtp_enabled.setChecked(settings.mtp_enabled and self._mtp_reason is None)
-            self._fixed_depth = settings.mtp_depth
-            self.mtp_depth.setValue(
-                AUTO_DEPTH_VALUE if settings.adaptive_depth else settings.mtp_depth
-            )
+            depth = settings.mtp_depth
+            self.mtp_depth.setValue(AUTO_DEPTH_VALUE if depth == AUTO else int(depth))
             self.accept.setCurrentIndex(max(self.accept.findData(settings.accept), 0))
         finally:
             self._updating = False
