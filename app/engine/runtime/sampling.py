@@ -174,6 +174,13 @@ def draw(probs: Distribution, rng: np.random.Generator) -> int:
     return int(probs.tokens[index]) if isinstance(probs, SparseDistribution) else index
 
 
+def sample(logits: np.ndarray, settings: SamplerSettings, rng: np.random.Generator) -> int:
+    """One token for a row of logits: the arg-max at temperature 0, else a draw."""
+    if settings.greedy:
+        return greedy_token(logits)
+    return draw(sparse_distribution(logits, settings), rng)
+
+
 def probability(probs: Distribution, token: int) -> float:
     """The probability ``probs`` gives ``token``."""
     if isinstance(probs, SparseDistribution):

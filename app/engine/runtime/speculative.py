@@ -27,6 +27,7 @@ from app.engine.runtime.sampling import (
     SparseDistribution,
     draw,
     greedy_token,
+    sample,
     sparse_distribution,
 )
 from app.engine.runtime.stats import StatsRecorder
@@ -118,9 +119,7 @@ class SpeculativeDecoder:
         self._recorder.verify_seconds += time.perf_counter() - started
         self._recorder.verify_calls += 1
         self._recorder.record_cycle(0, 0)
-        if self._sampler.greedy:
-            return CycleTokens((greedy_token(logits),), drafted=0, accepted=0)
-        return CycleTokens((draw(sparse_distribution(logits, self._sampler), self._rng),), 0, 0)
+        return CycleTokens((sample(logits, self._sampler, self._rng),), drafted=0, accepted=0)
 
     def _decide(
         self, drafts: Sequence[int], proposals: Sequence[SparseDistribution], logits: np.ndarray
