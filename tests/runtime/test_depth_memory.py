@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.engine.runtime.depth_memory import STORE_FILE_NAME, DepthMemory, model_identity
-from app.engine.runtime.depth_policy import AdaptiveDepth, DepthPolicies
+from app.engine.runtime.depth_policy import CYCLES_PER_TRIAL, AdaptiveDepth, DepthPolicies
 from app.engine.runtime.generation import generate
 from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
 from app.engine.runtime.request import GenerationRequest
@@ -52,7 +52,8 @@ def test_a_fresh_policy_opens_with_trials(tmp_path: Path, model_file: Path) -> N
     policy = DepthPolicies(DepthMemory(tmp_path / STORE_FILE_NAME)).for_request(
         4, adaptive=True, model=model_file, machine=MACHINE
     )
-    assert [policy.choose(4) for _ in range(6)] == [1, 1, 2, 2, 0, 0]
+    trials = [policy.choose(4) for _ in range(3 * CYCLES_PER_TRIAL)]
+    assert trials == [1] * CYCLES_PER_TRIAL + [2] * CYCLES_PER_TRIAL + [0] * CYCLES_PER_TRIAL
 
 
 @pytest.mark.parametrize("other", ["machine", "model", "max depth"])

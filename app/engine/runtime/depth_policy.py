@@ -18,7 +18,9 @@ with the most expected tokens per second:
   so deferring that work does not flatter it. Only a cycle that follows one of the same depth
   is timed: the first after a change pays for llama.cpp rebuilding its compute graph, which
   steady decoding at that depth does not;
-- it starts with ``CYCLES_PER_TRIAL`` cycles each at depths 1, 2 and 0, and from then on tries
+- it starts with ``CYCLES_PER_TRIAL`` cycles each at depths 1, 2 and 0 (the first of each is
+  not timed, so three give two timings: one alone let a single noisy cycle decide, and on the
+  memory-bound stand-in sent it to depth 0 for a whole reply), and from then on tries
   a neighbour of its choice (alternately deeper and shallower) every ``EXPLORE_EVERY`` cycles —
   sooner for a depth never measured, less often the more clearly that neighbour lost — so it
   climbs to deeper depths where they pay and nothing goes stale;
@@ -58,7 +60,7 @@ DEFAULT_MTP_DEPTH: int | str = AUTO
 AUTO_MAX_DEPTH = 4
 EXPLORE_EVERY = 40
 MAX_TRIAL_SPACING = 16.0
-CYCLES_PER_TRIAL = 2
+CYCLES_PER_TRIAL = 3
 PRIOR_WEIGHT = 2.0
 ACCEPTANCE_MEMORY = 0.97
 TIMED_WINDOW = 6
