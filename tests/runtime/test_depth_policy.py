@@ -13,7 +13,13 @@ from itertools import pairwise
 import numpy as np
 import pytest
 
-from app.engine.runtime.depth_policy import AdaptiveDepth, DepthPolicies, FixedDepth
+from app.engine.runtime.depth_policy import (
+    SHORT_STRETCH,
+    TIMED_WINDOW,
+    AdaptiveDepth,
+    DepthPolicies,
+    FixedDepth,
+)
 
 
 @dataclass(frozen=True)
@@ -124,3 +130,16 @@ def test_trials_are_spaced_by_what_a_change_of_depth_costs() -> None:
     late = chosen[1000:]
     changes = sum(1 for a, b in pairwise(late) if a != b)
     assert changes * CPU_LIKE.step / sum(CPU_LIKE.seconds(d) for d in late) < 0.015
+
+
+def test_a_better_depth_found_during_a_long_depth_zero_stretch_waits_too() -> None:
+    policy = AdaptiveDepth(4)
+    _drive(policy, HARD_TEXT, cycles=300)
+    for _ in range(TIMED_WINDOW):  # depth 1 now measures far faster than plain steps ...
+        policy.observe(1, 1, 1e-6)
+    for _ in range(SHORT_STRETCH + 1):  # ... and then a stretch of plain steps
+        policy.observe(0, 0, 1e-3)
+    assert policy.best_depth(4) == 1
+    assert policy.choose(4) == 0  # mid-stretch: the catch-up would cost more than it gains
+    policy.new_request()
+    assert policy.choose(4) == 1

@@ -28,10 +28,10 @@ with the most expected tokens per second:
   batch shape, and the head's cache is caught up after a depth-0 stretch): on a CPU it is most
   of a plain step. The first cycle after a change measures it, and trials are spaced so that
   their changes cost at most ``EXPLORATION_SHARE`` of the decoding time;
-- a trial that leaves depth 0 waits for the first cycle of a request: drafting resumes by
-  catching the head's cache up on every token since it last drafted, a cost in proportion to
-  the stretch (measured: ~8 % of the stretch's time on the demo model), which spacing trials
-  cannot shrink but an empty stretch avoids.
+- after more than ``SHORT_STRETCH`` cycles at depth 0 it stays there until the next request,
+  trials included: drafting resumes by catching the head's cache up on every token since it
+  last drafted, a cost in proportion to the stretch (measured: ~8 % of the stretch's time on
+  the demo model), which spacing trials cannot shrink but a short stretch avoids.
 
 Cycle costs belong to the machine and the model, not to one request, so the worker keeps one
 policy per loaded model and maximum depth (:class:`DepthPolicies`), and saves its state after
@@ -65,6 +65,7 @@ PRIOR_WEIGHT = 2.0
 ACCEPTANCE_MEMORY = 0.97
 TIMED_WINDOW = 6
 EXPLORATION_SHARE = 0.01
+SHORT_STRETCH = 8
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +110,7 @@ class AdaptiveDepth:
             for _ in range(CYCLES_PER_TRIAL)
         ]
         self._previous_depth: int | None = None
-        self._request_cycles = 0
+        self._stretch = 0  # cycles at depth 0 since this request last drafted
         self._since_trial = 0
         self._explore_up = True
 
@@ -155,7 +156,7 @@ class AdaptiveDepth:
     def new_request(self) -> None:
         """The next cycle follows a prefill, not a cycle: don't time it as a steady one."""
         self._previous_depth = None
-        self._request_cycles = 0
+        self._stretch = 0
 
     def tokens_per_second(self) -> list[float | None]:
         """Expected tokens per second at each depth 0..max_depth (None until a cycle at it was
@@ -186,15 +187,18 @@ class AdaptiveDepth:
             interval = max(
                 self._trial_interval(rates[best], rates[neighbour]), self._changes_allow(best)
             )
-            head_is_current = best != 0 or self._request_cycles == 0
-            if self._since_trial >= interval and head_is_current:
+            if self._since_trial >= interval and (best != 0 or self._may_draft()):
                 self._pending = [neighbour] * CYCLES_PER_TRIAL
                 self._explore_up = not self._explore_up
                 self._since_trial = 0
-        self._request_cycles += 1
         if self._pending:
             return min(self._pending.pop(0), limit)
-        return self._best(rates, limit)
+        best = self._best(rates, limit)
+        return best if best == 0 or self._may_draft() else 0
+
+    def _may_draft(self) -> bool:
+        """Drafting now would catch the head up on at most ``SHORT_STRETCH`` tokens."""
+        return self._stretch <= SHORT_STRETCH
 
     def observe(self, depth: int, accepted: int, seconds: float) -> None:
         for level in range(1, depth + 1):
@@ -203,6 +207,7 @@ class AdaptiveDepth:
             self._kept[level] = self._kept[level] * ACCEPTANCE_MEMORY + kept
             if not kept:
                 break
+        self._stretch = self._stretch + 1 if depth == 0 else 0
         if depth == self._previous_depth and seconds > 0:
             self._timed.setdefault(depth, deque(maxlen=TIMED_WINDOW)).append(seconds)
         elif self._previous_depth is not None and self._timed.get(depth):
