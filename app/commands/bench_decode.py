@@ -3,7 +3,9 @@
 Runs the fixed prompt set of :mod:`app.engine.runtime.decode_bench` through the inference worker
 in one run and prints, per mode: decode tok/s, TTFT, acceptance by depth, mean accepted length,
 the measured draft/verify cost ratio c, the speedup over plain decoding and Leviathan's expected
-speedup for the measured α and c — then the targets and whether they were met.
+speedup for the measured α and c — then the targets and whether they were met. ``--wide F``
+runs the same table on a memory-bound stand-in of the model (:mod:`wide_model`), and
+``--vs-llama-server PATH`` adds llama.cpp's own MTP loop on the same prompts.
 """
 
 from __future__ import annotations
@@ -11,13 +13,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
+from contextlib import ExitStack
+from pathlib import Path
 
 from app.commands.chat import add_model_arguments, describe_backend, open_client
 from app.engine.errors import RuntimeBackendError
-from app.engine.runtime.backend import LoadSettings
+from app.engine.runtime.backend import LoadSettings, default_threads
 from app.engine.runtime.decode_bench import DecodeBenchmark, run_decode_benchmark
-from app.engine.runtime.depth_policy import AUTO_MAX_DEPTH
+from app.engine.runtime.demo_model import demo_model_path
+from app.engine.runtime.depth_policy import AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
+from app.engine.runtime.llama_server_bench import LlamaServerPool
 from app.engine.runtime.request import MAX_DRAFT_DEPTH
+from app.engine.runtime.wide_model import widened_copy
 
 
 def register(benchmarks: argparse._SubParsersAction) -> None:
@@ -38,7 +46,26 @@ def register(benchmarks: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-tokens", type=int, default=128, metavar="N", help="per request")
     parser.add_argument("--repeats", type=int, default=2, metavar="N", help="passes over prompts")
     parser.add_argument("--threads", type=int, default=0, metavar="N", help="CPU threads")
+    parser.add_argument("--top-k", type=int, default=20, metavar="N", help="as chat (default 20)")
+    parser.add_argument(
+        "--top-p", type=float, default=0.95, metavar="P", help="as chat (default 0.95)"
+    )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--wide",
+        type=int,
+        default=1,
+        metavar="F",
+        help="run on a memory-bound stand-in: every FFN widened F× with zero channels (same "
+        "tokens, F× the FFN bytes), written to a temporary folder",
+    )
+    parser.add_argument(
+        "--vs-llama-server",
+        type=Path,
+        metavar="PATH",
+        help="also run llama.cpp's own MTP loop (llama-server --spec-type draft-mtp) on the "
+        "same prompts in the same run (build: packaging/build_llama_server.sh)",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     parser.set_defaults(func=run)
 
@@ -56,12 +83,30 @@ def _depths(text: str) -> list[int]:
     return depths
 
 
+def _threads(requested: int) -> int:
+    """The thread count our worker uses, so llama-server gets the same."""
+    return requested or default_threads()
+
+
 def run(args: argparse.Namespace) -> int:
     depths = _depths(args.depths)
     settings = LoadSettings(threads=args.threads, max_draft_depth=max(max(depths), AUTO_MAX_DEPTH))
     progress = (lambda _m: None) if args.json else (lambda m: print(f"… {m}", file=sys.stderr))
-    with open_client(args, settings) as client:
+    with ExitStack() as stack:
+        model = Path(args.model) if args.model is not None else demo_model_path()
+        if args.wide != 1:
+            progress(f"writing the stand-in: {model.name} with every FFN widened {args.wide}×")
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mtp-wide-")))
+            model = widened_copy(model, args.wide, folder)
+        client = stack.enter_context(open_client(args, settings, model))
         progress(describe_backend(client))
+        servers = None
+        if args.vs_llama_server is not None:
+            progress("starting llama-server: plain and draft-mtp at each depth")
+            servers = LlamaServerPool(
+                args.vs_llama_server, model, depths=depths, threads=_threads(args.threads)
+            )
+            stack.callback(servers.close)
         benchmark = run_decode_benchmark(
             client,
             depths=depths,
@@ -69,6 +114,9 @@ def run(args: argparse.Namespace) -> int:
             max_tokens=args.max_tokens,
             repeats=args.repeats,
             seed=args.seed,
+            top_k=args.top_k,
+            top_p=args.top_p,
+            llama_server=servers,
             progress=progress,
         )
     if args.json:
@@ -92,7 +140,7 @@ def render(benchmark: DecodeBenchmark) -> str:
         acceptance = " / ".join(f"{rate:.0%}" for rate in row.acceptance_by_depth)
         if row.mode == "ar":
             cycle_columns = f"{'—':>10}{'—':>7}{'—':>8}{'—':>6}{'—':>9}{'—':>7}{'—':>6}  —"
-        elif row.mode == "auto":
+        elif row.adaptive:
             cycle_columns = (
                 f"{'—':>10}{'—':>7}{'—':>8}{'—':>6}{row.tokens_per_cycle:>9.2f}{'—':>7}{'—':>6}"
                 f"  {acceptance} (mean depth {row.mean_draft_depth:.2f})"
@@ -120,7 +168,8 @@ def render(benchmark: DecodeBenchmark) -> str:
         "ratio = speedup / expected",
         "parts = tok/cyc × plain step / (K·draft step + verify call); loop = 1 − speedup / parts",
         f"auto = depth chosen before each cycle (0–{AUTO_MAX_DEPTH}) from the acceptance and "
-        "cycle times measured so far",
+        "cycle times measured so far (kept per model and machine across runs); default = no "
+        f"flags (--mtp-depth {DEFAULT_MTP_DEPTH})",
         "ratio = (plain step / verify call) × (1 − loop): Leviathan takes a verify call to cost "
         f"one plain step; here it costs {best.verify_to_step:.2f}× at K={best.depth}, so the ratio "
         f"cannot exceed {best.expected_ceiling:.2f} with a loop that costs nothing",
@@ -128,4 +177,28 @@ def render(benchmark: DecodeBenchmark) -> str:
         f"targets (best depth K={benchmark.best_depth}):",
     ]
     lines += [f"  [{'ok' if met else 'MISSED'}] {name}" for name, met in benchmark.checks.items()]
+    if benchmark.llama_server_rows:
+        lines += ["", *_llama_server_lines(benchmark)]
     return "\n".join(lines)
+
+
+def _llama_server_lines(benchmark: DecodeBenchmark) -> list[str]:
+    """llama.cpp's own loop beside ours: tok/s, speedup over its plain, acceptance, ours/its."""
+    servers = benchmark.llama_server_rows
+    server_plain = servers[0].decode_tokens_per_second
+    lines = [
+        "llama.cpp's own loop on the same prompts, same run (llama-server; acceptance = "
+        "draft_n_accepted / draft_n):",
+        f"{'mode':<26}{'tok/s':>9}{'speedup':>9}{'accept':>8}{'ours tok/s':>12}{'ours/its':>10}",
+    ]
+    for row in servers:
+        ours = benchmark.row("lc", row.depth) if row.depth else benchmark.only("ar")
+        ours_rate = ours.decode_tokens_per_second
+        speedup = row.decode_tokens_per_second / server_plain if server_plain else 0.0
+        accept = f"{row.acceptance:.0%}" if row.depth else "—"
+        ratio = ours_rate / row.decode_tokens_per_second if row.decode_tokens_per_second else 0.0
+        lines.append(
+            f"{row.label:<26}{row.decode_tokens_per_second:>9.1f}{speedup:>8.2f}×{accept:>8}"
+            f"{ours_rate:>12.1f}{ratio:>9.2f}×"
+        )
+    return lines

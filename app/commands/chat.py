@@ -21,7 +21,7 @@ from app.engine.runtime.backend import LoadSettings, ModelInfo
 from app.engine.runtime.backends import BACKEND_CHOICES, MLX, choose_backend
 from app.engine.runtime.client import GenerationStream, RuntimeClient
 from app.engine.runtime.demo_model import demo_model_path
-from app.engine.runtime.depth_policy import AUTO_MAX_DEPTH
+from app.engine.runtime.depth_policy import AUTO, AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
 from app.engine.runtime.prompting import ChatMessage
 from app.engine.runtime.request import (
     MAX_DRAFT_DEPTH,
@@ -32,8 +32,6 @@ from app.engine.runtime.request import (
 from app.engine.runtime.sampling import SamplerSettings
 from app.engine.runtime.stats import DecodeStats
 from app.engine.settings import SettingsStore, hf_hub_cache
-
-AUTO = "auto"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -50,12 +48,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--mtp-depth",
         type=depth_argument,
-        default=3,
+        default=DEFAULT_MTP_DEPTH,
         metavar="K|auto",
         help=(
             "tokens drafted per cycle by the MTP head; 0 = plain decoding; auto = chosen before "
             f"each cycle, 0 to {AUTO_MAX_DEPTH}, from the measured acceptance and cycle times "
-            "(default 3)"
+            f"(default {DEFAULT_MTP_DEPTH})"
         ),
     )
     parser.add_argument(
@@ -108,10 +106,13 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def open_client(args: argparse.Namespace, settings: LoadSettings) -> RuntimeClient:
-    """A client for ``args.model`` (demo by default) with the backend and sidecar the args ask
-    for; without ``--sidecar`` a model folder gets the sidecar the chat window would pair."""
-    model = args.model if args.model is not None else demo_model_path()
+def open_client(
+    args: argparse.Namespace, settings: LoadSettings, model: Path | None = None
+) -> RuntimeClient:
+    """A client for ``model`` (default ``args.model``, else the demo) with the backend and
+    sidecar the args ask for; without ``--sidecar`` a model folder gets the sidecar the chat
+    window would pair."""
+    model = model or (args.model if args.model is not None else demo_model_path())
     sidecar = args.sidecar
     if sidecar is None and choose_backend(args.backend, model).name == MLX:
         store_settings = SettingsStore().load()

@@ -18,6 +18,7 @@ from PySide6.QtGui import QGuiApplication
 
 from app.engine.chat.conversation import MessageState
 from app.engine.runtime.backend import LoadSettings
+from app.engine.runtime.depth_policy import AUTO_MAX_DEPTH
 from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
 from app.engine.settings import SettingsStore, app_dirs
 from app.engine.units import format_bytes
@@ -62,7 +63,8 @@ def test_a_streamed_reply_appears_and_its_statistics_are_shown(chat, tiny_gguf: 
     assert f"{stats.decode_tokens_per_second:.1f} tok/s" in basics
     assert f"TTFT {stats.ttft_seconds * 1000:.0f} ms" in basics
     assert basics.endswith("max tokens")
-    assert mtp.startswith("MTP depth 3 (Leviathan–Chen) · acceptance by depth ")
+    # The default depth is auto: up to AUTO_MAX_DEPTH drafts per cycle.
+    assert mtp.startswith(f"MTP depth {AUTO_MAX_DEPTH} (Leviathan–Chen) · acceptance by depth ")
     rates = mtp.split("acceptance by depth ")[1].split(" · ")[0].split(" / ")
     assert rates == [f"{rate:.0%}" for rate in stats.acceptance_by_depth]
     assert f"mean accepted {stats.mean_accepted_length:.2f}" in mtp
@@ -296,10 +298,11 @@ def test_compare_mode_runs_plain_and_mtp_with_one_seed(chat, tiny_gguf: Path) ->
     outcome = dialog.outcome
     assert outcome.outputs_match and len(outcome.plain.token_ids) == 80
     assert outcome.plain.seed == outcome.mtp.seed
-    assert outcome.plain.stats.depth == 0 and outcome.mtp.stats.depth == 3
+    # The MTP side runs the default depth, auto: up to AUTO_MAX_DEPTH drafts per cycle.
+    assert outcome.plain.stats.depth == 0 and outcome.mtp.stats.depth == AUTO_MAX_DEPTH
     assert dialog.verdict.text().startswith("<b>identical outputs: 80 tokens match · MTP ")
     assert dialog.plain.figures.text().startswith("80 tokens")
-    assert "MTP depth 3" in dialog.mtp.figures.text()
+    assert f"MTP depth {AUTO_MAX_DEPTH}" in dialog.mtp.figures.text()
     assert window.store.conversations() == []  # compare runs are not part of the history
 
 

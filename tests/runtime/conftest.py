@@ -16,6 +16,14 @@ from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
 from tests.runtime.tiny_model import write_tiny_qwen35
 
 
+@pytest.fixture(autouse=True)
+def app_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test gets its own app folders: what an adaptive depth saves stays in the test."""
+    home = tmp_path / "app-home"
+    monkeypatch.setenv("MTP_STUDIO_HOME", str(home))
+    return home
+
+
 @pytest.fixture(scope="session")
 def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("tiny-models")

@@ -11,6 +11,7 @@ import pytest
 from app.cli import main
 from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.demo_model import DEMO_MODEL_FILENAME, demo_model_path
+from app.engine.runtime.depth_policy import AUTO_MAX_DEPTH
 from app.engine.runtime.generation import generate
 from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
 from app.engine.runtime.prompting import ChatMessage
@@ -29,8 +30,9 @@ def test_chat_json_prints_text_token_ids_and_statistics(
     assert main([*args, "--json"]) == 0
     answer = json.loads(capsys.readouterr().out)
     assert answer["model"] == str(tiny_models["mtp"])
-    assert answer["stats"]["mode"] == "lc" and answer["stats"]["depth"] == 3
-    assert len(answer["stats"]["acceptance_by_depth"]) == 3
+    # No depth flag: the default is the adaptive depth, which may draft up to 4 per cycle.
+    assert answer["stats"]["mode"] == "lc" and answer["stats"]["depth"] == AUTO_MAX_DEPTH
+    assert len(answer["stats"]["acceptance_by_depth"]) == AUTO_MAX_DEPTH
     expected = generate(
         backend,
         GenerationRequest(
@@ -121,7 +123,12 @@ def test_bench_decode_compares_every_mode_in_one_run(
         "MTP LC K=2",
         "MTP match K=2",
         "MTP LC auto",
+        "default (no flags)",
     ]
+    default = report["modes"][-1]
+    assert default["adaptive"] is True and default["depth"] == AUTO_MAX_DEPTH
+    assert "default ≥ 0.98 × max(plain, best fixed depth)" in report["checks"]
+    assert report["llama_server"] == []
     assert report["greedy_identical"] == {"1": True, "2": True, "auto": True}
     assert report["checks"]["greedy MTP identical to plain decoding"] is True
     for mode in report["modes"]:
@@ -149,6 +156,34 @@ def test_bench_decode_prints_the_table_and_targets(
     assert "plain (AR)" in out and "MTP LC K=1" in out and "MTP match K=1" in out
     assert "targets (best depth K=1):" in out
     assert "greedy MTP identical to plain decoding" in out
+
+
+def test_bench_decode_wide_runs_the_table_on_the_widened_stand_in(
+    tiny_models: dict[str, Path], capsys: pytest.CaptureFixture
+) -> None:
+    args = ["bench", "decode", "--model", str(tiny_models["mtp"]), "--depths", "1", "--wide", "3"]
+    assert main([*args, "--max-tokens", "4", "--repeats", "1", "--threads", "1", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert Path(report["model"]).name == "tiny-mtp-wide3.gguf"
+    assert not Path(report["model"]).exists()  # the temporary folder is gone after the run
+    assert report["greedy_identical"] == {"1": True, "auto": True}
+
+
+def test_bench_decode_names_a_missing_llama_server(
+    tiny_models: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    missing = tmp_path / "llama-server"
+    args = [
+        "bench",
+        "decode",
+        "--model",
+        str(tiny_models["mtp"]),
+        "--vs-llama-server",
+        str(missing),
+    ]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert str(missing) in err and "packaging/build_llama_server.sh" in err
 
 
 def test_bench_decode_needs_an_mtp_head(

@@ -8,11 +8,18 @@ them by arithmetic, so the test can say which depth the policy must settle on.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 import pytest
 
-from app.engine.runtime.depth_policy import AdaptiveDepth, DepthPolicies, FixedDepth
+from app.engine.runtime.depth_policy import (
+    SHORT_STRETCH,
+    TIMED_WINDOW,
+    AdaptiveDepth,
+    DepthPolicies,
+    FixedDepth,
+)
 
 
 @dataclass(frozen=True)
@@ -93,3 +100,46 @@ def test_what_it_learned_carries_over_to_the_next_request() -> None:
     again = policies.for_request(4, adaptive=True)
     assert again is first and again.choose(4) == 4  # no new round of starting trials
     assert isinstance(policies.for_request(4, adaptive=False), FixedDepth)
+
+
+def test_leaving_depth_zero_waits_for_the_next_request() -> None:
+    """Drafting after a depth-0 stretch first catches the head up on the whole stretch, so a
+    trial from depth 0 runs at a request's start, where that stretch is empty."""
+    policy = AdaptiveDepth(4)
+    _drive(policy, HARD_TEXT, cycles=300)
+    assert policy.best_depth(4) == 0
+    assert set(_drive(policy, HARD_TEXT, cycles=1000, seed=1)) == {0}
+    policy.new_request()
+    assert policy.choose(4) == 1  # long overdue: the first cycle of the request tries depth 1
+
+
+def test_trials_are_spaced_by_what_a_change_of_depth_costs() -> None:
+    """Where changing depth costs a plain step (a compute graph rebuilt on a CPU), trials come
+    rarely enough that changes take about 1 % of the time."""
+    policy = AdaptiveDepth(4)
+    chosen = []
+    previous = None
+    for _ in range(3000):
+        depth = policy.choose(4)
+        seconds = CPU_LIKE.seconds(depth) * 1e-3
+        if previous is not None and depth != previous:
+            seconds += CPU_LIKE.step * 1e-3  # the first cycle at a new depth pays a rebuild
+        policy.observe(depth, 1 if depth else 0, seconds)
+        chosen.append(depth)
+        previous = depth
+    late = chosen[1000:]
+    changes = sum(1 for a, b in pairwise(late) if a != b)
+    assert changes * CPU_LIKE.step / sum(CPU_LIKE.seconds(d) for d in late) < 0.015
+
+
+def test_a_better_depth_found_during_a_long_depth_zero_stretch_waits_too() -> None:
+    policy = AdaptiveDepth(4)
+    _drive(policy, HARD_TEXT, cycles=300)
+    for _ in range(TIMED_WINDOW):  # depth 1 now measures far faster than plain steps ...
+        policy.observe(1, 1, 1e-6)
+    for _ in range(SHORT_STRETCH + 1):  # ... and then a stretch of plain steps
+        policy.observe(0, 0, 1e-3)
+    assert policy.best_depth(4) == 1
+    assert policy.choose(4) == 0  # mid-stretch: the catch-up would cost more than it gains
+    policy.new_request()
+    assert policy.choose(4) == 1

@@ -145,8 +145,8 @@ def test_rollback_leaves_the_state_of_a_fresh_run(backend: LlamaCppBackend) -> N
 
 @pytest.mark.parametrize(
     "depths",
-    [[3] * 10, [3, 0, 0, 2, 0, 1, 3, 0, 0, 0, 2, 3]],
-    ids=["depth 3", "adaptive-style mix with depth-0 cycles"],
+    [[3] * 10, [3, 0, 0, 2, 0, 1, 3, 0, 0, 0, 2, 3], [2, 2, *[0] * 24, 3, 0, 1]],
+    ids=["depth 3", "adaptive-style mix with depth-0 cycles", "a long depth-0 stretch"],
 )
 def test_the_mtp_heads_state_after_cycles_matches_a_fresh_prefill(
     backend: LlamaCppBackend, depths: list[int]
@@ -155,8 +155,8 @@ def test_the_mtp_heads_state_after_cycles_matches_a_fresh_prefill(
 
     Greedy exactness cannot see a wrong head input (it only lowers acceptance), so the draft
     logits after sampled cycles — of one depth, or of the changing depths an adaptive policy
-    picks, where a depth-0 cycle brings the head up to date without drafting — are compared
-    with those of a fresh prefill of the same tokens.
+    picks, where a depth-0 cycle is a plain step and the head's cache is caught up in one
+    batch when drafting resumes — are compared with those of a fresh prefill of the same tokens.
     """
     prompt = backend.tokenize("Head cache bookkeeping", parse_special=False)
     committed, accepted = _committed_after_cycles(backend, prompt, depths, seed=3)

@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from app.engine.runtime.acceptance import AcceptMode
+from app.engine.runtime.depth_policy import AUTO, AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
 from app.engine.runtime.prompting import ChatMessage
 from app.engine.runtime.request import MAX_DRAFT_DEPTH, GenerationRequest
 from app.engine.runtime.sampling import SamplerSettings
@@ -45,12 +46,15 @@ class ChatSettings:
     seed: int | None = None
     max_tokens: int = 512
     mtp_enabled: bool = True
-    mtp_depth: int = 3
+    mtp_depth: int | str = DEFAULT_MTP_DEPTH  # 1..MAX_DRAFT_DEPTH, or "auto"
     accept: str = AcceptMode.LEVIATHAN_CHEN.value
 
     @property
     def effective_depth(self) -> int:
-        return self.mtp_depth if self.mtp_enabled else 0
+        """The request's depth: the fixed one, or the adaptive depth's maximum; 0 = plain."""
+        if not self.mtp_enabled:
+            return 0
+        return _request_depth(self.mtp_depth)
 
     def sampler(self, seed: int | None = None) -> SamplerSettings:
         """The runtime's sampler for these settings (``seed`` overrides the stored one)."""
@@ -70,7 +74,16 @@ class ChatSettings:
         """Settings from stored JSON; unknown keys (a newer app's) are ignored."""
         known = {f.name for f in fields(cls)}
         settings = cls(**{key: value for key, value in raw.items() if key in known})
+        if settings.mtp_depth == AUTO:
+            return settings
+        if not isinstance(settings.mtp_depth, int):
+            return replace(settings, mtp_depth=DEFAULT_MTP_DEPTH)
         return replace(settings, mtp_depth=min(max(settings.mtp_depth, 1), MAX_DRAFT_DEPTH))
+
+
+def _request_depth(choice: int | str) -> int:
+    """A request's ``mtp_depth`` for a depth setting: "auto" drafts up to AUTO_MAX_DEPTH."""
+    return AUTO_MAX_DEPTH if choice == AUTO else int(choice)
 
 
 @dataclass(frozen=True)
@@ -142,15 +155,22 @@ def reply_request(
     settings: ChatSettings,
     messages: tuple[StoredMessage, ...],
     *,
-    mtp_depth: int | None = None,
+    mtp_depth: int | str | None = None,
     seed: int | None = None,
 ) -> GenerationRequest:
-    """The request for the assistant reply that follows ``messages``."""
+    """The request for the assistant reply that follows ``messages``; ``mtp_depth`` (a depth,
+    0 for plain decoding, or "auto") overrides the settings' MTP choice."""
+    if mtp_depth is None:
+        adaptive = settings.mtp_enabled and settings.mtp_depth == AUTO
+        depth = settings.effective_depth
+    else:
+        adaptive, depth = mtp_depth == AUTO, _request_depth(mtp_depth)
     return GenerationRequest(
         messages=chat_context(settings, messages),
         max_tokens=settings.max_tokens,
         sampler=settings.sampler(seed),
-        mtp_depth=settings.effective_depth if mtp_depth is None else mtp_depth,
+        mtp_depth=depth,
+        adaptive_depth=adaptive,
         accept=AcceptMode(settings.accept),
     )
 

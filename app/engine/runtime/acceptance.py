@@ -8,8 +8,10 @@ Two exact laws are offered so they can be measured against each other (runtime.m
 - **sample-and-compare** (``match``), what mlx-lm's and llama.cpp's loops do: draw t_i from p_i
   and keep going while t_i equals d_i. Also exact, but accepts less often when T > 0.
 
-Both work on float64 probability rows produced by :func:`app.engine.runtime.sampling.distribution`
-and draw every random number from the request's seeded generator.
+Both work on float64 distributions from the one sampler definition
+(:func:`app.engine.runtime.sampling.sparse_distribution` in the decoding loop, dense rows in the
+math tests; the two give the same draws) and draw every random number from the request's seeded
+generator.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from app.engine.runtime.sampling import draw
+from app.engine.runtime.sampling import Distribution, draw, probability, residual
 
 
 class AcceptMode(StrEnum):
@@ -38,26 +40,25 @@ class CycleOutcome:
 
 def accept_leviathan_chen(
     drafts: Sequence[int],
-    proposal_probs: Sequence[np.ndarray],
-    target_probs: Sequence[np.ndarray],
+    proposal_probs: Sequence[Distribution],
+    target_probs: Sequence[Distribution],
     rng: np.random.Generator,
 ) -> CycleOutcome:
     """Leviathan–Chen acceptance with residual repair; ``target_probs`` has K + 1 rows."""
     for depth, draft in enumerate(drafts):
         p = target_probs[depth]
         q = proposal_probs[depth]
-        p_draft = p[draft]
-        q_draft = q[draft]
+        p_draft = probability(p, draft)
+        q_draft = probability(q, draft)
         if p_draft >= q_draft or rng.random() * q_draft < p_draft:
             continue
-        residual = np.maximum(p - q, 0.0)
-        return CycleOutcome(depth, draw(residual, rng))
+        return CycleOutcome(depth, draw(residual(p, q), rng))
     return CycleOutcome(len(drafts), draw(target_probs[len(drafts)], rng))
 
 
 def accept_by_matching(
     drafts: Sequence[int],
-    target_probs: Sequence[np.ndarray],
+    target_probs: Sequence[Distribution],
     rng: np.random.Generator,
 ) -> CycleOutcome:
     """Sample-and-compare: draw from p_i, keep the draft while the draw equals it."""

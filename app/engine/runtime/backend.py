@@ -12,6 +12,7 @@ position and the head's own cache); ``rollback`` decides which verified rows bec
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,6 +36,11 @@ class LoadSettings:
     threads: int = 0
     max_draft_depth: int = 4
     gpu_layers: int = -1
+
+
+def default_threads() -> int:
+    """Threads when ``LoadSettings.threads`` is 0: half the logical CPUs, 1 to 8."""
+    return max(1, min(8, (os.cpu_count() or 2) // 2))
 
 
 @dataclass(frozen=True)
@@ -111,6 +117,12 @@ class DecodeBackend(ABC):
     def bos_token_id(self) -> int | None:
         """The token a prompt must start with (BOS), or None when the model adds none."""
 
+    @property
+    def performance_fingerprint(self) -> str:
+        """What decode speed depends on besides the model (machine, build, threads): the
+        adaptive depth keeps what it learned per model and fingerprint."""
+        return self.info.backend
+
     # --- decoding ---------------------------------------------------------------------------
 
     @property
@@ -131,7 +143,12 @@ class DecodeBackend(ABC):
 
     @abstractmethod
     def step(self, token: int) -> np.ndarray:
-        """Plain decoding: commit one token, return the next logits row."""
+        """Plain decoding: commit one token, return the next logits row.
+
+        After a prefill ``with_mtp`` the head's input for the token is kept, not decoded: the
+        next :meth:`draft` catches the head's cache up in one batch, so a stretch of steps
+        between drafting cycles costs what plain decoding costs.
+        """
 
     @abstractmethod
     def draft(self, last_token: int, depth: int, choose: DraftChooser) -> DraftResult:

@@ -10,6 +10,10 @@ plain step costs; where it does not (a compute-bound CPU), the "parts" speedup �
 cycle × plain step time / (K × draft step + verify call), all measured — shows what the model's
 own costs allow, and the loop overhead is the measured speedup's shortfall from it. A greedy
 pass first checks that MTP output is identical to plain decoding at every depth.
+
+The "default" row is what a user gets without flags (:data:`DEFAULT_MTP_DEPTH`), checked against
+the better of plain decoding and the best fixed depth. Optionally llama.cpp's own MTP loop
+(:mod:`llama_server_bench`) gets every prompt right after ours, and its figures are reported too.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from typing import Any
 from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.acceptance import AcceptMode
 from app.engine.runtime.client import RuntimeClient
-from app.engine.runtime.depth_policy import AUTO_MAX_DEPTH
+from app.engine.runtime.depth_policy import AUTO, AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
+from app.engine.runtime.llama_server_bench import LlamaServerPool, ServerFigures
 from app.engine.runtime.prompting import ChatMessage
 from app.engine.runtime.request import GenerationRequest
 from app.engine.runtime.sampling import SamplerSettings
@@ -37,6 +42,7 @@ PROMPTS: tuple[str, ...] = (
 )
 SPEEDUP_TO_EXPECTED_TARGET = 0.9
 LOOP_OVERHEAD_TARGET = 0.1
+DEFAULT_TO_BEST_TARGET = 0.98
 GREEDY_CHECK_TOKENS = 64
 
 Progress = Callable[[str], None]
@@ -49,6 +55,7 @@ class ModeFigures:
     label: str
     mode: str
     depth: int
+    adaptive: bool
     requests: int
     generated_tokens: int
     decode_seconds: float
@@ -101,9 +108,14 @@ class DecodeBenchmark:
     greedy_identical: dict[str, bool]
     ar_seconds_per_token: float
     rows: tuple[ModeFigures, ...]
+    llama_server_rows: tuple[ServerFigures, ...] = ()
 
     def row(self, mode: str, depth: int) -> ModeFigures:
         return next(r for r in self.rows if r.mode == mode and r.depth == depth)
+
+    def only(self, mode: str) -> ModeFigures:
+        """The row of a mode that has one: "ar", "auto" or "default"."""
+        return next(r for r in self.rows if r.mode == mode)
 
     @property
     def depths(self) -> tuple[int, ...]:
@@ -129,6 +141,10 @@ class DecodeBenchmark:
             best.loop_overhead <= LOOP_OVERHEAD_TARGET
         )
         checks["speedup > 1.0× at best depth"] = best.speedup > 1.0
+        best_fixed = max(1.0, best.speedup)
+        for mode in ("default", "auto"):
+            name = f"{mode} ≥ {DEFAULT_TO_BEST_TARGET} × max(plain, best fixed depth)"
+            checks[name] = self.only(mode).speedup >= DEFAULT_TO_BEST_TARGET * best_fixed
         return checks
 
     def to_dict(self) -> dict[str, Any]:
@@ -154,6 +170,14 @@ class DecodeBenchmark:
                 }
                 for row in self.rows
             ],
+            "llama_server": [
+                {
+                    **row.__dict__,
+                    "decode_tokens_per_second": row.decode_tokens_per_second,
+                    "acceptance": row.acceptance,
+                }
+                for row in self.llama_server_rows
+            ],
         }
 
 
@@ -164,12 +188,13 @@ def _figures(mode: _Mode, requests: Sequence[DecodeStats], ar_rate: float) -> Mo
     verify_per_call = stats.verify_seconds / stats.verify_calls if stats.verify_calls else 0.0
     draft_per_step = stats.draft_seconds / stats.draft_steps if stats.draft_steps else 0.0
     # Leviathan's figures assume one depth for every cycle: not defined for "auto".
-    fixed = mode.mode != "auto"
+    fixed = not mode.adaptive
     cycle_parts = depth * draft_per_step + verify_per_call if fixed else 0.0
     return ModeFigures(
         label=mode.label,
         mode=mode.mode,
         depth=depth,
+        adaptive=mode.adaptive,
         requests=len(requests),
         generated_tokens=stats.generated_tokens,
         decode_seconds=stats.decode_seconds,
@@ -193,9 +218,10 @@ def _figures(mode: _Mode, requests: Sequence[DecodeStats], ar_rate: float) -> Mo
 @dataclass(frozen=True)
 class _Mode:
     label: str
-    mode: str  # "ar", "lc", "match", or "auto" (LC with the adaptive depth, 0..depth)
+    mode: str  # "ar", "lc", "match", "auto" (LC, adaptive depth 0..depth) or "default"
     depth: int
     accept: AcceptMode
+    adaptive: bool = False
 
     def request(self, prompt: str, sampler: SamplerSettings, tokens: int) -> GenerationRequest:
         return GenerationRequest(
@@ -204,12 +230,19 @@ class _Mode:
             sampler=sampler,
             mtp_depth=self.depth,
             accept=self.accept,
-            adaptive_depth=self.mode == "auto",
+            adaptive_depth=self.adaptive,
         )
 
 
 PLAIN = _Mode("plain (AR)", "ar", 0, AcceptMode.MATCH)
-AUTO = _Mode("MTP LC auto", "auto", AUTO_MAX_DEPTH, AcceptMode.LEVIATHAN_CHEN)
+AUTO_MODE = _Mode("MTP LC auto", "auto", AUTO_MAX_DEPTH, AcceptMode.LEVIATHAN_CHEN, adaptive=True)
+DEFAULT = _Mode(
+    "default (no flags)",
+    "default",
+    AUTO_MAX_DEPTH if DEFAULT_MTP_DEPTH == AUTO else int(DEFAULT_MTP_DEPTH),
+    AcceptMode.LEVIATHAN_CHEN,
+    adaptive=DEFAULT_MTP_DEPTH == AUTO,
+)
 
 
 def _greedy_check(
@@ -218,9 +251,10 @@ def _greedy_check(
     """Greedy output of every MTP depth (and of the adaptive depth) vs plain decoding."""
     greedy = SamplerSettings(temperature=0.0)
     plain = [client.generate(PLAIN.request(p, greedy, GREEDY_CHECK_TOKENS)) for p in prompts]
-    checked = [_Mode("", "lc", depth, AcceptMode.LEVIATHAN_CHEN) for depth in depths] + [AUTO]
+    checked = [_Mode("", "lc", depth, AcceptMode.LEVIATHAN_CHEN) for depth in depths]
+    checked.append(AUTO_MODE)
     return {
-        "auto" if mode is AUTO else str(mode.depth): all(
+        "auto" if mode is AUTO_MODE else str(mode.depth): all(
             client.generate(mode.request(p, greedy, GREEDY_CHECK_TOKENS)).token_ids
             == reference.token_ids
             for p, reference in zip(prompts, plain, strict=True)
@@ -238,9 +272,15 @@ def run_decode_benchmark(
     repeats: int = 1,
     prompts: Sequence[str] = PROMPTS,
     seed: int = 0,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    llama_server: LlamaServerPool | None = None,
     progress: Progress = lambda _message: None,
 ) -> DecodeBenchmark:
-    """Measure every mode on ``client``'s model; the model must have a usable MTP head."""
+    """Measure every mode on ``client``'s model; the model must have a usable MTP head.
+
+    With ``llama_server`` each prompt also goes to its servers, right after our modes.
+    """
     info = client.load()
     if not info.mtp_available:
         raise RuntimeBackendError(
@@ -253,22 +293,28 @@ def run_decode_benchmark(
     for depth in depths:
         modes.append(_Mode(f"MTP LC K={depth}", "lc", depth, AcceptMode.LEVIATHAN_CHEN))
         modes.append(_Mode(f"MTP match K={depth}", "match", depth, AcceptMode.MATCH))
-    modes.append(AUTO)
+    modes += [AUTO_MODE, DEFAULT]
     requests: dict[_Mode, list[DecodeStats]] = {mode: [] for mode in modes}
 
     progress("warm-up")
     warm_up = _Mode("", "lc", max(depths), AcceptMode.LEVIATHAN_CHEN)
-    client.generate(
-        warm_up.request(prompts[0], SamplerSettings(temperature=temperature, seed=seed), max_tokens)
-    )
+
+    def sampler_for(request_seed: int) -> SamplerSettings:
+        return SamplerSettings(temperature=temperature, top_k=top_k, top_p=top_p, seed=request_seed)
+
+    client.generate(warm_up.request(prompts[0], sampler_for(seed), max_tokens))
+    if llama_server is not None:
+        llama_server.warm_up(prompts[0], sampler_for(seed), max_tokens)
     for repeat in range(repeats):
         for index, prompt in enumerate(prompts):
             progress(f"repeat {repeat + 1}/{repeats}, prompt {index + 1}/{len(prompts)}")
-            sampler = SamplerSettings(temperature=temperature, seed=seed + 1000 * repeat + index)
+            sampler = sampler_for(seed + 1000 * repeat + index)
             for mode in modes:
                 requests[mode].append(
                     client.generate(mode.request(prompt, sampler, max_tokens)).stats
                 )
+            if llama_server is not None:
+                llama_server.run(prompt, sampler, max_tokens)
 
     ar_rate = combined_stats(requests[PLAIN]).decode_tokens_per_second
     rows = tuple(_figures(mode, requests[mode], ar_rate) for mode in modes)
@@ -282,4 +328,5 @@ def run_decode_benchmark(
         greedy_identical=greedy_identical,
         ar_seconds_per_token=1.0 / ar_rate if ar_rate > 0 else 0.0,
         rows=rows,
+        llama_server_rows=llama_server.figures() if llama_server is not None else (),
     )

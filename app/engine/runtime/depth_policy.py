@@ -18,14 +18,25 @@ with the most expected tokens per second:
   so deferring that work does not flatter it. Only a cycle that follows one of the same depth
   is timed: the first after a change pays for llama.cpp rebuilding its compute graph, which
   steady decoding at that depth does not;
-- it starts with ``CYCLES_PER_TRIAL`` cycles each at depths 1, 2 and 0, and from then on tries
+- it starts with ``CYCLES_PER_TRIAL`` cycles each at depths 1, 2 and 0 (the first of each is
+  not timed, so three give two timings: one alone let a single noisy cycle decide, and on the
+  memory-bound stand-in sent it to depth 0 for a whole reply), and from then on tries
   a neighbour of its choice (alternately deeper and shallower) every ``EXPLORE_EVERY`` cycles —
   sooner for a depth never measured, less often the more clearly that neighbour lost — so it
-  climbs to deeper depths where they pay and nothing goes stale.
+  climbs to deeper depths where they pay and nothing goes stale;
+- a change of depth has a price of its own (llama.cpp rebuilds its compute graph for a new
+  batch shape, and the head's cache is caught up after a depth-0 stretch): on a CPU it is most
+  of a plain step. The first cycle after a change measures it, and trials are spaced so that
+  their changes cost at most ``EXPLORATION_SHARE`` of the decoding time;
+- after more than ``SHORT_STRETCH`` cycles at depth 0 it stays there until the next request,
+  trials included: drafting resumes by catching the head's cache up on every token since it
+  last drafted, a cost in proportion to the stretch (measured: ~8 % of the stretch's time on
+  the demo model), which spacing trials cannot shrink but a short stretch avoids.
 
 Cycle costs belong to the machine and the model, not to one request, so the worker keeps one
-policy per loaded model and maximum depth (:class:`DepthPolicies`): the starting trials happen
-once, and a short reply does not pay for them again.
+policy per loaded model and maximum depth (:class:`DepthPolicies`), and saves its state after
+each request (:mod:`depth_memory`, keyed by model file and machine): the starting trials happen
+once per model and machine, and neither a short reply nor a restart pays for them again.
 
 The choice depends only on cycles already committed, never on the current cycle's draws, so
 every cycle stays an exact speculative-sampling step: output follows the target distribution,
@@ -34,16 +45,29 @@ and greedy output equals plain decoding whatever depths are chosen.
 
 from __future__ import annotations
 
+import logging
 from collections import deque
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol
 
+import numpy as np
+
+from app.engine.runtime.depth_memory import DepthMemory, model_identity
+
+AUTO = "auto"
+DEFAULT_MTP_DEPTH: int | str = AUTO
+"""What a user gets without choosing: the CLI, the chat window and a server all start from it."""
 AUTO_MAX_DEPTH = 4
 EXPLORE_EVERY = 40
 MAX_TRIAL_SPACING = 16.0
-CYCLES_PER_TRIAL = 2
+CYCLES_PER_TRIAL = 3
 PRIOR_WEIGHT = 2.0
 ACCEPTANCE_MEMORY = 0.97
 TIMED_WINDOW = 6
+EXPLORATION_SHARE = 0.01
+SHORT_STRETCH = 8
+
+log = logging.getLogger(__name__)
 
 
 class DepthPolicy(Protocol):
@@ -79,18 +103,60 @@ class AdaptiveDepth:
         self._trials = [0.0] * (max_depth + 1)  # index j: cycles that tried depth j
         self._kept = [0.0] * (max_depth + 1)  # ... and kept the draft at depth j
         self._timed: dict[int, deque[float]] = {}
+        self._change_costs: deque[float] = deque(maxlen=TIMED_WINDOW)
         self._pending = [
             depth
             for depth in (*range(1, min(max_depth, 2) + 1), 0)
             for _ in range(CYCLES_PER_TRIAL)
         ]
         self._previous_depth: int | None = None
+        self._stretch = 0  # cycles at depth 0 since this request last drafted
         self._since_trial = 0
         self._explore_up = True
+
+    def to_state(self) -> dict[str, Any]:
+        """What was learned, as JSON-ready values (see :meth:`restore`)."""
+        return {
+            "trials": self._trials,
+            "kept": self._kept,
+            "timed": {str(depth): list(times) for depth, times in self._timed.items()},
+            "change_costs": list(self._change_costs),
+        }
+
+    def restore(self, state: dict[str, Any]) -> bool:
+        """Take up a saved state; False (and nothing changed) when it does not fit this policy.
+
+        With cycle times for two or more depths saved, the opening trials are skipped: the
+        policy starts at the depth that was fastest and keeps checking its neighbours.
+        """
+        size = self.max_depth + 1
+        try:
+            trials = [float(value) for value in state["trials"]]
+            kept = [float(value) for value in state["kept"]]
+            timed = {
+                int(depth): deque((float(t) for t in times), maxlen=TIMED_WINDOW)
+                for depth, times in state["timed"].items()
+            }
+            change_costs = [float(cost) for cost in state.get("change_costs", [])]
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return False
+        if (
+            len(trials) != size
+            or len(kept) != size
+            or not all(0 <= depth < size and times for depth, times in timed.items())
+            or any(t <= 0 for times in timed.values() for t in times)
+        ):
+            return False
+        self._trials, self._kept, self._timed = trials, kept, timed
+        self._change_costs = deque(change_costs, maxlen=TIMED_WINDOW)
+        if len(timed) >= 2:
+            self._pending = []
+        return True
 
     def new_request(self) -> None:
         """The next cycle follows a prefill, not a cycle: don't time it as a steady one."""
         self._previous_depth = None
+        self._stretch = 0
 
     def tokens_per_second(self) -> list[float | None]:
         """Expected tokens per second at each depth 0..max_depth (None until a cycle at it was
@@ -118,13 +184,21 @@ class AdaptiveDepth:
             self._since_trial += 1
             best = self._best(rates, self.max_depth)
             neighbour = self._neighbour(best)
-            if self._since_trial >= self._trial_interval(rates[best], rates[neighbour]):
+            interval = max(
+                self._trial_interval(rates[best], rates[neighbour]), self._changes_allow(best)
+            )
+            if self._since_trial >= interval and (best != 0 or self._may_draft()):
                 self._pending = [neighbour] * CYCLES_PER_TRIAL
                 self._explore_up = not self._explore_up
                 self._since_trial = 0
         if self._pending:
             return min(self._pending.pop(0), limit)
-        return self._best(rates, limit)
+        best = self._best(rates, limit)
+        return best if best == 0 or self._may_draft() else 0
+
+    def _may_draft(self) -> bool:
+        """Drafting now would catch the head up on at most ``SHORT_STRETCH`` tokens."""
+        return self._stretch <= SHORT_STRETCH
 
     def observe(self, depth: int, accepted: int, seconds: float) -> None:
         for level in range(1, depth + 1):
@@ -133,9 +207,22 @@ class AdaptiveDepth:
             self._kept[level] = self._kept[level] * ACCEPTANCE_MEMORY + kept
             if not kept:
                 break
+        self._stretch = self._stretch + 1 if depth == 0 else 0
         if depth == self._previous_depth and seconds > 0:
             self._timed.setdefault(depth, deque(maxlen=TIMED_WINDOW)).append(seconds)
+        elif self._previous_depth is not None and self._timed.get(depth):
+            self._change_costs.append(max(0.0, seconds - min(self._timed[depth])))
         self._previous_depth = depth
+
+    def _changes_allow(self, best: int) -> float:
+        """Cycles between trials that keep their two changes of depth within
+        ``EXPLORATION_SHARE`` of the time (0 until a change was measured)."""
+        steady = self._timed.get(best)
+        if not self._change_costs or not steady:
+            return 0.0
+        change = float(np.median(self._change_costs))
+        cycles = 2 * change / (EXPLORATION_SHARE * min(steady))
+        return min(cycles, EXPLORE_EVERY * MAX_TRIAL_SPACING)
 
     def _best(self, rates: list[float | None], limit: int) -> int:
         """The fastest timed depth up to ``limit`` (the shallower on a tie)."""
@@ -163,14 +250,56 @@ class AdaptiveDepth:
 
 
 class DepthPolicies:
-    """The depth policy of each request to one loaded model; adaptive ones live on."""
+    """The depth policy of each request to one loaded model; adaptive ones live on.
 
-    def __init__(self) -> None:
+    With ``remember`` (the worker's case) an adaptive policy starts from the state saved for
+    the same model file and machine, and :meth:`save` keeps what it learned for the next
+    session; ``memory`` defaults to the file in the app's data folder.
+    """
+
+    def __init__(self, memory: DepthMemory | None = None, *, remember: bool = True) -> None:
+        self._memory = memory or (DepthMemory.in_app_data() if remember else None)
         self._adaptive: dict[int, AdaptiveDepth] = {}
+        self._keys: dict[int, str] = {}
+        self._identities: dict[Path, str] = {}
 
-    def for_request(self, max_depth: int, *, adaptive: bool) -> DepthPolicy:
+    def for_request(
+        self, max_depth: int, *, adaptive: bool, model: Path | None = None, machine: str = ""
+    ) -> DepthPolicy:
+        """``model`` (the file) and ``machine`` (the backend's performance fingerprint) key
+        the saved state of an adaptive policy."""
         if not adaptive or max_depth == 0:
             return FixedDepth(max_depth)
-        policy = self._adaptive.setdefault(max_depth, AdaptiveDepth(max_depth))
+        policy = self._adaptive.get(max_depth)
+        if policy is None:
+            policy = self._adaptive[max_depth] = AdaptiveDepth(max_depth)
+            self._take_up_saved(policy, model, machine)
         policy.new_request()
         return policy
+
+    def save(self) -> None:
+        """Write each adaptive policy's state under its key (a no-op without memory)."""
+        if self._memory is None:
+            return
+        for max_depth, key in self._keys.items():
+            self._memory.save(key, self._adaptive[max_depth].to_state())
+
+    def _take_up_saved(self, policy: AdaptiveDepth, model: Path | None, machine: str) -> None:
+        if self._memory is None or model is None:
+            return
+        try:
+            identity = self._identities.get(model) or model_identity(model)
+        except OSError as exc:
+            log.warning("not keeping the adaptive depth's state for %s: %s", model, exc)
+            return
+        self._identities[model] = identity
+        key = f"{identity}|{machine}|max{policy.max_depth}"
+        self._keys[policy.max_depth] = key
+        saved = self._memory.load(key)
+        if saved is not None and not policy.restore(saved):
+            log.warning(
+                "ignoring the saved adaptive depth state for %s in %s (it does not fit this "
+                "version); learning starts afresh",
+                model.name,
+                self._memory.path,
+            )

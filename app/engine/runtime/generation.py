@@ -20,7 +20,7 @@ from app.engine.runtime.depth_policy import DepthPolicies
 from app.engine.runtime.detokenizer import StreamingDetokenizer
 from app.engine.runtime.prompting import render_chat
 from app.engine.runtime.request import GenerationRequest, GenerationResult, TokenChunk
-from app.engine.runtime.sampling import SamplerSettings, distribution, draw, greedy_token
+from app.engine.runtime.sampling import sample
 from app.engine.runtime.speculative import SpeculativeDecoder
 from app.engine.runtime.stats import StatsRecorder
 
@@ -104,12 +104,6 @@ class _Output:
         self.text_parts.append(self._detokenizer.flush())
 
 
-def _sample(logits: np.ndarray, sampler: SamplerSettings, rng: np.random.Generator) -> int:
-    if sampler.greedy:
-        return greedy_token(logits)
-    return draw(distribution(logits, sampler), rng)
-
-
 def generate(
     backend: DecodeBackend,
     request: GenerationRequest,
@@ -121,7 +115,8 @@ def generate(
     """Run ``request`` on ``backend``, calling ``emit`` after each step or cycle.
 
     ``depth_policies`` carries what an adaptive depth learned about ``backend`` from earlier
-    requests (the worker keeps one per loaded model); without it each request starts afresh.
+    requests and sessions (the worker keeps one per loaded model, saved after each request);
+    without it each request starts afresh.
     """
     tokens = prompt_tokens(backend, request)
     note = None
@@ -143,11 +138,17 @@ def generate(
     backend.reset()
     logits = backend.prefill(tokens, with_mtp=depth > 0)
     recorder.prefill_seconds = time.perf_counter() - recorder.started_at
-    last = _sample(logits, request.sampler, rng)
+    last = sample(logits, request.sampler, rng)
     output.commit([last])
 
     decoder = SpeculativeDecoder(backend, request.sampler, request.accept, rng, recorder)
-    policy = (depth_policies or DepthPolicies()).for_request(depth, adaptive=request.adaptive_depth)
+    policies = depth_policies or DepthPolicies(remember=False)
+    policy = policies.for_request(
+        depth,
+        adaptive=request.adaptive_depth,
+        model=backend.info.path,
+        machine=backend.performance_fingerprint,
+    )
     context = backend.info.context_length
     while output.finish_reason is None:
         if cancelled():
@@ -158,7 +159,7 @@ def generate(
             output.stop("context")
             break
         if depth == 0:
-            last = _sample(backend.step(last), request.sampler, rng)
+            last = sample(backend.step(last), request.sampler, rng)
             output.commit([last])
             continue
         cycle_depth = policy.choose(min(room, output.remaining - 1))
@@ -168,6 +169,8 @@ def generate(
         last = cycle.tokens[-1]
         output.commit(cycle.tokens)
 
+    if request.adaptive_depth:
+        policies.save()
     return GenerationResult(
         text="".join(output.text_parts),
         token_ids=tuple(output.token_ids),

@@ -17,14 +17,18 @@ functions in ``llama_cpp.llama_cpp_ext`` directly, as runtime.md §4 lays out:
   whose last row is the output, the masked export holds row 0's state); unmasked export has
   every row at its batch index.
 
-The head's cache is kept one step behind to save a decode per cycle: rows for tokens committed
-by a verify are queued and decoded together with the next cycle's first draft row.
+The head's cache is kept behind to save decodes: rows for tokens committed by a verify, and by
+plain steps while the head is idle (depth-0 stretches of the adaptive depth), are queued and
+decoded in one batch together with the next cycle's first draft row. A step therefore costs
+what a plain step costs, plus copying one hidden-state row.
 """
 
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
+import platform
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -41,6 +45,7 @@ from app.engine.runtime.backend import (
     LoadSettings,
     ModelInfo,
     VerifyResult,
+    default_threads,
 )
 from app.engine.runtime.gguf_info import read_gguf_summary
 from app.engine.runtime.llama_cpp_batch import NumpyBatch
@@ -60,6 +65,28 @@ def _initialise_once() -> None:
         llama_cpp_log.install()
         llama_cpp.llama_backend_init()
         _backend_initialised = True
+
+
+def _machine_fingerprint(threads: int, gpu_layers: int) -> str:
+    """A short hash of the CPU, the llama.cpp build (its system info names the CPU features and
+    GPU backends it uses), the llama-cpp-python version, threads and GPU offload."""
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            cpu = next((line for line in cpuinfo if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    parts = (
+        platform.machine(),
+        cpu.strip(),
+        str(os.cpu_count()),
+        llama_cpp.__version__,
+        llama_cpp.llama_print_system_info().decode("utf-8", "replace"),
+        f"threads={threads}",
+        f"gpu_layers={gpu_layers}",
+    )
+    digest = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+    return f"{BACKEND_NAME}:{digest}"
 
 
 class LlamaCppBackend(DecodeBackend):
@@ -85,7 +112,8 @@ class LlamaCppBackend(DecodeBackend):
         self._width = llama_cpp.llama_model_n_embd_out(self._model)
         trained = llama_cpp.llama_model_n_ctx_train(self._model)
         context = settings.context_length or min(DEFAULT_CONTEXT, trained or DEFAULT_CONTEXT)
-        threads = settings.threads or max(1, min(8, (os.cpu_count() or 2) // 2))
+        threads = settings.threads or default_threads()
+        self._fingerprint = _machine_fingerprint(threads, settings.gpu_layers)
         depth = settings.max_draft_depth if mtp_reason is None else 0
 
         self._target = self._new_context(context, threads, rollback_depth=depth, other=None)
@@ -124,6 +152,7 @@ class LlamaCppBackend(DecodeBackend):
             has_chat_template=self._summary.chat_template is not None,
         )
         self._n_past = 0
+        self._head_active = False
         self._hidden_last = np.zeros(self._width, dtype=np.float32)
         self._head_queue_start = 0
         self._head_queue_tokens: list[int] = []
@@ -253,6 +282,10 @@ class LlamaCppBackend(DecodeBackend):
         bos = llama_cpp.llama_vocab_bos(self._vocab)
         return bos if bos >= 0 and llama_cpp.llama_vocab_get_add_bos(self._vocab) else None
 
+    @property
+    def performance_fingerprint(self) -> str:
+        return self._fingerprint
+
     # --- decoding ---------------------------------------------------------------------------
 
     @property
@@ -264,6 +297,7 @@ class LlamaCppBackend(DecodeBackend):
         if self._draft_memory is not None:
             llama_cpp.llama_memory_clear(self._draft_memory, True)
         self._n_past = 0
+        self._head_active = False
         self._head_queue_start = 0
         self._head_queue_tokens = []
         self._head_queue_hidden = []
@@ -295,6 +329,7 @@ class LlamaCppBackend(DecodeBackend):
                 )
                 previous_hidden = hidden[-1].copy()
         self._n_past = len(tokens)
+        self._head_active = with_mtp
         self._hidden_last = previous_hidden
         self._head_queue_start = len(tokens)
         return self._logits_rows(self._target, 1)[0].copy()
@@ -304,6 +339,12 @@ class LlamaCppBackend(DecodeBackend):
         self._decode(
             self._target, self._batch.fill([token], self._n_past, outputs="all"), "a token"
         )
+        if self._head_active:
+            # The head's row for ``token`` pairs it with the hidden state before it; it is
+            # decoded with the next draft (runtime.md §4, step 5), not now.
+            self._head_queue_tokens.append(token)
+            self._head_queue_hidden.append(self._hidden_last[None, :])
+            self._hidden_last = self._hidden_rows(self._target, 1)[0].copy()
         self._n_past += 1
         return self._logits_rows(self._target, 1)[0].copy()
 

@@ -24,6 +24,8 @@ import numpy as np
 from app.engine.errors import RuntimeBackendError
 
 _TOP_P_FIRST_CANDIDATES = 64
+_TOP_K_SAMPLE_PER_CANDIDATE = 8  # a strided sample of about 8·k logits bounds the top k ...
+_TOP_K_MARGIN = 2  # ... at the rank where about 2·k logits of the row reach the bound
 
 
 @dataclass(frozen=True)
@@ -62,21 +64,47 @@ def greedy_token(logits: np.ndarray) -> int:
     return int(np.argmax(logits))
 
 
-def distribution(logits: np.ndarray, settings: SamplerSettings) -> np.ndarray:
-    """Probabilities (float64, summing to 1) over the vocabulary for one row of logits."""
-    size = logits.shape[-1]
-    probs = np.zeros(size, dtype=np.float64)
-    if settings.greedy:
-        probs[greedy_token(logits)] = 1.0
+@dataclass(frozen=True)
+class SparseDistribution:
+    """Probabilities over ``tokens`` (ascending ids); every other token has probability 0.
+
+    With top-k on, this holds the k candidates instead of a vocabulary-wide row, so drawing,
+    the acceptance ratio and the residual cost a few candidates' work. Token ids ascend, so a
+    draw walks the same cumulative sums as a draw from the dense row: with the same random
+    number both pick the same token.
+    """
+
+    tokens: np.ndarray
+    probs: np.ndarray
+
+    def at(self, tokens: np.ndarray) -> np.ndarray:
+        """The probabilities of ``tokens`` (0 for tokens outside the support)."""
+        if self.tokens[-1] == self.tokens.size - 1:  # ascending distinct ids: every token
+            return self.probs[tokens]
+        index = np.minimum(np.searchsorted(self.tokens, tokens), self.tokens.size - 1)
+        return np.where(self.tokens[index] == tokens, self.probs[index], 0.0)
+
+    def dense(self, size: int) -> np.ndarray:
+        """The same probabilities as a row over a vocabulary of ``size`` tokens."""
+        probs = np.zeros(size, dtype=np.float64)
+        probs[self.tokens] = self.probs
         return probs
-    if 0 < settings.top_k < size:
-        # Only the top-k candidates (ties at the k-th value kept) can get any mass, so the rest of
-        # the transform runs on those few entries instead of the whole vocabulary. Dividing by a
-        # positive temperature keeps the order, so the raw logits select the same candidates.
-        largest = np.argpartition(logits, size - settings.top_k)[size - settings.top_k :]
-        candidates = np.flatnonzero(logits >= logits[largest].min())
-    else:
-        candidates = np.arange(size)
+
+
+Distribution = np.ndarray | SparseDistribution
+"""A dense probability row over the vocabulary, or a :class:`SparseDistribution`."""
+
+
+def sparse_distribution(logits: np.ndarray, settings: SamplerSettings) -> SparseDistribution:
+    """The sampler's distribution for one row of logits, over the tokens that can get mass."""
+    size = logits.shape[-1]
+    if settings.greedy:
+        return SparseDistribution(np.array([greedy_token(logits)]), np.ones(1))
+    # Only the top-k candidates (ties at the k-th value kept) can get any mass, so the rest of
+    # the transform runs on those few entries instead of the whole vocabulary. Dividing by a
+    # positive temperature keeps the order, so the raw logits select the same candidates.
+    top_k_on = 0 < settings.top_k < size
+    candidates = _top_k(logits, settings.top_k) if top_k_on else np.arange(size)
     scaled = logits[candidates].astype(np.float64) / settings.temperature
     kept = np.exp(scaled - scaled.max())
     kept /= kept.sum()
@@ -85,8 +113,32 @@ def distribution(logits: np.ndarray, settings: SamplerSettings) -> np.ndarray:
     if settings.min_p > 0.0:
         kept[kept < settings.min_p * kept.max()] = 0.0
         kept /= kept.sum()
-    probs[candidates] = kept
-    return probs
+    return SparseDistribution(candidates, kept)
+
+
+def _top_k(logits: np.ndarray, k: int) -> np.ndarray:
+    """Ascending ids of the tokens whose logit is at least the k-th largest (ties kept).
+
+    A full selection over the vocabulary costs far more than one comparison pass, so a bound is
+    taken from a strided sample first: if at least k logits reach it, the k-th largest is among
+    them and only those few are partitioned. Otherwise (rare) the whole row is.
+    """
+    size = logits.size
+    stride = max(1, size // (_TOP_K_SAMPLE_PER_CANDIDATE * k))
+    sample = logits[::stride]
+    rank = min(sample.size - 1, (_TOP_K_MARGIN * k) // stride + 1)
+    bound = np.partition(sample, sample.size - 1 - rank)[sample.size - 1 - rank]
+    reaching = np.flatnonzero(logits >= bound)
+    if reaching.size < k:
+        reaching = np.arange(size)
+    values = logits[reaching]
+    kth_largest = np.partition(values, values.size - k)[values.size - k]
+    return reaching[values >= kth_largest]
+
+
+def distribution(logits: np.ndarray, settings: SamplerSettings) -> np.ndarray:
+    """Probabilities (float64, summing to 1) over the vocabulary for one row of logits."""
+    return sparse_distribution(logits, settings).dense(logits.shape[-1])
 
 
 def _keep_top_p(probs: np.ndarray, top_p: float) -> np.ndarray:
@@ -101,9 +153,9 @@ def _keep_top_p(probs: np.ndarray, top_p: float) -> np.ndarray:
     while True:
         if count < probs.size:
             candidates = np.argpartition(-probs, count)[:count]
+            order = candidates[np.lexsort((candidates, -probs[candidates]))]
         else:
-            candidates = np.arange(probs.size)
-        order = candidates[np.lexsort((candidates, -probs[candidates]))]
+            order = np.argsort(-probs, kind="stable")
         cumulative = np.cumsum(probs[order])
         if cumulative[-1] >= top_p or count >= probs.size:
             keep_count = int(np.searchsorted(cumulative, top_p)) + 1
@@ -114,7 +166,32 @@ def _keep_top_p(probs: np.ndarray, top_p: float) -> np.ndarray:
         count = min(count * 4, probs.size)
 
 
-def draw(probs: np.ndarray, rng: np.random.Generator) -> int:
+def draw(probs: Distribution, rng: np.random.Generator) -> int:
     """One token drawn from ``probs`` (any non-negative weights; normalised here)."""
-    cumulative = np.cumsum(probs)
-    return int(np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right"))
+    weights = probs.probs if isinstance(probs, SparseDistribution) else probs
+    cumulative = np.cumsum(weights)
+    index = int(np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right"))
+    return int(probs.tokens[index]) if isinstance(probs, SparseDistribution) else index
+
+
+def sample(logits: np.ndarray, settings: SamplerSettings, rng: np.random.Generator) -> int:
+    """One token for a row of logits: the arg-max at temperature 0, else a draw."""
+    if settings.greedy:
+        return greedy_token(logits)
+    return draw(sparse_distribution(logits, settings), rng)
+
+
+def probability(probs: Distribution, token: int) -> float:
+    """The probability ``probs`` gives ``token``."""
+    if isinstance(probs, SparseDistribution):
+        return float(probs.at(np.array([token]))[0])
+    return float(probs[token])
+
+
+def residual(p: Distribution, q: Distribution) -> Distribution:
+    """max(p − q, 0), unnormalised: where a rejected draft's replacement is drawn from."""
+    if isinstance(p, SparseDistribution):
+        q_on_p = q.at(p.tokens) if isinstance(q, SparseDistribution) else q[p.tokens]
+        return SparseDistribution(p.tokens, np.maximum(p.probs - q_on_p, 0.0))
+    dense_q = q.dense(p.size) if isinstance(q, SparseDistribution) else q
+    return np.maximum(p - dense_q, 0.0)

@@ -22,7 +22,14 @@ from app.engine.runtime.acceptance import (
     accept_leviathan_chen,
 )
 from app.engine.runtime.backend import DecodeBackend
-from app.engine.runtime.sampling import SamplerSettings, distribution, draw, greedy_token
+from app.engine.runtime.sampling import (
+    SamplerSettings,
+    SparseDistribution,
+    draw,
+    greedy_token,
+    sample,
+    sparse_distribution,
+)
 from app.engine.runtime.stats import StatsRecorder
 
 
@@ -35,20 +42,20 @@ class CycleTokens:
     accepted: int
 
 
-class _TargetRows(Sequence[np.ndarray]):
+class _TargetRows(Sequence[SparseDistribution]):
     """Target distributions p_i computed only for the rows the acceptance law looks at."""
 
     def __init__(self, logits: np.ndarray, sampler: SamplerSettings) -> None:
         self._logits = logits
         self._sampler = sampler
-        self._rows: dict[int, np.ndarray] = {}
+        self._rows: dict[int, SparseDistribution] = {}
 
     def __len__(self) -> int:
         return len(self._logits)
 
-    def __getitem__(self, index: int) -> np.ndarray:  # type: ignore[override]
+    def __getitem__(self, index: int) -> SparseDistribution:  # type: ignore[override]
         if index not in self._rows:
-            self._rows[index] = distribution(self._logits[index], self._sampler)
+            self._rows[index] = sparse_distribution(self._logits[index], self._sampler)
         return self._rows[index]
 
 
@@ -70,13 +77,18 @@ class SpeculativeDecoder:
         self._recorder = recorder
 
     def cycle(self, last_token: int, depth: int) -> CycleTokens:
-        """Draft ``depth`` tokens after ``last_token``, verify them, commit what is accepted."""
-        proposals: list[np.ndarray] = []
+        """Draft ``depth`` tokens after ``last_token``, verify them, commit what is accepted.
+
+        A depth-0 cycle is one plain step: the head's cache is caught up when drafting resumes.
+        """
+        if depth == 0:
+            return self._plain_cycle(last_token)
+        proposals: list[SparseDistribution] = []
 
         def choose(_index: int, logits: np.ndarray) -> int:
             if self._sampler.greedy:
                 return greedy_token(logits)
-            q = distribution(logits, self._sampler)
+            q = sparse_distribution(logits, self._sampler)
             proposals.append(q)
             return draw(q, self._rng)
 
@@ -101,8 +113,16 @@ class SpeculativeDecoder:
             accepted=outcome.accepted,
         )
 
+    def _plain_cycle(self, last_token: int) -> CycleTokens:
+        started = time.perf_counter()
+        logits = self._backend.step(last_token)
+        self._recorder.verify_seconds += time.perf_counter() - started
+        self._recorder.verify_calls += 1
+        self._recorder.record_cycle(0, 0)
+        return CycleTokens((sample(logits, self._sampler, self._rng),), drafted=0, accepted=0)
+
     def _decide(
-        self, drafts: Sequence[int], proposals: Sequence[np.ndarray], logits: np.ndarray
+        self, drafts: Sequence[int], proposals: Sequence[SparseDistribution], logits: np.ndarray
     ) -> CycleOutcome:
         if self._sampler.greedy:
             for depth, draft in enumerate(drafts):

@@ -24,9 +24,11 @@ from PySide6.QtWidgets import (
 
 from app.engine.chat.conversation import ChatSettings
 from app.engine.runtime.acceptance import AcceptMode
+from app.engine.runtime.depth_policy import AUTO
 from app.engine.runtime.request import MAX_DRAFT_DEPTH
 
 RANDOM_SEED = -1
+AUTO_DEPTH_VALUE = 0  # the depth box's lowest value reads "auto": the adaptive depth
 ACCEPT_LABELS = {
     AcceptMode.LEVIATHAN_CHEN.value: "Leviathan–Chen",
     AcceptMode.MATCH.value: "Sample-and-compare",
@@ -74,8 +76,12 @@ class SettingsPanel(QWidget):
 
         self.mtp_enabled = QCheckBox("Speculative decoding with the MTP head")
         self.mtp_depth = QSpinBox()
-        self.mtp_depth.setRange(1, MAX_DRAFT_DEPTH)
-        self.mtp_depth.setToolTip("Tokens drafted per cycle; 2–3 is usually fastest")
+        self.mtp_depth.setRange(AUTO_DEPTH_VALUE, MAX_DRAFT_DEPTH)
+        self.mtp_depth.setSpecialValueText("auto")
+        self.mtp_depth.setToolTip(
+            "Tokens drafted per cycle. auto (the default) picks 0–4 before each cycle from the "
+            "measured acceptance and speed on this machine, and remembers it per model."
+        )
         self.accept = QComboBox()
         self.accept.setSizeAdjustPolicy(
             QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
@@ -136,7 +142,7 @@ class SettingsPanel(QWidget):
             seed=None if seed == RANDOM_SEED else seed,
             max_tokens=self.max_tokens.value(),
             mtp_enabled=self._mtp_wanted,
-            mtp_depth=self.mtp_depth.value(),
+            mtp_depth=self.mtp_depth.value() or AUTO,
             accept=str(self.accept.currentData()),
         )
 
@@ -153,7 +159,8 @@ class SettingsPanel(QWidget):
             self.max_tokens.setValue(settings.max_tokens)
             self._mtp_wanted = settings.mtp_enabled
             self.mtp_enabled.setChecked(settings.mtp_enabled and self._mtp_reason is None)
-            self.mtp_depth.setValue(settings.mtp_depth)
+            depth = settings.mtp_depth
+            self.mtp_depth.setValue(AUTO_DEPTH_VALUE if depth == AUTO else int(depth))
             self.accept.setCurrentIndex(max(self.accept.findData(settings.accept), 0))
         finally:
             self._updating = False
@@ -189,9 +196,15 @@ class SettingsPanel(QWidget):
         if not available:
             self.mtp_status.setText(f"MTP is off: {self._mtp_reason}")
         elif on:
+            depth = self.mtp_depth.value()
+            drafting = (
+                "Drafting 0–4 tokens per cycle, whichever is fastest here."
+                if depth == AUTO_DEPTH_VALUE
+                else f"Drafting {depth} token(s) per cycle."
+            )
             self.mtp_status.setText(
-                f"Drafting {self.mtp_depth.value()} token(s) per cycle. Output follows exactly "
-                "the distribution of plain decoding (identical at temperature 0)."
+                f"{drafting} Output follows exactly the distribution of plain decoding "
+                "(identical at temperature 0)."
             )
         else:
             self.mtp_status.setText("Plain decoding: one token per forward pass.")

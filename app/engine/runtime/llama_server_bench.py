@@ -1,0 +1,231 @@
+"""llama.cpp's own MTP loop (``llama-server --spec-type draft-mtp``) beside ours, in one run.
+
+A claim that this project's loop is faster than llama.cpp's is only worth what the comparison
+is: same model, same prompts, same sampling, same thread count, same machine at the same moment.
+So ``bench decode --vs-llama-server PATH`` starts one llama-server per configuration — plain
+decoding, and ``--spec-type draft-mtp --spec-draft-n-max K`` for each depth — all at once on
+local ports (an idle server only waits), and the benchmark sends every prompt to each of them
+right after running it through its own modes. The figures come from each reply's ``timings``:
+``predicted_n`` / ``predicted_ms`` (decode only, like ours) and, with drafting,
+``draft_n`` / ``draft_n_accepted``.
+
+The servers use llama.cpp's defaults for everything not named here (``--spec-draft-n-min 0``,
+``--spec-draft-p-min 0``), and requests go through its OpenAI-compatible chat endpoint, so the
+model's own chat template formats the prompt as ours does.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.engine.errors import RuntimeBackendError
+from app.engine.runtime.sampling import SamplerSettings
+
+START_TIMEOUT_SECONDS = 120.0
+REQUEST_TIMEOUT_SECONDS = 300.0
+_LOG_TAIL_CHARS = 2000
+
+
+@dataclass(frozen=True)
+class ServerReply:
+    """What one reply's ``timings`` say: decoded tokens, their time and the drafts."""
+
+    tokens: int
+    decode_seconds: float
+    drafted: int
+    accepted: int
+
+
+def parse_timings(response: dict[str, Any]) -> ServerReply:
+    """The figures of a llama-server reply; a clear error naming the field if one is missing."""
+    timings = response.get("timings")
+    if not isinstance(timings, dict):
+        raise RuntimeBackendError(
+            "llama-server's reply has no 'timings' object; use a llama-server built from the "
+            "llama.cpp that llama-cpp-python vendors (packaging/build_llama_server.sh)"
+        )
+    try:
+        tokens = int(timings["predicted_n"])
+        milliseconds = float(timings["predicted_ms"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RuntimeBackendError(
+            f"llama-server's 'timings' lack a numeric {exc} (got keys {sorted(timings)})"
+        ) from None
+    return ServerReply(
+        tokens=tokens,
+        decode_seconds=milliseconds / 1000.0,
+        drafted=int(timings.get("draft_n", 0)),
+        accepted=int(timings.get("draft_n_accepted", 0)),
+    )
+
+
+@dataclass(frozen=True)
+class ServerFigures:
+    """One llama-server configuration's replies, pooled."""
+
+    label: str
+    depth: int
+    requests: int
+    generated_tokens: int
+    decode_seconds: float
+    drafted: int
+    accepted: int
+
+    @property
+    def decode_tokens_per_second(self) -> float:
+        return self.generated_tokens / self.decode_seconds if self.decode_seconds > 0 else 0.0
+
+    @property
+    def acceptance(self) -> float:
+        """Share of drafted tokens that were kept (llama.cpp's definition: all depths pooled)."""
+        return self.accepted / self.drafted if self.drafted else 0.0
+
+
+class LlamaServer:
+    """One llama-server process on a free local port, serving one model and configuration."""
+
+    def __init__(self, binary: Path, model: Path, *, depth: int, threads: int) -> None:
+        self.depth = depth
+        self.label = "llama-server plain" if depth == 0 else f"llama-server MTP K={depth}"
+        self._replies: list[ServerReply] = []
+        self._port = _free_port()
+        command = [
+            str(binary),
+            "-m", str(model),
+            "--host", "127.0.0.1",
+            "--port", str(self._port),
+            "-t", str(threads),
+            "-tb", str(threads),
+            "-np", "1",
+            "--no-webui",
+        ]  # fmt: skip
+        if depth:
+            command += ["--spec-type", "draft-mtp", "--spec-draft-n-max", str(depth)]
+        # llama-server logs a lot: into a file, since an unread pipe would fill and stall it.
+        self._log = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115 (closed in close())
+        self._process = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT)
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_SECONDS
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise RuntimeBackendError(
+                    f"{self.label} exited with code {self._process.returncode} while starting: "
+                    f"{self._log_tail()}"
+                )
+            try:
+                with urllib.request.urlopen(self._url("/health"), timeout=2) as response:
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.2)
+        raise RuntimeBackendError(
+            f"{self.label} did not answer /health within {START_TIMEOUT_SECONDS:.0f} s"
+        )
+
+    def reply(
+        self, prompt: str, sampler: SamplerSettings, max_tokens: int, *, record: bool = True
+    ) -> ServerReply:
+        body = {
+            "messages": [{"role": "user", "content": prompt}],
+            "max_tokens": max_tokens,
+            "temperature": sampler.temperature,
+            "top_k": sampler.top_k,
+            "top_p": sampler.top_p,
+            "min_p": sampler.min_p,
+            "seed": sampler.seed if sampler.seed is not None else -1,
+            "stream": False,
+        }
+        request = urllib.request.Request(
+            self._url("/v1/chat/completions"),
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT_SECONDS) as response:
+                reply = parse_timings(json.loads(response.read()))
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise RuntimeBackendError(f"{self.label} failed a request: {exc}") from None
+        if record:
+            self._replies.append(reply)
+        return reply
+
+    def figures(self) -> ServerFigures:
+        return ServerFigures(
+            label=self.label,
+            depth=self.depth,
+            requests=len(self._replies),
+            generated_tokens=sum(r.tokens for r in self._replies),
+            decode_seconds=sum(r.decode_seconds for r in self._replies),
+            drafted=sum(r.drafted for r in self._replies),
+            accepted=sum(r.accepted for r in self._replies),
+        )
+
+    def close(self) -> None:
+        if self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+        self._log.close()
+
+    def _url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self._port}{path}"
+
+    def _log_tail(self) -> str:
+        self._log.seek(0)
+        return self._log.read()[-_LOG_TAIL_CHARS:].strip() or "(no output)"
+
+
+class LlamaServerPool:
+    """llama-server plain and at each depth, started together and stopped together."""
+
+    def __init__(self, binary: Path, model: Path, *, depths: Sequence[int], threads: int) -> None:
+        if not binary.is_file():
+            raise RuntimeBackendError(
+                f"--vs-llama-server {binary}: no such file; build it with "
+                "`bash packaging/build_llama_server.sh`, which prints its path"
+            )
+        self.servers: list[LlamaServer] = []
+        try:
+            for depth in (0, *depths):
+                self.servers.append(LlamaServer(binary, model, depth=depth, threads=threads))
+            for server in self.servers:
+                server.wait_ready()
+        except BaseException:
+            self.close()
+            raise
+
+    def warm_up(self, prompt: str, sampler: SamplerSettings, max_tokens: int) -> None:
+        for server in self.servers:
+            server.reply(prompt, sampler, max_tokens, record=False)
+
+    def run(self, prompt: str, sampler: SamplerSettings, max_tokens: int) -> None:
+        for server in self.servers:
+            server.reply(prompt, sampler, max_tokens)
+
+    def figures(self) -> tuple[ServerFigures, ...]:
+        return tuple(server.figures() for server in self.servers)
+
+    def close(self) -> None:
+        for server in self.servers:
+            server.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

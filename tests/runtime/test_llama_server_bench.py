@@ -1,0 +1,64 @@
+"""llama.cpp's own MTP loop as the benchmark drives it: real llama-server, real timings."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import llama_cpp
+import pytest
+
+from app.engine.errors import RuntimeBackendError
+from app.engine.runtime.demo_model import demo_model_path
+from app.engine.runtime.llama_server_bench import LlamaServerPool, parse_timings
+from app.engine.runtime.sampling import SamplerSettings
+
+
+def _cached_llama_server() -> Path:
+    """Where packaging/build_llama_server.sh caches the binary for this llama-cpp-python."""
+    root = os.environ.get("MTP_STUDIO_LLAMA_SERVER_CACHE") or (
+        Path.home() / ".cache" / "mtp-studio" / "llama-server"
+    )
+    return Path(root) / llama_cpp.__version__ / "bin" / "llama-server"
+
+
+LLAMA_SERVER = _cached_llama_server()
+needs_llama_server = pytest.mark.skipif(
+    not LLAMA_SERVER.is_file(),
+    reason=f"no llama-server at {LLAMA_SERVER}: build it with packaging/build_llama_server.sh",
+)
+
+
+@needs_llama_server
+@pytest.mark.slow
+def test_plain_and_draft_mtp_servers_report_their_timings() -> None:
+    pool = LlamaServerPool(LLAMA_SERVER, demo_model_path(), depths=[2], threads=1)
+    try:
+        greedy = SamplerSettings(temperature=0.0, seed=1)
+        for _ in range(2):
+            pool.run("Return the number of lines in a text file.", greedy, 48)
+        plain, drafting = pool.figures()
+    finally:
+        pool.close()
+    assert (plain.label, drafting.label) == ("llama-server plain", "llama-server MTP K=2")
+    for figures in (plain, drafting):
+        assert figures.requests == 2 and figures.generated_tokens > 0
+        assert figures.decode_tokens_per_second > 0
+    assert plain.drafted == 0
+    # The demo head's drafts are right most of the time on this prompt.
+    assert 0 < drafting.accepted <= drafting.drafted
+    assert drafting.acceptance > 0.3
+
+
+def test_a_reply_without_timings_is_a_clear_error() -> None:
+    with pytest.raises(RuntimeBackendError, match="no 'timings' object"):
+        parse_timings({"choices": []})
+    with pytest.raises(RuntimeBackendError, match="'predicted_ms'"):
+        parse_timings({"timings": {"predicted_n": 3}})
+
+
+def test_a_missing_binary_names_the_path_and_the_build_script(tmp_path: Path) -> None:
+    missing = tmp_path / "llama-server"
+    with pytest.raises(RuntimeBackendError, match=r"build_llama_server\.sh") as error:
+        LlamaServerPool(missing, demo_model_path(), depths=[1], threads=1)
+    assert str(missing) in str(error.value)

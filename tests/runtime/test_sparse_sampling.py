@@ -1,0 +1,116 @@
+"""The decoding loop's sparse sampler path gives what the dense, vocabulary-wide definition gives.
+
+The loop keeps only the top-k candidates of each row (``sparse_distribution``); the math tests
+and the sampler's definition use dense rows. Here both are compared with a plain full-sort
+reference, and the acceptance law is run on both forms with the same seeds: the tokens drawn
+must be the same, not just equally distributed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app.engine.runtime.acceptance import accept_by_matching, accept_leviathan_chen
+from app.engine.runtime.sampling import (
+    SamplerSettings,
+    distribution,
+    draw,
+    sparse_distribution,
+)
+
+VOCAB = 4096
+SETTINGS = [
+    SamplerSettings(temperature=0.6),
+    SamplerSettings(temperature=0.6, top_k=20, top_p=0.95),
+    SamplerSettings(temperature=1.0, top_k=40),
+    SamplerSettings(temperature=0.8, top_k=64, top_p=0.9, min_p=0.05),
+    SamplerSettings(temperature=1.3, top_p=0.5),
+    SamplerSettings(temperature=0.7, min_p=0.1),
+    SamplerSettings(temperature=0.0),
+]
+IDS = ["T only", "chat defaults", "top-k", "all filters", "top-p only", "min-p only", "greedy"]
+
+
+def _rows(count: int, seed: int) -> np.ndarray:
+    """Logits rows like a model's: a few strong tokens over a broad tail; every third row
+    rounded so ties at the k-th value occur."""
+    rng = np.random.default_rng(seed)
+    rows = rng.normal(size=(count, VOCAB)) * 2.5
+    rows[:, rng.integers(0, VOCAB, size=8)] += 6.0
+    rows[::3] = np.round(rows[::3])
+    return rows.astype(np.float32)
+
+
+def _reference(logits: np.ndarray, settings: SamplerSettings) -> np.ndarray:
+    """temperature → top-k → top-p → min-p with full stable sorts over the vocabulary."""
+    probs = np.zeros(VOCAB)
+    if settings.greedy:
+        probs[int(np.argmax(logits))] = 1.0
+        return probs
+    scaled = logits.astype(np.float64) / settings.temperature
+    keep = np.ones(VOCAB, dtype=bool)
+    if settings.top_k:
+        kth = np.sort(scaled)[::-1][settings.top_k - 1]
+        keep &= scaled >= kth
+    probs = np.where(keep, np.exp(scaled - scaled.max()), 0.0)
+    probs /= probs.sum()
+    if settings.top_p < 1.0:
+        order = np.argsort(-probs, kind="stable")
+        count = int(np.searchsorted(np.cumsum(probs[order]), settings.top_p)) + 1
+        kept = np.zeros(VOCAB, dtype=bool)
+        kept[order[:count]] = True
+        probs = np.where(kept, probs, 0.0)
+        probs /= probs.sum()
+    if settings.min_p > 0:
+        probs[probs < settings.min_p * probs.max()] = 0.0
+        probs /= probs.sum()
+    return probs
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=IDS)
+def test_the_sparse_distribution_is_the_full_sort_reference(settings: SamplerSettings) -> None:
+    for logits in _rows(12, seed=1):
+        sparse = sparse_distribution(logits, settings)
+        expected = _reference(logits, settings)
+        assert np.all(np.diff(sparse.tokens) > 0)  # ascending ids
+        assert set(np.flatnonzero(expected)) <= set(sparse.tokens.tolist())
+        np.testing.assert_allclose(sparse.dense(VOCAB), expected, rtol=1e-9, atol=1e-15)
+        assert np.array_equal(sparse.dense(VOCAB), distribution(logits, settings))
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=IDS)
+def test_sparse_and_dense_rows_draw_the_same_tokens(settings: SamplerSettings) -> None:
+    rows = _rows(4, seed=2)
+    for seed in range(50):
+        for logits in rows:
+            sparse = sparse_distribution(logits, settings)
+            dense = distribution(logits, settings)
+            assert draw(sparse, np.random.default_rng(seed)) == draw(
+                dense, np.random.default_rng(seed)
+            )
+
+
+@pytest.mark.parametrize("settings", SETTINGS[:4], ids=IDS[:4])
+def test_the_acceptance_laws_decide_the_same_on_sparse_and_dense_rows(
+    settings: SamplerSettings,
+) -> None:
+    """Drafts from a head that is close to the target (q rows: perturbed p logits), depth 3."""
+    target_rows = _rows(4, seed=3)
+    head_rows = target_rows[:3] + np.random.default_rng(4).normal(size=(3, VOCAB)).astype(
+        np.float32
+    )
+    q_sparse = [sparse_distribution(row, settings) for row in head_rows]
+    p_sparse = [sparse_distribution(row, settings) for row in target_rows]
+    q_dense = [q.dense(VOCAB) for q in q_sparse]
+    p_dense = [p.dense(VOCAB) for p in p_sparse]
+    outcomes = set()
+    for seed in range(300):
+        drafts = [draw(q, np.random.default_rng(seed + depth)) for depth, q in enumerate(q_sparse)]
+        sparse_lc = accept_leviathan_chen(drafts, q_sparse, p_sparse, np.random.default_rng(seed))
+        dense_lc = accept_leviathan_chen(drafts, q_dense, p_dense, np.random.default_rng(seed))
+        assert sparse_lc == dense_lc
+        sparse_match = accept_by_matching(drafts, p_sparse, np.random.default_rng(seed))
+        assert sparse_match == accept_by_matching(drafts, p_dense, np.random.default_rng(seed))
+        outcomes.add(sparse_lc.accepted)
+    assert {0, 3} <= outcomes  # rejections (residual draws) and full acceptances both compared
