@@ -63,8 +63,12 @@ def test_a_streamed_reply_appears_and_its_statistics_are_shown(chat, tiny_gguf: 
     assert f"{stats.decode_tokens_per_second:.1f} tok/s" in basics
     assert f"TTFT {stats.ttft_seconds * 1000:.0f} ms" in basics
     assert basics.endswith("max tokens")
-    # The default depth is auto: up to AUTO_MAX_DEPTH drafts per cycle.
-    assert mtp.startswith(f"MTP depth {AUTO_MAX_DEPTH} (Leviathan–Chen) · acceptance by depth ")
+    # The default depth is auto: up to AUTO_MAX_DEPTH drafts per cycle, chosen per cycle.
+    assert stats.adaptive and stats.depth == AUTO_MAX_DEPTH
+    assert mtp.startswith(
+        f"MTP auto depth, {stats.mean_draft_depth:.2f} drafts/cycle (Leviathan–Chen) · "
+        "acceptance by depth "
+    )
     rates = mtp.split("acceptance by depth ")[1].split(" · ")[0].split(" / ")
     assert rates == [f"{rate:.0%}" for rate in stats.acceptance_by_depth]
     assert f"mean accepted {stats.mean_accepted_length:.2f}" in mtp
@@ -105,7 +109,7 @@ def test_the_mtp_switch_and_depth_decide_how_the_reply_is_decoded(chat, tiny_ggu
     panel.max_tokens.setValue(40)
     panel.mtp_enabled.setChecked(False)
     plain = chat.ask(window, "plain please")
-    assert "MTP depth" not in plain.figures.text()
+    assert "MTP " not in plain.figures.text()
     assert _stored_reply(window).stats.depth == 0
     panel.mtp_enabled.setChecked(True)
     panel.mtp_depth.setValue(2)
@@ -255,7 +259,7 @@ def test_a_model_without_mtp_heads_runs_plain_and_says_why(
     assert "MTP heads: none" in window.model_bar.info.text()
     panel.max_tokens.setValue(8)
     reply = chat.ask(window, "plain only")
-    assert "MTP depth" not in reply.figures.text()
+    assert "MTP " not in reply.figures.text()
     assert reply.notice.isVisible() and "decoding runs autoregressively" in reply.notice.text()
 
 
@@ -302,7 +306,7 @@ def test_compare_mode_runs_plain_and_mtp_with_one_seed(chat, tiny_gguf: Path) ->
     assert outcome.plain.stats.depth == 0 and outcome.mtp.stats.depth == AUTO_MAX_DEPTH
     assert dialog.verdict.text().startswith("<b>identical outputs: 80 tokens match · MTP ")
     assert dialog.plain.figures.text().startswith("80 tokens")
-    assert f"MTP depth {AUTO_MAX_DEPTH}" in dialog.mtp.figures.text()
+    assert "MTP auto depth" in dialog.mtp.figures.text()
     assert window.store.conversations() == []  # compare runs are not part of the history
 
 

@@ -71,7 +71,7 @@ def test_adding_the_head_from_the_paired_sidecar_makes_the_gguf_draft(
     assert base.is_file()  # the original is kept
 
     reply = chat.ask(window, "Write a function that reverses a string.")
-    assert "MTP depth" in reply.figures.text()  # the grafted head drafted this reply
+    assert "MTP auto depth" in reply.figures.text()  # the grafted head drafted this reply
     conversation = window.store.conversation(window.conversations.current_id)
     stats = conversation.messages[-1].stats
     assert stats is not None and stats.drafted_by_depth[0] > 0

@@ -39,4 +39,6 @@ def test_a_model_folder_loads_on_mlx_with_its_sidecar_and_replies_with_mtp(
     window.settings_panel.max_tokens.setValue(12)
     reply = chat.ask(window, "Write a Python function that adds two numbers.")
     assert reply.text.strip()
-    assert "MTP depth" in reply.figures.text() and "acceptance by depth" in reply.figures.text()
+    assert (
+        "MTP auto depth" in reply.figures.text() and "acceptance by depth" in reply.figures.text()
+    )

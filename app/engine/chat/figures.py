@@ -52,7 +52,11 @@ def reply_figures(stats: DecodeStats, finish_reason: str | None) -> ReplyFigures
     mode = "Leviathan–Chen" if stats.mode == "lc" else "sample-and-compare"
     mtp = " · ".join(
         (
-            f"MTP depth {stats.depth} ({mode})",
+            (
+                f"MTP auto depth, {stats.mean_draft_depth:.2f} drafts/cycle ({mode})"
+                if stats.adaptive
+                else f"MTP depth {stats.depth} ({mode})"
+            ),
             f"acceptance by depth {acceptance}",
             f"mean accepted {stats.mean_accepted_length:.2f}",
             f"{stats.tokens_per_cycle:.2f} tokens/cycle",

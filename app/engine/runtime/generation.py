@@ -132,7 +132,12 @@ def generate(
     mode = "ar" if depth == 0 else str(request.accept)
     seed = request.sampler.seed if request.sampler.seed is not None else secrets.randbits(63)
     rng = np.random.default_rng(seed)
-    recorder = StatsRecorder(mode=mode, depth=depth, prompt_tokens=len(tokens))
+    recorder = StatsRecorder(
+        mode=mode,
+        depth=depth,
+        prompt_tokens=len(tokens),
+        adaptive=request.adaptive_depth and depth > 0,
+    )
     output = _Output(backend, request, recorder, emit)
 
     backend.reset()

@@ -72,6 +72,8 @@ class DecodeStats:
     draft_steps: int
     verify_seconds: float
     verify_calls: int
+    adaptive: bool = False
+    """The depth was chosen before each cycle (``depth`` is then the most it could draft)."""
 
     @property
     def acceptance_by_depth(self) -> tuple[float, ...]:
@@ -168,6 +170,7 @@ def combined_stats(requests: Sequence[DecodeStats]) -> DecodeStats:
         draft_steps=total("draft_steps"),
         verify_seconds=total("verify_seconds"),
         verify_calls=total("verify_calls"),
+        adaptive=first.adaptive,
     )
 
 
@@ -188,6 +191,7 @@ class StatsRecorder:
     draft_steps: int = 0
     verify_seconds: float = 0.0
     verify_calls: int = 0
+    adaptive: bool = False
     started_at: float = field(default_factory=time.perf_counter)
 
     def __post_init__(self) -> None:
@@ -217,4 +221,5 @@ class StatsRecorder:
             draft_steps=self.draft_steps,
             verify_seconds=self.verify_seconds,
             verify_calls=self.verify_calls,
+            adaptive=self.adaptive,
         )
