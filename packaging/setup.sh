@@ -2,7 +2,8 @@
 # Sets up MTP Studio in ./.venv on a fresh machine: Python packages, plus llama-cpp-python built
 # once from source (PyPI ships no wheel) and cached as a wheel so later set-ups take seconds.
 #
-#   bash packaging/setup.sh            # the app, its tests' tools included
+#   bash packaging/setup.sh            # the app and its test tools (llama-server is built by the
+#                                      # tests that need it, once per machine, and cached)
 #   CMAKE_ARGS="-DGGML_CUDA=on" bash packaging/setup.sh   # llama.cpp with CUDA
 #   (on macOS, Metal is on by default)
 #
@@ -29,5 +30,4 @@ if ! ls "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl >/dev/null 2>&1; then
 fi
 
 .venv/bin/python -m pip install --quiet --find-links "$WHEELS" -e ".[dev,bundle]"
-bash packaging/build_llama_server.sh >/dev/null  # the remote-backend tests' llama-server (cached)
 echo "setup: done — run .venv/bin/mtp-studio"

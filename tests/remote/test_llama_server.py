@@ -4,7 +4,7 @@ llama-server's ``timings`` (``draft_n``, ``draft_n_accepted``); without speculat
 chat says the server does not report acceptance.
 
 ``llama-server`` is built once per machine from the llama.cpp tree vendored in the pinned
-llama-cpp-python source package (packaging/build_llama_server.sh, which setup.sh runs; the first
+llama-cpp-python source package (packaging/build_llama_server.sh, run by this test when the cache lacks it; the first
 build takes several minutes, later runs reuse the cached binary).
 """
 
