@@ -239,6 +239,25 @@ def test_wrong_key_unknown_model_and_unreachable_url_keep_the_conversation(
     assert window.model_bar.state.text() == "No model loaded"
 
 
+def test_choosing_a_local_model_again_gives_back_the_local_controls(
+    chat, remote: ServerProcess, tiny_gguf: Path
+) -> None:
+    window = chat.open()
+    connect(chat, window, remote.base_url, KEY, "lab")
+    wait_state(chat, window, "Ready:")
+    assert not window.settings_panel.mtp_enabled.isEnabled()
+    chat.load(window, tiny_gguf)
+    assert "remote:" not in window.model_bar.backend.text()
+    assert window.settings_panel.mtp_enabled.isEnabled()
+    assert window.settings_panel.mtp_depth.isEnabled()
+    assert REMOTE_MTP_REASON not in window.settings_panel.mtp_depth.toolTip()
+    assert window.composer.compare_button.isEnabled()
+    assert window.composer.compare_button.toolTip() != REMOTE_COMPARE_REASON
+    reply = chat.ask(window, "Hi")
+    assert not reply.notice.text().startswith("remote:")
+    assert "Remote: lab" in picker_items(window)
+
+
 @pytest.fixture(scope="module")
 def llama_server() -> Iterator[str]:
     if not LLAMA_SERVER_BINARY.is_file():

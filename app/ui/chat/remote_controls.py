@@ -46,6 +46,7 @@ class RemoteControls:
         self.remote = False
         for widget, tooltip in self._tooltips.items():
             widget.setToolTip(tooltip)
+        self._composer.compare_button.setEnabled(True)
 
     def apply(self) -> None:
         """Re-apply after the composer re-enabled its buttons (at the end of every reply)."""
