@@ -108,6 +108,7 @@ def test_connect_stream_with_acceptance_and_the_key_stays_secret(
     dialog.name.setText("lab")
     chat.qtbot.mouseClick(dialog.save_button, Qt.MouseButton.LeftButton)
     wait_state(chat, window, "Ready: demo-mtp on lab")
+    assert dialog.isHidden() and dialog.api_key.text() == ""  # the key does not wait there
 
     assert window.model_bar.picker.currentText() == "Remote: lab"
     assert f"remote: {remote.base_url}" in window.model_bar.backend.text()

@@ -148,9 +148,18 @@ class ConnectDialog(QDialog):
         except (MtpStudioError, OSError) as exc:
             self._show_status(str(exc), error=True)
             return
+        self._clear_form()
         self.refresh()
         self.chosen.emit(connection)
         self.accept()
+
+    def _clear_form(self) -> None:
+        """The key must not wait, even masked, in a dialog that is opened again."""
+        for field in (self.url, self.api_key, self.name):
+            field.clear()
+        self.model.clear()
+        self.model.setEditText("")
+        self.status.clear()
 
     def _selected_name(self) -> str | None:
         item = self.saved.currentItem()
