@@ -148,6 +148,11 @@ def test_connect_stream_with_acceptance_and_the_key_stays_secret(
     chat.qtbot.mouseClick(reply.regenerate_button, Qt.MouseButton.LeftButton)
     again = chat.wait_reply(window)
     assert again.notice.text().startswith(f"remote: {remote.base_url} · acceptance ")
+    regenerated = window.store.conversation(window._conversation.id).messages[-1]
+    assert regenerated.id != stored.id and regenerated.content == again.text
+    # "random" seed: each reply is sent with its own drawn seed, which the history keeps.
+    assert stored.seed is not None and regenerated.seed is not None
+    assert stored.seed != regenerated.seed
     chat.close(window)
 
     # Saved: listed after reopening, masked everywhere it is shown, the key only in its file.

@@ -27,8 +27,8 @@ def acceptance_text(reply: RemoteReply) -> str:
     return reply.acceptance.describe() if reply.acceptance is not None else NOT_REPORTED
 
 
-def remote_result(reply: RemoteReply, url: str, seed: int | None) -> GenerationResult:
-    """The finished reply as a :class:`GenerationResult` (``seed``: the one asked for, or 0)."""
+def remote_result(reply: RemoteReply, url: str, seed: int) -> GenerationResult:
+    """The finished reply as a :class:`GenerationResult` (``seed``: the one sent with it)."""
     tokens = reply.completion_tokens if reply.completion_tokens is not None else 0
     rate = reply.decode_tokens_per_second
     decode_seconds = tokens / rate if rate > 0 else reply.decode_seconds
@@ -44,7 +44,7 @@ def remote_result(reply: RemoteReply, url: str, seed: int | None) -> GenerationR
         prompt_token_count=reply.prompt_tokens or 0,
         finish_reason=reply.finish_reason,
         stats=stats,
-        seed=seed if seed is not None else 0,
+        seed=seed,
         note=f"remote: {url} · {acceptance_text(reply)}",
     )
 

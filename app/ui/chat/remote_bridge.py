@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import logging
 import queue
+import secrets
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from PySide6.QtCore import QObject, Signal
 
@@ -147,8 +148,12 @@ class RemoteBridge(QObject):
             self._fail(ticket, f"the server cannot be reached. {FIX_ADVICE}")
             return
         request = ticket.request
+        # A seed is always sent (drawn when the settings say random), so the stored reply names
+        # the seed it was asked with, as a local one does; a server may still ignore seeds.
+        seed = request.sampler.seed if request.sampler.seed is not None else secrets.randbits(31)
         try:
-            stream = endpoint.chat(request.messages, request.sampler, request.max_tokens)
+            sampler = replace(request.sampler, seed=seed)
+            stream = endpoint.chat(request.messages, sampler, request.max_tokens)
         except Exception as exc:
             self._fail(ticket, f"{_message(exc, 'starting the reply')}\n{FIX_ADVICE}")
             return
@@ -172,7 +177,7 @@ class RemoteBridge(QObject):
             self._fail(ticket, f"{_message(exc, 'generating')}\n{FIX_ADVICE}")
             return
         assert stream.reply is not None
-        result = remote_result(stream.reply, connection.url, request.sampler.seed)
+        result = remote_result(stream.reply, connection.url, seed)
         if recorder is not None:
             _record(lambda: recorder.finish(result))
         ticket.finished.emit(result)
