@@ -699,7 +699,8 @@ class ChatWindow(QMainWindow):
 
     def _reply_model_name(self) -> str:
         if self._remote is not None:
-            return f"{self._remote_model} (remote: {self._remote.name})"
+            model = self._remote_model or self._remote.model or "server model"
+            return f"{model} (remote: {self._remote.name})"
         assert self._model is not None
         return self._model.name
 
