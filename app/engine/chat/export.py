@@ -70,6 +70,8 @@ def to_markdown(conversation: Conversation) -> str:
             figures = reply_figures(message.stats, message.finish_reason or None)
             lines += [f"> {line}  " for line in figures.lines()]
             lines.append("")
+        if note is None and message.role == ASSISTANT and message.note:
+            note = message.note  # e.g. a fallback, or where a remote reply came from
         if note is not None:
             lines += [f"> {note}", ""]
     return "\n".join(lines).rstrip() + "\n"

@@ -34,7 +34,11 @@ READ_SECONDS = 600.0  # a big model on a busy cluster may take minutes for the f
 
 @dataclass(frozen=True)
 class RemoteReply:
-    """A finished (or stopped) reply. ``acceptance`` None: the server does not report it."""
+    """A finished (or stopped) reply. ``acceptance`` None: the server does not report it.
+
+    ``server_tokens_per_second``: the decode speed the server measured itself (MTP Studio's
+    ``mtp`` object, llama-server's ``timings``), None when it reports none.
+    """
 
     text: str
     finish_reason: str
@@ -43,10 +47,15 @@ class RemoteReply:
     seconds_to_first_token: float
     decode_seconds: float
     acceptance: RemoteAcceptance | None
+    server_tokens_per_second: float | None = None
 
     @property
     def decode_tokens_per_second(self) -> float:
-        """Completion tokens after the first over the time between the first and the last piece."""
+        """The server's own figure when it reports one (pieces may reach the client in bursts,
+        which makes a client-side clock meaningless for a fast reply); else the completion
+        tokens after the first over the time between the first and the last piece."""
+        if self.server_tokens_per_second:
+            return self.server_tokens_per_second
         if not self.completion_tokens or self.completion_tokens < 2 or self.decode_seconds <= 0:
             return 0.0
         return (self.completion_tokens - 1) / self.decode_seconds
@@ -242,6 +251,7 @@ class RemoteStream:
             seconds_to_first_token=progress.seconds_to_first_token,
             decode_seconds=progress.last_at - progress.first_at,
             acceptance=self._acceptance(progress.last),
+            server_tokens_per_second=_server_speed(progress.last),
         )
 
     def _acceptance(self, last: dict[str, Any]) -> RemoteAcceptance | None:
@@ -250,6 +260,16 @@ class RemoteStream:
             return found
         after = self._endpoint._vllm_counters()
         return after.acceptance_since(self._vllm_before) if after is not None else None
+
+
+def _server_speed(last: dict[str, Any]) -> float | None:
+    """The decode tok/s in MTP Studio's ``mtp`` object or llama-server's ``timings``."""
+    mtp, timings = last.get("mtp"), last.get("timings")
+    if isinstance(mtp, dict) and mtp.get("decode_tokens_per_second"):
+        return float(mtp["decode_tokens_per_second"])
+    if isinstance(timings, dict) and timings.get("predicted_per_second"):
+        return float(timings["predicted_per_second"])
+    return None
 
 
 def _sse_data(response: httpx2.Response) -> Iterator[dict[str, Any]]:

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.chat.accelerator import AcceleratorReport
+from app.engine.chat.connections import Connection
 from app.engine.chat.memory import fits_text, physical_memory_bytes
 from app.engine.chat.model_files import DEMO, DOWNLOADED, GGUF, ModelDescription
 from app.engine.runtime.backends import MLX
@@ -31,6 +32,7 @@ from app.engine.units import format_bytes
 ORIGIN_LABELS = {DEMO: "Demo", DOWNLOADED: "Downloaded"}
 ERROR_COLOR = "#b00020"
 WARNING_COLOR = "#8a6100"
+CONNECT_ITEM = "Connect to a server…"
 LLAMA_CPP_SIDECAR_NOTE = (
     "llama.cpp reads MTP heads only from inside the GGUF: add the head from this sidecar to "
     "draft with it"
@@ -96,7 +98,12 @@ def describe_html(model: ModelDescription, memory_bytes: int | None) -> str:
 
 
 class ModelBar(QWidget):
+    """The picker lists local models, then saved server connections (``remote_chosen``), then
+    "Connect to a server…" (``connect_requested``)."""
+
     model_chosen = Signal(object)
+    remote_chosen = Signal(object)
+    connect_requested = Signal()
     open_file_requested = Signal()
     open_folder_requested = Signal()
     refresh_requested = Signal()
@@ -106,6 +113,8 @@ class ModelBar(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._models: list[ModelDescription] = []
+        self._connections: list[Connection] = []
+        self._remote: Connection | None = None
         self._shown: ModelDescription | None = None
         self._memory = physical_memory_bytes()
         self.picker = QComboBox()
@@ -173,9 +182,19 @@ class ModelBar(QWidget):
     def models(self) -> list[ModelDescription]:
         return list(self._models)
 
+    @property
+    def connections(self) -> list[Connection]:
+        return list(self._connections)
+
     def current(self) -> ModelDescription | None:
         index = self.picker.currentIndex()
         return self._models[index] if 0 <= index < len(self._models) else None
+
+    def set_connections(self, connections: list[Connection], remote: Connection | None) -> None:
+        """List ``connections`` after the models; ``remote`` (if any) is the one in use."""
+        self._connections = list(connections)
+        self._remote = remote
+        self.set_models(self._models, None if remote is not None else self._shown)
 
     def set_models(self, models: list[ModelDescription], selected: ModelDescription | None) -> None:
         """Fill the picker and select ``selected`` (by path) without emitting ``model_chosen``."""
@@ -190,16 +209,29 @@ class ModelBar(QWidget):
                     model.problem or model.runnable_reason or str(model.path),
                     Qt.ItemDataRole.ToolTipRole,
                 )
+            for connection in self._connections:
+                self.picker.addItem(f"Remote: {connection.name}")
+                self.picker.setItemData(
+                    self.picker.count() - 1,
+                    f"{connection.url} · key {connection.masked_key}",
+                    Qt.ItemDataRole.ToolTipRole,
+                )
+            self.picker.addItem(CONNECT_ITEM)
             paths = [model.path for model in models]
+            names = [connection.name for connection in self._connections]
             if selected is not None and selected.path in paths:
+                self._remote = None
                 self.picker.setCurrentIndex(paths.index(selected.path))
+            elif self._remote is not None and self._remote.name in names:
+                self.picker.setCurrentIndex(len(models) + names.index(self._remote.name))
             else:
                 self.picker.setCurrentIndex(-1)
         finally:
             self.picker.blockSignals(False)
         if not models:
             self.picker.setPlaceholderText("No model found: open a GGUF file")
-        self.show_details(self.current())
+        if self._remote is None:
+            self.show_details(self.current())
 
     def show_details(self, model: ModelDescription | None) -> None:
         if model is None:
@@ -271,9 +303,30 @@ class ModelBar(QWidget):
                 text += f" — <span style='color:{color}'>{html.escape(report.reason)}</span>"
             self._accelerator_text = text
             self._accelerator_tooltip = report.system_info
-        self._show_backend(self.current())
+        if self._remote is None:
+            self._show_backend(self.current())
+
+    def show_remote(self, connection: Connection, model: str | None) -> None:
+        """The info and backend lines for a server connection (its key only masked)."""
+        self._remote = connection
+        self._shown = None
+        self._update_graft_button()
+        self.info.setText(
+            f"Remote server {html.escape(connection.name)} · model "
+            f"{html.escape(model or connection.model or 'the server’s first')} · key "
+            f"{html.escape(connection.masked_key)}"
+        )
+        self.backend.setText(f"<b>Backend:</b> remote: {html.escape(connection.url)}")
+        self.backend.setToolTip("The server runs the model; its MTP settings are its own")
 
     def _on_activated(self, index: int) -> None:
+        remote_index = index - len(self._models)
         if 0 <= index < len(self._models):
+            self._remote = None
             self.show_details(self._models[index])
             self.model_chosen.emit(self._models[index])
+        elif 0 <= remote_index < len(self._connections):
+            self.remote_chosen.emit(self._connections[remote_index])
+        elif remote_index == len(self._connections):
+            self.set_models(self._models, None if self._remote is not None else self._shown)
+            self.connect_requested.emit()

@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.chat.accelerator import AcceleratorReport, probe_in_subprocess
+from app.engine.chat.connections import CONNECTIONS_FILE_NAME, Connection, ConnectionStore
 from app.engine.chat.conversation import (
     ASSISTANT,
     USER,
@@ -68,10 +69,13 @@ from app.ui.background import run_in_background
 from app.ui.chat.bridge import ReplyTicket, RuntimeBridge
 from app.ui.chat.compare_dialog import CompareDialog
 from app.ui.chat.composer import Composer
+from app.ui.chat.connect_dialog import ConnectDialog
 from app.ui.chat.conversation_list import ConversationList
 from app.ui.chat.graft_action import GraftAction
 from app.ui.chat.message_widget import MessageWidget
 from app.ui.chat.model_bar import ModelBar
+from app.ui.chat.remote_bridge import RemoteBridge
+from app.ui.chat.remote_controls import RemoteControls
 from app.ui.chat.settings_panel import SettingsPanel
 from app.ui.chat.transcript import TranscriptView
 from app.ui.errors import readable, show_error
@@ -98,6 +102,11 @@ class ChatWindow(QMainWindow):
         self.resize(1360, 860)
         self.store, history_problem = _open_history(dirs.data / HISTORY_FILE_NAME)
         self.bridge = RuntimeBridge()
+        self.remote_bridge = RemoteBridge()
+        self.connection_store = ConnectionStore(dirs.config / CONNECTIONS_FILE_NAME)
+        self._remote: Connection | None = None
+        self._remote_model = ""
+        self.connect_dialog: ConnectDialog | None = None
         self._settings_store = SettingsStore(dirs.settings_file)
         self._app_settings = settings
         self._demo_dir = demo_dir
@@ -130,6 +139,7 @@ class ChatWindow(QMainWindow):
         self.banner.hide()
         self.composer = Composer()
         self.settings_panel = SettingsPanel()
+        self.remote_controls = RemoteControls(self.settings_panel, self.composer)
 
         middle = QWidget()
         middle_layout = QVBoxLayout(middle)
@@ -163,6 +173,7 @@ class ChatWindow(QMainWindow):
             self.open_conversation(recent[0].id)
         else:
             self._show_conversation(None)
+        self._show_connections()
         self.rescan_models()
         self._probe_backend()
         if history_problem is not None:
@@ -172,6 +183,10 @@ class ChatWindow(QMainWindow):
 
     def _connect(self) -> None:
         self.model_bar.model_chosen.connect(self.choose_model)
+        self.model_bar.remote_chosen.connect(self.choose_remote)
+        self.model_bar.connect_requested.connect(self.ask_connect)
+        self.remote_bridge.connected.connect(self._on_remote_connected)
+        self.remote_bridge.connect_failed.connect(self._on_remote_failed)
         self.model_bar.open_file_requested.connect(self._ask_model_file)
         self.model_bar.open_folder_requested.connect(self._ask_model_folder)
         self.model_bar.refresh_requested.connect(self.rescan_models)
@@ -240,10 +255,10 @@ class ChatWindow(QMainWindow):
             return
         if self._model is not None and all(m.path != self._model.path for m in models):
             models = [*models, self._model]
-        selected = self._model or self._preferred_model(models)
+        selected = None if self._remote else self._model or self._preferred_model(models)
         self.model_bar.set_models(models, selected)
         self._restore_load_state()
-        if self._model is None and selected is not None and selected.runnable:
+        if self._remote is None and self._model is None and selected and selected.runnable:
             self.choose_model(selected)
 
     def _on_scan_failed(self, exc: BaseException) -> None:
@@ -296,6 +311,8 @@ class ChatWindow(QMainWindow):
         self._model = model
         self._model_info = None
         self._model_state = "loading"
+        self._remote = None
+        self.remote_controls.use_local()
         self.store.set_preference(LAST_MODEL, str(model.path))
         self._hide_banner()
         sidecar = model.sidecar if model.backend is not None and model.backend.name == MLX else None
@@ -347,11 +364,13 @@ class ChatWindow(QMainWindow):
             self._show_banner(message)
 
     def _on_loading(self, path: Path) -> None:
+        if self._remote is not None:
+            return
         self._model_state = "loading"
         self.model_bar.set_load_state(f"Loading {Path(path).name}…", busy=True)
 
     def _on_loaded(self, info: ModelInfo) -> None:
-        if self._closed:
+        if self._closed or self._remote is not None:
             return
         self._model_info = info
         self._model_state = "ready"
@@ -362,7 +381,7 @@ class ChatWindow(QMainWindow):
         )
 
     def _on_load_failed(self, message: str) -> None:
-        if self._closed:
+        if self._closed or self._remote is not None:
             return
         self._model_state = "failed"
         name = self._model.name if self._model is not None else "the model"
@@ -370,7 +389,9 @@ class ChatWindow(QMainWindow):
         self._show_banner(message)
 
     def _restore_load_state(self) -> None:
-        if self._model_state == "loading" and self._model is not None:
+        if self._remote is not None:
+            self._show_remote_state()
+        elif self._model_state == "loading" and self._model is not None:
             self.model_bar.set_load_state(f"Loading {self._model.name}…", busy=True)
         elif self._model_state == "ready" and self._model_info is not None:
             self.model_bar.set_load_state(f"Ready: {self._model_info.path.name}")
@@ -378,6 +399,74 @@ class ChatWindow(QMainWindow):
             self.model_bar.set_load_state("Could not load the model", error=True)
         else:
             self.model_bar.set_load_state("No model loaded")
+
+    # -- remote servers ------------------------------------------------------------------------
+
+    def ask_connect(self) -> ConnectDialog:
+        """Open “Connect to a server…” (add, use or remove saved connections)."""
+        if self.connect_dialog is None:
+            self.connect_dialog = ConnectDialog(self.connection_store, self)
+            self.connect_dialog.chosen.connect(self._on_connection_chosen)
+            self.connect_dialog.removed.connect(self._on_connection_removed)
+        self.connect_dialog.refresh()
+        self.connect_dialog.open()
+        return self.connect_dialog
+
+    def _show_connections(self) -> None:
+        try:
+            connections = self.connection_store.load()
+        except MtpStudioError as exc:
+            connections = []
+            self._show_banner(str(exc))
+        self.model_bar.set_connections(connections, self._remote)
+
+    def _on_connection_chosen(self, connection: Connection) -> None:
+        self._show_connections()
+        self.choose_remote(connection)
+
+    def _on_connection_removed(self, name: str) -> None:
+        if self._remote is not None and self._remote.name == name:
+            self._remote, self._model_state = None, "none"
+            self.remote_controls.use_local()
+            self.model_bar.set_load_state("No model loaded")
+        self._show_connections()
+
+    def choose_remote(self, connection: Connection) -> None:
+        """Send replies to ``connection``'s server; it is checked (in the background) first."""
+        self.bridge.stop()
+        self._remote, self._model, self._model_info = connection, None, None
+        self._model_state = "loading"
+        self._hide_banner()
+        self.model_bar.set_connections(self.model_bar.connections, connection)
+        self.model_bar.show_remote(connection, None)
+        self.remote_controls.use_remote()
+        self._show_remote_state()
+        self.remote_bridge.use(connection)
+
+    def _on_remote_connected(self, connection: Connection, model: str) -> None:
+        if self._closed or self._remote != connection:
+            return
+        self._model_state = "ready"
+        self._remote_model = model
+        self.model_bar.show_remote(connection, model)
+        self._show_remote_state()
+
+    def _on_remote_failed(self, connection: Connection, message: str) -> None:
+        if self._closed or self._remote != connection:
+            return
+        self._model_state = "failed"
+        self._show_remote_state()
+        self._show_banner(message)
+
+    def _show_remote_state(self) -> None:
+        assert self._remote is not None
+        name = self._remote.name
+        if self._model_state == "ready":
+            self.model_bar.set_load_state(f"Ready: {self._remote_model} on {name}")
+        elif self._model_state == "failed":
+            self.model_bar.set_load_state(f"Could not connect to {name}", error=True)
+        else:
+            self.model_bar.set_load_state(f"Connecting to {name}…", busy=True)
 
     def _probe_backend(self) -> None:
         if _accelerator_report is not None:
@@ -577,7 +666,10 @@ class ChatWindow(QMainWindow):
     def _can_generate(self, text: str = "x") -> bool:
         if not text.strip():
             return False
-        if self._model is None or self._model_state in ("none", "failed"):
+        if (self._model is None and self._remote is None) or self._model_state in (
+            "none",
+            "failed",
+        ):
             self._show_banner(
                 "No model is loaded: choose one in the Model list above, or open a GGUF file."
                 if self._model_state != "failed"
@@ -587,13 +679,14 @@ class ChatWindow(QMainWindow):
         return True
 
     def _start_reply(self) -> None:
-        assert self._conversation is not None and self._model is not None
+        assert self._conversation is not None
         self._hide_banner()
         conversation = self._conversation
         settings = self.settings_panel.settings()
         request = reply_request(settings, conversation.messages)
-        message = self.store.start_reply(conversation.id, self._model.name)
-        widget = self.transcript.add(ASSISTANT, self._model.name)
+        model_name = self._reply_model_name()
+        message = self.store.start_reply(conversation.id, model_name)
+        widget = self.transcript.add(ASSISTANT, model_name)
         widget.begin_stream(message.id)
         widget.regenerate_requested.connect(self.regenerate)
         ticket = ReplyTicket(request, ReplyRecorder(self.store, message.id))
@@ -602,7 +695,14 @@ class ChatWindow(QMainWindow):
         ticket.failed.connect(self._on_reply_failed)
         self._ticket, self._live = ticket, widget
         self._set_streaming(True)
-        self.bridge.generate(ticket)
+        (self.remote_bridge if self._remote is not None else self.bridge).generate(ticket)
+
+    def _reply_model_name(self) -> str:
+        if self._remote is not None:
+            model = self._remote_model or self._remote.model or "server model"
+            return f"{model} (remote: {self._remote.name})"
+        assert self._model is not None
+        return self._model.name
 
     def _on_reply_finished(self, result: GenerationResult) -> None:
         if self._live is not None:
@@ -613,6 +713,8 @@ class ChatWindow(QMainWindow):
         if self._live is not None:
             self._live.fail(message)
         self._end_reply()
+        if self._remote is not None and not self._closed:
+            self._show_banner(message)
 
     def _end_reply(self) -> None:
         self._ticket, self._live = None, None
@@ -628,10 +730,11 @@ class ChatWindow(QMainWindow):
         self.transcript.set_actions_enabled(not streaming)
         self.conversations.setEnabled(not streaming)
         self.conversations.setToolTip("Stop the reply to switch conversations" if streaming else "")
+        self.remote_controls.apply()
 
     def open_compare(self, prompt: str) -> CompareDialog | None:
         """Run ``prompt`` (or, when empty, the last user message) plain and with MTP."""
-        if self.streaming or not self._can_generate("x"):
+        if self.streaming or self._remote is not None or not self._can_generate("x"):
             return None
         messages = self._conversation.messages if self._conversation else ()
         if prompt:
@@ -665,7 +768,7 @@ class ChatWindow(QMainWindow):
     @property
     def shut_down(self) -> bool:
         """True once the worker is stopped and the history closed (after :attr:`closed`)."""
-        return self._closed and not self.bridge.running
+        return self._closed and not self.bridge.running and not self.remote_bridge.running
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.shutdown()
@@ -681,7 +784,7 @@ class ChatWindow(QMainWindow):
         if self._own_jobs:
             self.jobs.shutdown()
             self.jobs.store.close()
-        self.bridge.shutdown(then=self.store.close)
+        self.remote_bridge.shutdown(then=lambda: self.bridge.shutdown(then=self.store.close))
 
 
 def _open_history(path: Path) -> tuple[HistoryStore, str | None]:
