@@ -4,8 +4,8 @@ llama-server's ``timings`` (``draft_n``, ``draft_n_accepted``); without speculat
 chat says the server does not report acceptance.
 
 ``llama-server`` is built once per machine from the llama.cpp tree vendored in the pinned
-llama-cpp-python source package (packaging/build_llama_server.sh, run by this test when the cache lacks it; the first
-build takes several minutes, later runs reuse the cached binary).
+llama-cpp-python source package (packaging/build_llama_server.sh, run by this test when the
+cache lacks it; the first build takes several minutes, later runs reuse the cached binary).
 """
 
 from __future__ import annotations
