@@ -1,7 +1,8 @@
 """Chat tests: isolated folders, a tiny MTP GGUF, and the bundled demo model when it exists.
 
 Behaviour tests that need a long reply (stop mid-reply, a worker killed mid-reply) use the tiny
-random qwen35 model: it never ends a reply on its own, so a stop always lands mid-reply. Tests
+random qwen35 model at temperature 0: greedy, it does not end those replies on its own within
+``LONG_REPLY`` tokens (sampled, it sometimes does), so a stop always lands mid-reply. Tests
 about what a user reads (a streamed reply, its statistics, no special tokens) run on the bundled
 demo model when ``resources/models/demo-mtp.gguf`` is present, else on the tiny model.
 """

@@ -43,6 +43,7 @@ def test_a_streamed_reply_appears_and_its_statistics_are_shown(chat, tiny_gguf: 
     window = chat.open()
     chat.load(window, tiny_gguf)
     window.settings_panel.max_tokens.setValue(300)
+    window.settings_panel.temperature.setValue(0.0)  # greedy: this reply never ends its turn
     seen: list[tuple[bool, int, str]] = []
     reply = chat.send(window, "Tell me a story")
     reply.body.document().contentsChanged.connect(
@@ -125,6 +126,7 @@ def test_stop_mid_reply_keeps_the_partial_text(chat, tiny_gguf: Path) -> None:
     window = chat.open()
     chat.load(window, tiny_gguf)
     window.settings_panel.max_tokens.setValue(LONG_REPLY)
+    window.settings_panel.temperature.setValue(0.0)  # greedy: no end of turn in LONG_REPLY
     reply = chat.send(window, "Never stop talking")
     chat.qtbot.waitUntil(lambda: len(reply.text) > 0, timeout=60_000)
     assert window.composer.stop_button.isVisible()
@@ -183,6 +185,7 @@ def test_a_killed_worker_gives_a_message_and_the_next_message_works(chat, tiny_g
     window = chat.open()
     chat.load(window, tiny_gguf)
     window.settings_panel.max_tokens.setValue(LONG_REPLY)
+    window.settings_panel.temperature.setValue(0.0)  # greedy: no end of turn in LONG_REPLY
     reply = chat.send(window, "Talk for a long time")
     chat.qtbot.waitUntil(lambda: len(reply.text) > 0, timeout=60_000)
     first_pid = window.bridge.worker_pid
@@ -400,6 +403,7 @@ def test_closing_the_window_mid_reply_keeps_the_text_so_far(chat, tiny_gguf: Pat
     window = chat.open()
     chat.load(window, tiny_gguf)
     window.settings_panel.max_tokens.setValue(LONG_REPLY)
+    window.settings_panel.temperature.setValue(0.0)  # greedy: no end of turn in LONG_REPLY
     reply = chat.send(window, "Keep going while I close")
     chat.qtbot.waitUntil(lambda: len(reply.text) > 0, timeout=60_000)
     chat.close(window)
