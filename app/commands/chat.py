@@ -15,6 +15,7 @@ from pathlib import Path
 
 from app.commands.chat_remote import add_arguments as add_remote_arguments
 from app.commands.chat_remote import run_remote
+from app.commands.chat_session import converse
 from app.engine.chat.discovery import default_model_roots, paired_sidecar
 from app.engine.runtime.acceptance import AcceptMode
 from app.engine.runtime.backend import LoadSettings, ModelInfo
@@ -161,42 +162,12 @@ def run(args: argparse.Namespace) -> int:
         threads=args.threads,
         max_draft_depth=max(_max_depth(args), LoadSettings().max_draft_depth),
     )
-    history = [ChatMessage("system", args.system)] if args.system else []
     with open_client(args, settings) as client:
         info = client.load()
         if not args.json:
             print(_describe(info, args), file=sys.stderr)
             print(describe_backend(client), file=sys.stderr)
-        if args.prompt is not None:
-            _answer(client, args, sampler, [*history, ChatMessage("user", args.prompt)])
-            return 0
-        return _interactive(client, args, sampler, history)
-
-
-def _interactive(
-    client: RuntimeClient,
-    args: argparse.Namespace,
-    sampler: SamplerSettings,
-    history: list[ChatMessage],
-) -> int:
-    start = list(history)
-    if not args.json:
-        print("Type a message; /reset forgets the conversation, /exit quits.", file=sys.stderr)
-    while True:
-        try:
-            line = input("> " if sys.stdin.isatty() else "")
-        except (EOFError, KeyboardInterrupt):
-            return 0
-        if line.strip() in ("/exit", "/quit"):
-            return 0
-        if line.strip() == "/reset":
-            history = list(start)
-            continue
-        if not line.strip():
-            continue
-        history.append(ChatMessage("user", line))
-        result = _answer(client, args, sampler, history)
-        history.append(ChatMessage("assistant", result.text))
+        return converse(args, lambda messages: _answer(client, args, sampler, messages).text)
 
 
 def _answer(

@@ -14,6 +14,7 @@ import json
 import os
 import sys
 
+from app.commands.chat_session import converse
 from app.engine.errors import RemoteError
 from app.engine.remote.client import RemoteEndpoint, RemoteReply
 from app.engine.runtime.prompting import ChatMessage
@@ -47,27 +48,7 @@ def run_remote(args: argparse.Namespace, sampler: SamplerSettings) -> int:
         model = endpoint.model()
         if not args.json:
             print(f"{model} at {endpoint.url} (remote)", file=sys.stderr)
-        history = [ChatMessage("system", args.system)] if args.system else []
-        if args.prompt is not None:
-            _answer(endpoint, args, sampler, [*history, ChatMessage("user", args.prompt)])
-            return 0
-        start = list(history)
-        if not args.json:
-            print("Type a message; /reset forgets the conversation, /exit quits.", file=sys.stderr)
-        while True:
-            try:
-                line = input("> " if sys.stdin.isatty() else "")
-            except (EOFError, KeyboardInterrupt):
-                return 0
-            command = line.strip()
-            if command in ("/exit", "/quit"):
-                return 0
-            if command == "/reset":
-                history = list(start)
-            elif command:
-                history.append(ChatMessage("user", line))
-                reply = _answer(endpoint, args, sampler, history)
-                history.append(ChatMessage("assistant", reply.text))
+        return converse(args, lambda messages: _answer(endpoint, args, sampler, messages).text)
 
 
 def _answer(
