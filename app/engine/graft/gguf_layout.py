@@ -21,8 +21,9 @@ from gguf import GGML_QUANT_SIZES, GGUF_DEFAULT_ALIGNMENT, GGMLQuantizationType,
 from app.engine.errors import GraftError
 
 GGUF_MAGIC = b"GGUF"
-DECODED_ARRAY_LIMIT = 4096
-"""Arrays up to this many items are decoded (per-layer arrays); longer ones are only spanned."""
+DECODED_ARRAY_LIMIT = 1024
+"""Arrays up to this many items are decoded (per-layer arrays: one item per block); longer ones
+(a vocabulary, its merges) are only spanned, never decoded item by item."""
 
 SCALAR_FORMATS: dict[int, str] = {
     GGUFValueType.UINT8: "B",
