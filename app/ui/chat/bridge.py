@@ -77,13 +77,6 @@ class ReplyTicket(QObject):
 
 
 @dataclass(frozen=True)
-class _Load:
-    path: Path
-    settings: LoadSettings
-    sidecar: Path | None
-
-
-@dataclass(frozen=True)
 class _Generate:
     ticket: ReplyTicket
 
@@ -93,42 +86,27 @@ class _Close:
     then: Callable[[], None] | None
 
 
-class RuntimeBridge(QObject):
-    """Loads models and runs generations off the GUI thread.
+class ReplyBridge(QObject):
+    """One thread that runs a window's commands in order: replies (:meth:`generate`), the
+    subclass's own commands (loading a model, checking a server…) and a final close.
 
-    ``loading(path)`` when a worker starts loading (also when a fresh worker replaces a crashed
-    one), ``loaded(ModelInfo)`` when it is ready, ``load_failed(message)`` when it cannot load.
+    Subclasses say how a command of their own is handled (:meth:`_handle`), how a reply runs
+    (:meth:`_run`) and what closing releases (:meth:`_release`). While the window closes, queued
+    commands are skipped and queued replies fail with a message, so none starts.
     """
 
-    loading = Signal(object)
-    loaded = Signal(object)
-    load_failed = Signal(str)
-
-    def __init__(self) -> None:
+    def __init__(self, thread_name: str) -> None:
         super().__init__()
-        self._commands: queue.SimpleQueue[_Load | _Generate | _Close] = queue.SimpleQueue()
-        self._client: RuntimeClient | None = None
-        self._path: Path | None = None
+        self._commands: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._active: ReplyTicket | None = None
         self._closing = False
-        self._thread = threading.Thread(target=self._serve, name="chat-runtime", daemon=True)
+        self._thread = threading.Thread(target=self._serve, name=thread_name, daemon=True)
         self._thread.start()
 
     @property
     def running(self) -> bool:
-        """True until :meth:`shutdown` has finished closing the worker."""
+        """True until :meth:`shutdown` has finished releasing what the bridge holds."""
         return self._thread.is_alive()
-
-    @property
-    def worker_pid(self) -> int | None:
-        client = self._client
-        return client.worker_pid if client is not None else None
-
-    def load(self, path: Path, settings: LoadSettings, sidecar: Path | None = None) -> None:
-        """Load ``path`` (replacing the current model) with the MTP ``sidecar`` of a model
-        folder; the running reply is stopped first."""
-        self.stop()
-        self._commands.put(_Load(Path(path), settings, sidecar))
 
     def generate(self, ticket: ReplyTicket) -> None:
         """Queue ``ticket``'s request; it starts once earlier commands are done."""
@@ -141,7 +119,7 @@ class RuntimeBridge(QObject):
             active.cancel()
 
     def shutdown(self, then: Callable[[], None] | None = None) -> None:
-        """Stop, close the worker, then call ``then`` on the bridge thread; never waits."""
+        """Stop, release, then call ``then`` on the bridge thread; never waits."""
         if self._closing:
             return
         self._closing = True
@@ -154,7 +132,7 @@ class RuntimeBridge(QObject):
         while True:
             command = self._commands.get()
             if isinstance(command, _Close):
-                self._close_client()
+                self._release()
                 if command.then is not None:
                     command.then()
                 return
@@ -162,12 +140,73 @@ class RuntimeBridge(QObject):
                 if isinstance(command, _Generate):
                     self._fail(command.ticket, "the chat window was closed before this reply began")
                 continue
-            if isinstance(command, _Load):
-                self._load(command)
+            if isinstance(command, _Generate):
+                self._active = command.ticket
+                try:
+                    self._run(command.ticket)
+                finally:
+                    self._active = None
             else:
-                self._generate(command.ticket)
+                self._handle(command)
 
-    def _close_client(self) -> None:
+    def _handle(self, command: object) -> None:
+        raise NotImplementedError
+
+    def _run(self, ticket: ReplyTicket) -> None:
+        raise NotImplementedError
+
+    def _release(self) -> None:
+        raise NotImplementedError
+
+    @staticmethod
+    def _fail(ticket: ReplyTicket, message: str) -> None:
+        recorder = ticket.recorder
+        if recorder is not None:
+            record(lambda: recorder.fail(message))
+        ticket.failed.emit(message)
+
+
+@dataclass(frozen=True)
+class _Load:
+    path: Path
+    settings: LoadSettings
+    sidecar: Path | None
+
+
+class RuntimeBridge(ReplyBridge):
+    """Loads models and runs generations off the GUI thread.
+
+    ``loading(path)`` when a worker starts loading (also when a fresh worker replaces a crashed
+    one), ``loaded(ModelInfo)`` when it is ready, ``load_failed(message)`` when it cannot load.
+    """
+
+    loading = Signal(object)
+    loaded = Signal(object)
+    load_failed = Signal(str)
+
+    def __init__(self) -> None:
+        self._client: RuntimeClient | None = None
+        self._path: Path | None = None
+        super().__init__("chat-runtime")
+
+    @property
+    def worker_pid(self) -> int | None:
+        client = self._client
+        return client.worker_pid if client is not None else None
+
+    def load(self, path: Path, settings: LoadSettings, sidecar: Path | None = None) -> None:
+        """Load ``path`` (replacing the current model) with the MTP ``sidecar`` of a model
+        folder; the running reply is stopped first."""
+        self.stop()
+        self._commands.put(_Load(Path(path), settings, sidecar))
+
+    # -- the bridge thread --------------------------------------------------------------------
+
+    def _handle(self, command: object) -> None:
+        assert isinstance(command, _Load)
+        self._load(command)
+
+    def _release(self) -> None:
         if self._client is not None:
             try:
                 self._client.close()
@@ -176,7 +215,7 @@ class RuntimeBridge(QObject):
             self._client = None
 
     def _load(self, command: _Load) -> None:
-        self._close_client()
+        self._release()
         self._path = command.path
         self.loading.emit(command.path)
         try:
@@ -187,13 +226,6 @@ class RuntimeBridge(QObject):
             return
         self._client = client
         self.loaded.emit(info)
-
-    def _generate(self, ticket: ReplyTicket) -> None:
-        self._active = ticket
-        try:
-            self._run(ticket)
-        finally:
-            self._active = None
 
     def _run(self, ticket: ReplyTicket) -> None:
         client = self._client
@@ -220,7 +252,7 @@ class RuntimeBridge(QObject):
         try:
             for chunk in stream:
                 if recorder is not None:
-                    _record(lambda chunk=chunk: recorder.add(chunk))
+                    record(lambda chunk=chunk: recorder.add(chunk))
                 ticket.chunk.emit(chunk.text, chunk.stats)
         except Exception as exc:
             message = _message(exc, "generating")
@@ -230,18 +262,11 @@ class RuntimeBridge(QObject):
         result = stream.result
         assert result is not None
         if recorder is not None:
-            _record(lambda: recorder.finish(result))
+            record(lambda: recorder.finish(result))
         ticket.finished.emit(result)
 
-    @staticmethod
-    def _fail(ticket: ReplyTicket, message: str) -> None:
-        recorder = ticket.recorder
-        if recorder is not None:
-            _record(lambda: recorder.fail(message))
-        ticket.failed.emit(message)
 
-
-def _record(write: Callable[[], None]) -> None:
+def record(write: Callable[[], None]) -> None:
     """History writes must not kill the bridge thread; a failure is logged (the text is shown)."""
     try:
         write()

@@ -11,21 +11,18 @@ window never deletes an object the thread still emits from.
 from __future__ import annotations
 
 import logging
-import queue
 import secrets
-import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import Signal
 
 from app.engine.chat.connections import Connection
 from app.engine.chat.remote_reply import remote_result, streaming_stats
 from app.engine.errors import MtpStudioError, RemoteError
 from app.engine.remote.client import RemoteEndpoint
 from app.engine.runtime.request import TokenChunk
-from app.ui.chat.bridge import ReplyTicket, _record
+from app.ui.chat.bridge import ReplyBridge, ReplyTicket, record
 from app.ui.errors import readable
 
 log = logging.getLogger(__name__)
@@ -41,17 +38,7 @@ class _Check:
     connection: Connection
 
 
-@dataclass(frozen=True)
-class _Generate:
-    ticket: ReplyTicket
-
-
-@dataclass(frozen=True)
-class _Close:
-    then: Callable[[], None] | None
-
-
-class RemoteBridge(QObject):
+class RemoteBridge(ReplyBridge):
     """Talks to the chosen :class:`Connection` off the GUI thread.
 
     ``connected(connection, model)`` when the server answered its model list (``model``: the one
@@ -62,69 +49,28 @@ class RemoteBridge(QObject):
     connect_failed = Signal(object, str)
 
     def __init__(self) -> None:
-        super().__init__()
-        self._commands: queue.SimpleQueue[_Check | _Generate | _Close] = queue.SimpleQueue()
         self._endpoint: RemoteEndpoint | None = None
         self._connection: Connection | None = None
-        self._active: ReplyTicket | None = None
-        self._closing = False
-        self._thread = threading.Thread(target=self._serve, name="chat-remote", daemon=True)
-        self._thread.start()
-
-    @property
-    def running(self) -> bool:
-        return self._thread.is_alive()
+        super().__init__("chat-remote")
 
     def use(self, connection: Connection) -> None:
         """Replies go to ``connection`` from now on; its server is checked first."""
         self.stop()
         self._commands.put(_Check(connection))
 
-    def generate(self, ticket: ReplyTicket) -> None:
-        self._commands.put(_Generate(ticket))
-
-    def stop(self) -> None:
-        active = self._active
-        if active is not None:
-            active.cancel()
-
-    def shutdown(self, then: Callable[[], None] | None = None) -> None:
-        """Stop the reply, then close the connection and call ``then`` on the bridge thread."""
-        if self._closing:
-            return
-        self._closing = True
-        self.stop()
-        self._commands.put(_Close(then))
-
     # -- the bridge thread --------------------------------------------------------------------
 
-    def _serve(self) -> None:
-        while True:
-            command = self._commands.get()
-            if isinstance(command, _Close):
-                self._close_endpoint()
-                if command.then is not None:
-                    command.then()
-                return
-            if isinstance(command, _Check):
-                if not self._closing:
-                    self._check(command.connection)
-            elif self._closing:
-                self._fail(command.ticket, "the chat window was closed before this reply began")
-            else:
-                self._active = command.ticket
-                try:
-                    self._run(command.ticket)
-                finally:
-                    self._active = None
+    def _handle(self, command: object) -> None:
+        assert isinstance(command, _Check)
+        self._check(command.connection)
 
-    def _close_endpoint(self) -> None:
+    def _release(self) -> None:
         if self._endpoint is not None:
             self._endpoint.close()
             self._endpoint = None
 
     def _check(self, connection: Connection) -> None:
-        self._close_endpoint()
+        self._release()
         self._connection = connection
         try:
             self._endpoint = RemoteEndpoint(
@@ -171,7 +117,7 @@ class RemoteBridge(QObject):
                 stats = streaming_stats(pieces, first - started, now - started)
                 if recorder is not None:
                     chunk = TokenChunk((), piece, stats)
-                    _record(lambda chunk=chunk: recorder.add(chunk))
+                    record(lambda chunk=chunk: recorder.add(chunk))
                 ticket.chunk.emit(piece, stats)
         except Exception as exc:
             self._fail(ticket, f"{_message(exc, 'generating')}\n{FIX_ADVICE}")
@@ -179,15 +125,8 @@ class RemoteBridge(QObject):
         assert stream.reply is not None
         result = remote_result(stream.reply, connection.url, seed)
         if recorder is not None:
-            _record(lambda: recorder.finish(result))
+            record(lambda: recorder.finish(result))
         ticket.finished.emit(result)
-
-    @staticmethod
-    def _fail(ticket: ReplyTicket, message: str) -> None:
-        recorder = ticket.recorder
-        if recorder is not None:
-            _record(lambda: recorder.fail(message))
-        ticket.failed.emit(message)
 
 
 def _message(exc: BaseException, doing: str) -> str:
