@@ -7,18 +7,17 @@ llama.cpp's converter quantises from) and writes it out before reading the next 
 
 from __future__ import annotations
 
-import json
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
 
-from app.engine.errors import GraftError
+from app.engine.errors import ExtractError, GraftError
+from app.engine.mtp.header import read_shard_header
+from app.engine.mtp.source import LocalFolderSource
 
 ELEMENT_BYTES = {"BF16": 2, "F16": 2, "F32": 4}
-HEADER_LIMIT = 100_000_000
 
 
 @dataclass(frozen=True)
@@ -47,49 +46,32 @@ class SidecarTensor:
 class Sidecar:
     path: Path
     tensors: dict[str, SidecarTensor]
-    metadata: dict[str, str]
 
 
 def read_sidecar(path: Path) -> Sidecar:
-    """The tensor table of ``path``, checked against the file's size and the supported dtypes."""
+    """The tensor table of ``path``, read by the extractor's checked safetensors header reader
+    (sizes, offsets and overlaps against the file), limited to the dtypes a sidecar holds."""
     path = Path(path)
+    if not path.is_file():
+        raise GraftError(f"cannot read the sidecar {path} (no such file); check the path")
     try:
-        size = path.stat().st_size
-        with open(path, "rb") as handle:
-            header_length = struct.unpack("<Q", _read_exactly(handle, 8))[0]
-            if header_length > min(HEADER_LIMIT, size - 8):
-                raise ValueError(f"its header length ({header_length} bytes) is impossible")
-            header = json.loads(_read_exactly(handle, header_length))
-    except OSError as exc:
+        header = read_shard_header(LocalFolderSource(path.parent), path.name)
+    except ExtractError as exc:
         raise GraftError(
-            f"cannot read the sidecar {path} ({exc.strerror or exc}); check the path"
+            f"{path} is not a usable safetensors sidecar ({exc}); make it again with "
+            "mtp-studio extract"
         ) from None
-    except (EOFError, ValueError, struct.error) as exc:
-        raise GraftError(
-            f"{path} is not a safetensors sidecar ({exc}); make it again with mtp-studio extract"
-        ) from None
-    metadata = header.pop("__metadata__", None) or {}
-    data_start = 8 + header_length
     tensors: dict[str, SidecarTensor] = {}
-    for name, entry in header.items():
-        dtype, shape = entry.get("dtype"), tuple(entry.get("shape", ()))
-        begin, end = entry.get("data_offsets", (0, 0))
-        if dtype not in ELEMENT_BYTES:
+    for name, stored in header.tensors.items():
+        if stored.dtype not in ELEMENT_BYTES:
             raise GraftError(
-                f"sidecar {path.name}: tensor {name} is {dtype}; a sidecar holds BF16 (or F16/F32) "
-                "tensors — make it again with mtp-studio extract"
+                f"sidecar {path.name}: tensor {name} is {stored.dtype}; a sidecar holds BF16 (or "
+                "F16/F32) tensors — make it again with mtp-studio extract"
             )
-        expected = ELEMENT_BYTES[dtype] * int(np.prod(shape, dtype=np.int64))
-        if end - begin != expected or data_start + end > size:
-            raise GraftError(
-                f"sidecar {path.name}: tensor {name} needs bytes {begin}..{end} of the data "
-                f"section ({expected} expected) but the file has {size - data_start}; the file "
-                "is damaged or truncated — download or extract it again"
-            )
-        tensors[name] = SidecarTensor(name, dtype, shape, data_start + begin)
+        tensors[name] = SidecarTensor(name, stored.dtype, stored.shape, stored.start)
     if not tensors:
         raise GraftError(f"sidecar {path} holds no tensors; make it again with mtp-studio extract")
-    return Sidecar(path, tensors, {str(k): str(v) for k, v in metadata.items()})
+    return Sidecar(path, tensors)
 
 
 def read_rows(handle: BinaryIO, tensor: SidecarTensor, first: int, count: int) -> np.ndarray:
