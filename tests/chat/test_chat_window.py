@@ -22,6 +22,7 @@ from app.engine.runtime.depth_policy import AUTO_MAX_DEPTH
 from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
 from app.engine.settings import SettingsStore, app_dirs
 from app.engine.units import format_bytes
+from app.ui.chat import message_widget
 from tests.runtime.tiny_model import SPECIAL_TOKENS
 
 LONG_REPLY = 4000
@@ -39,7 +40,12 @@ def _assert_whole_reply(reply, max_tokens: int) -> None:
     assert figures.endswith((" · end of turn", " · max tokens")), figures
 
 
-def test_a_streamed_reply_appears_and_its_statistics_are_shown(chat, tiny_gguf: Path) -> None:
+def test_a_streamed_reply_appears_and_its_statistics_are_shown(
+    chat, tiny_gguf: Path, monkeypatch
+) -> None:
+    # The tiny model can write all 300 tokens faster than one re-render interval: hold later
+    # re-renders back for a minute, so what is checked is that the first text shows at once.
+    monkeypatch.setattr(message_widget, "RENDER_INTERVAL_MS", 60_000)
     window = chat.open()
     chat.load(window, tiny_gguf)
     window.settings_panel.max_tokens.setValue(300)

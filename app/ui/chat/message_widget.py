@@ -1,8 +1,9 @@
 """One message in the transcript: who wrote it, its rendered text, its figures and its actions.
 
-A reply that is streaming re-renders at most every ``RENDER_INTERVAL_MS`` (longer when rendering
-itself gets slow on a long reply), so a fast model cannot flood the GUI thread with Markdown
-layouts: chunks only append to a string, the timer renders the latest text. Under every reply
+A reply that is streaming shows its first text at once (what the user reads as time to first
+token), then re-renders at most every ``RENDER_INTERVAL_MS`` (longer when rendering itself gets
+slow on a long reply), so a fast model cannot flood the GUI thread with Markdown layouts: later
+chunks only append to a string, the timer renders the latest text. Under every reply
 are its figures (tokens, tok/s, TTFT, stop reason, and the MTP line); a failed reply keeps its
 partial text and shows the error under it.
 """
@@ -152,10 +153,13 @@ class MessageWidget(QFrame):
         self.copy_button.setEnabled(False)
 
     def append(self, text: str, stats: DecodeStats) -> None:
+        first_text = not self._text and bool(text)
         self._text += text
         self._stats = stats
         self._show_figures(stats, None)
-        if not self._render_timer.isActive():
+        if first_text:
+            self._render()
+        elif not self._render_timer.isActive():
             interval = max(RENDER_INTERVAL_MS, int(self._render_cost / RENDER_BUDGET_SHARE * 1000))
             self._render_timer.start(interval)
 
