@@ -1,9 +1,12 @@
-"""The main window: catalog browser in the middle, job monitor docked below, menus around them.
+"""The main window: one window, a sidebar of pages (Home, Models, Catalog, Chat, Jobs, Server).
 
 It owns the long-lived parts (settings, job store, job runner, sidecar status book) and hands
-them to the windows it opens. Other features plug in here: :meth:`MainWindow.set_chat_handler`
-enables the detail pane's Chat button, :attr:`runner` starts any engine job with progress in the
-monitor, and :meth:`add_dock` adds a panel.
+them to the pages. The chat is a page too, created the first time it is shown (it starts the
+inference worker, which a user who only browses the catalog never pays for). Wizards and
+dialogs still open on top. What the user arranged (size, page, splitters) is kept between runs
+(:mod:`app.ui.shell.window_state`); a first run opens on Home. Other features plug in here:
+:meth:`MainWindow.set_chat_handler` enables the detail pane's Chat button and :attr:`runner`
+starts any engine job with progress in Jobs.
 """
 
 from __future__ import annotations
@@ -16,20 +19,28 @@ from pathlib import Path
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence
 from PySide6.QtWidgets import (
-    QDockWidget,
     QFileDialog,
+    QHBoxLayout,
     QLabel,
     QMainWindow,
     QMessageBox,
+    QPushButton,
+    QSplitter,
+    QStackedWidget,
+    QVBoxLayout,
     QWidget,
 )
 
 from app.engine.catalog import CatalogEntry
+from app.engine.chat.conversation import ConversationSummary
+from app.engine.chat.history import HISTORY_FILE_NAME, HistoryStore
 from app.engine.errors import MtpStudioError
-from app.engine.settings import AppDirs, Settings, SettingsStore, app_dirs
+from app.engine.settings import AppDirs, Settings, SettingsStore, app_dirs, token_status
 from app.engine.store import JobState, JobStore
 from app.ui.about import about_html
+from app.ui.background import run_in_background
 from app.ui.catalog.browser import CatalogBrowser
+from app.ui.catalog.publish_queue import PublishQueue, missing_sidecars
 from app.ui.catalog.status import SidecarStatusBook
 from app.ui.chat import ChatWindow
 from app.ui.errors import show_error
@@ -37,17 +48,24 @@ from app.ui.jobs.model import JobTableModel
 from app.ui.jobs.monitor import JobMonitor
 from app.ui.jobs.runner import JobRunner
 from app.ui.resources import app_icon
-from app.ui.server import install_server_panel
+from app.ui.server import ServerPanel
 from app.ui.settings_dialog import SettingsDialog, SignInDialog, token_summary
+from app.ui.shell.home import HomePage
+from app.ui.shell.pages import CATALOG, CHAT, HOME, JOBS, PAGES, SERVER
+from app.ui.shell.shortcuts import ShortcutsDialog, shortcut_rows
+from app.ui.shell.sidebar import Sidebar
+from app.ui.shell.window_state import WindowState
 from app.ui.wizards.download import DownloadWizard
 from app.ui.wizards.publish import PublishWizard
 
 ChatHandler = Callable[[CatalogEntry], None]
+WINDOW_STATE_FILE = "window-state.ini"
 
 
 class MainWindow(QMainWindow):
     def __init__(self, dirs: AppDirs | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.setObjectName("mainWindow")
         self.dirs = dirs or app_dirs()
         self.settings_store = SettingsStore(self.dirs.settings_file)
         self.settings, settings_problem = self._load_settings()
@@ -57,17 +75,61 @@ class MainWindow(QMainWindow):
         self.status_book = SidecarStatusBook(
             self.dirs.cache / "sidecar-status.json", self.settings.endpoint, self
         )
+        self.publish_queue = PublishQueue(self.runner, lambda: self.settings, self)
+        self.window_state = WindowState(self.dirs.config / WINDOW_STATE_FILE)
         self._chat_handler: ChatHandler | None = None
         self.chat_window: ChatWindow | None = None
         self.shut_down = False
         self.open_wizards: list[QWidget] = []
 
+        self.home = HomePage(self.jobs)
         self.browser = CatalogBrowser(self.status_book, self)
-        self.setCentralWidget(self.browser)
         self.monitor = JobMonitor(self.runner, self.jobs)
-        self.monitor_dock = self.add_dock(
-            "Jobs", self.monitor, Qt.DockWidgetArea.BottomDockWidgetArea
+        self.server_panel = ServerPanel(self)
+        self.publish_missing_button = QPushButton("Publish every missing sidecar…")
+        self.publish_missing_button.setToolTip(
+            "One publish job per sidecar the Hub does not have yet, run one after another"
         )
+        self.queue_label = QLabel()
+        self.queue_label.setObjectName("muted")
+        self.cancel_queue_button = QPushButton("Cancel waiting publishes")
+        self.cancel_queue_button.hide()
+        self.chat_page = QWidget()
+        self.chat_page.setObjectName("chatPage")
+        QVBoxLayout(self.chat_page).setContentsMargins(0, 0, 0, 0)
+        self.page_widgets: dict[str, QWidget] = {
+            HOME: self.home,
+            CATALOG: _page(
+                "Catalog",
+                "Models known to carry MTP heads, their downloads and their sidecars.",
+                self.browser,
+                [self.queue_label, self.cancel_queue_button, self.publish_missing_button],
+            ),
+            CHAT: self.chat_page,
+            JOBS: _page(
+                "Jobs",
+                "Downloads, publishes and grafts: progress, pause, cancel and history.",
+                self.monitor,
+            ),
+            SERVER: _page(
+                "Server",
+                "Serve a model with MTP to other tools through an OpenAI-compatible API.",
+                self.server_panel,
+            ),
+        }
+        self.pages = QStackedWidget()
+        for spec in PAGES:
+            if spec.key in self.page_widgets:
+                self.pages.addWidget(self.page_widgets[spec.key])
+        self.sidebar = Sidebar()
+        central = QWidget()
+        layout = QHBoxLayout(central)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.sidebar)
+        layout.addWidget(self.pages, 1)
+        self.setCentralWidget(central)
+
         self.endpoint_label = QLabel()
         self.token_label = QLabel()
         self.jobs_label = QLabel()
@@ -76,22 +138,17 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.jobs_label)
 
         self._build_menus()
-        self.server_panel = install_server_panel(self)
-        self.browser.detail.download_model_requested.connect(self.download_model)
-        self.browser.detail.download_sidecar_requested.connect(self.download_sidecar)
-        self.browser.detail.publish_requested.connect(self.publish_sidecar)
-        self.browser.detail.chat_requested.connect(self._chat)
+        self._connect()
         self.set_chat_handler(self.open_chat)
-        self.browser.catalog_changed.connect(self._update_title)
-        self.browser.files_changed.connect(self._remember_catalog_files)
-        self.runner.job_started.connect(lambda _job: self._update_status())
-        self.runner.job_finished.connect(self._after_job)
 
         if not self.browser.open_saved(self.settings.catalog_files):
             self.browser.open_files([])
         self.resize(1280, 820)
+        saved_page = self.window_state.restore(self, self._splitters())
+        self.show_page(saved_page if saved_page in self.page_widgets else HOME)
         self._update_status()
         self._update_title()
+        self.refresh_home()
         for title, problem in (
             ("Settings could not be read", settings_problem),
             ("Job history could not be opened", store_problem),
@@ -99,22 +156,51 @@ class MainWindow(QMainWindow):
             if problem is not None:
                 show_error(self, title, problem)
 
-    # -- plug-in points -----------------------------------------------------------------------
+    def _connect(self) -> None:
+        self.sidebar.page_chosen.connect(self._show_chosen_page)
+        self.home.demo_chat_requested.connect(self.chat_with_demo)
+        self.home.catalog_requested.connect(lambda: self.show_page(CATALOG))
+        self.home.download_requested.connect(lambda: self.open_download_wizard())
+        self.home.sign_in_requested.connect(self.open_sign_in)
+        self.home.conversation_chosen.connect(self.open_conversation)
+        self.home.jobs_requested.connect(lambda: self.show_page(JOBS))
+        self.browser.detail.download_model_requested.connect(self.download_model)
+        self.browser.detail.download_sidecar_requested.connect(self.download_sidecar)
+        self.browser.detail.publish_requested.connect(self.publish_sidecar)
+        self.browser.detail.chat_requested.connect(self._chat)
+        self.browser.catalog_changed.connect(self._update_title)
+        self.browser.files_changed.connect(self._remember_catalog_files)
+        self.publish_missing_button.clicked.connect(self.publish_missing_sidecars)
+        self.cancel_queue_button.clicked.connect(self.publish_queue.cancel_waiting)
+        self.publish_queue.changed.connect(self._show_queue)
+        self.runner.job_started.connect(lambda _job: self._update_status())
+        self.runner.job_finished.connect(self._after_job)
 
-    def add_dock(
-        self,
-        title: str,
-        widget: QWidget,
-        area: Qt.DockWidgetArea = Qt.DockWidgetArea.RightDockWidgetArea,
-    ) -> QDockWidget:
-        """Dock ``widget`` under ``title`` and list it in the View menu."""
-        dock = QDockWidget(title, self)
-        dock.setObjectName(f"dock-{title.lower()}")
-        dock.setWidget(widget)
-        self.addDockWidget(area, dock)
-        if hasattr(self, "view_menu"):
-            self.view_menu.addAction(dock.toggleViewAction())
-        return dock
+    # -- pages --------------------------------------------------------------------------------
+
+    @property
+    def current_page(self) -> str:
+        return self.sidebar.current_key
+
+    def show_page(self, key: str) -> None:
+        """Switch to page ``key`` (the chat is created the first time it is shown)."""
+        self.sidebar.select(key)
+        self._show_chosen_page(key)
+
+    def _show_chosen_page(self, key: str) -> None:
+        if key == CHAT:
+            self._ensure_chat()
+        self.pages.setCurrentWidget(self.page_widgets[key])
+        if key == HOME:
+            self.refresh_home()
+
+    def refresh_home(self) -> None:
+        """Recent conversations (read in the background) and the sign-in state."""
+        status = token_status()
+        self.home.set_account(token_summary(), status.signed_in)
+        path = self.dirs.data / HISTORY_FILE_NAME
+        if path.is_file():
+            run_in_background(lambda: _recent_conversations(path), self.home.set_conversations)
 
     def set_chat_handler(self, handler: ChatHandler) -> None:
         """Enable Chat in the detail pane; ``handler`` gets the selected catalog entry."""
@@ -175,15 +261,71 @@ class MainWindow(QMainWindow):
         return dialog
 
     def open_chat(self, entry: CatalogEntry | None = None) -> ChatWindow:
-        """Show the chat window; for a catalog ``entry``, on its downloaded model."""
-        if self.chat_window is None or self.chat_window.closed:
-            self.chat_window = ChatWindow(self.dirs, self.settings, self, jobs=self.runner)
+        """Show the Chat page; for a catalog ``entry``, on its downloaded model."""
+        self.show_page(CHAT)
+        chat = self._ensure_chat()
         if entry is not None:
-            self.chat_window.show_for_repo(entry.hf_repo, entry.mtp_sidecar_repo)
-        else:
-            self.chat_window.show()
-            self.chat_window.raise_()
+            chat.show_for_repo(entry.hf_repo, entry.mtp_sidecar_repo)
+        return chat
+
+    def chat_with_demo(self) -> ChatWindow:
+        """Show the Chat page on the bundled demo model."""
+        chat = self.open_chat()
+        chat.use_demo_model()
+        return chat
+
+    def open_conversation(self, conversation_id: int) -> ChatWindow:
+        chat = self.open_chat()
+        chat.open_conversation(conversation_id)
+        return chat
+
+    def publish_missing_sidecars(self) -> None:
+        """Ask, then queue one publish job per sidecar the Hub said it lacks."""
+        missing = missing_sidecars(self.browser.valid_entries(), self.status_book.status)
+        unknown = (
+            f"\n\n{missing.unknown} sidecar(s) have not been checked on the Hub yet (or it was "
+            "unreachable): refresh the sidecar status (F5) to include them."
+            if missing.unknown
+            else ""
+        )
+        if not missing.entries:
+            QMessageBox.information(
+                self, "Nothing to publish", f"Every checked sidecar is on the Hub.{unknown}"
+            )
+            return
+        if not token_status().signed_in:
+            QMessageBox.information(
+                self, "Sign in first", "Publishing needs a Hub token with write access."
+            )
+            self.open_sign_in()
+            return
+        names = "\n".join(f"• {entry.mtp_sidecar_repo}" for entry in missing.entries)
+        answer = QMessageBox.question(
+            self,
+            "Publish every missing sidecar",
+            f"Publish {len(missing.entries)} sidecar(s), one after another?\n\n{names}{unknown}",
+        )
+        if answer == QMessageBox.StandardButton.Yes:
+            self.publish_queue.enqueue(missing.entries)
+
+    def _show_queue(self) -> None:
+        self.queue_label.setText(self.publish_queue.summary())
+        self.cancel_queue_button.setVisible(self.publish_queue.waiting > 0)
+
+    def _ensure_chat(self) -> ChatWindow:
+        if self.chat_window is None:
+            self.chat_window = ChatWindow(
+                self.dirs, self.settings, self.chat_page, jobs=self.runner, embedded=True
+            )
+            self.chat_page.layout().addWidget(self.chat_window)
+            self.window_state.restore_splitters(self._splitters())
         return self.chat_window
+
+    def _splitters(self) -> dict[str, QSplitter]:
+        splitters = {"catalog": self.browser.splitter, "jobs": self.monitor.splitter}
+        if self.chat_window is not None:
+            splitters["chat"] = self.chat_window.splitter
+        return splitters
 
     def _chat(self, key: str) -> None:
         entry = self._entry(key)
@@ -206,22 +348,38 @@ class MainWindow(QMainWindow):
     # -- menus --------------------------------------------------------------------------------
 
     def _build_menus(self) -> None:
+        catalog_page = self.page_widgets[CATALOG]
         file_menu = self.menuBar().addMenu("&File")
         self._action(file_menu, "&Open catalog…", self._open_catalog, QKeySequence.StandardKey.Open)
         self._action(file_menu, "&Merge catalog…", self._merge_catalog)
-        self._action(file_menu, "&New catalog…", self._new_catalog, QKeySequence.StandardKey.New)
+        new_catalog = self._action(
+            file_menu, "&New catalog…", self._new_catalog, QKeySequence.StandardKey.New
+        )
         self._action(
             file_menu, "Use the &bundled catalog only", lambda: self.browser.open_files([])
         )
-        self._action(file_menu, "&Save catalog", self.browser.save, QKeySequence.StandardKey.Save)
+        save_catalog = self._action(
+            file_menu, "&Save catalog", self.browser.save, QKeySequence.StandardKey.Save
+        )
+        for page_action in (new_catalog, save_catalog):  # the Chat page has its own Ctrl+N
+            page_action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            catalog_page.addAction(page_action)
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", self.close, QKeySequence.StandardKey.Quit)
 
+        self.view_menu = self.menuBar().addMenu("&View")
+        self.page_actions: dict[str, QAction] = {}
+        for spec in PAGES:
+            self.page_actions[spec.key] = self._action(
+                self.view_menu, f"&{spec.title}", self._page_slot(spec.key), spec.shortcut
+            )
+
         models_menu = self.menuBar().addMenu("&Models")
-        chat_action = self._action(models_menu, "&Chat…", self.open_chat)
-        chat_action.setShortcut(QKeySequence("Ctrl+Shift+C"))
+        self._action(models_menu, "&Chat…", self.open_chat, "Ctrl+Shift+C")
+        self._action(models_menu, "Chat with the &demo model", self.chat_with_demo)
         self._action(models_menu, "&Download…", lambda: self.open_download_wizard())
         self._action(models_menu, "&Publish sidecar…", lambda: self.publish_sidecar(""))
+        self._action(models_menu, "Publish every &missing sidecar…", self.publish_missing_sidecars)
         self._action(models_menu, "&New catalog entry…", self.browser.new_entry)
         self._action(
             models_menu,
@@ -230,9 +388,6 @@ class MainWindow(QMainWindow):
             QKeySequence.StandardKey.Refresh,
         )
 
-        self.view_menu = self.menuBar().addMenu("&View")
-        self.view_menu.addAction(self.monitor_dock.toggleViewAction())
-
         settings_menu = self.menuBar().addMenu("&Settings")
         self._action(
             settings_menu, "&Preferences…", self.open_settings, QKeySequence.StandardKey.Preferences
@@ -240,15 +395,35 @@ class MainWindow(QMainWindow):
         self._action(settings_menu, "Sign &in to the Hub…", self.open_sign_in)
 
         help_menu = self.menuBar().addMenu("&Help")
+        self._action(help_menu, "&Keyboard shortcuts", self.show_shortcuts, "Ctrl+/")
         self._action(help_menu, "Open &logs folder", self._open_logs)
         self._action(help_menu, "&About MTP Studio", self._about)
+
+    def _page_slot(self, key: str) -> Callable[[], None]:
+        return lambda: self.show_page(key)
+
+    def shortcut_groups(self) -> dict[str, list[QAction]]:
+        """Every action with a shortcut, by where it works (for Help → Keyboard shortcuts)."""
+        groups: dict[str, list[QAction]] = {"Pages": list(self.page_actions.values())}
+        for menu_action in self.menuBar().actions():
+            menu = menu_action.menu()
+            if menu is not None and menu is not self.view_menu:
+                groups[menu_action.text().replace("&", "")] = list(menu.actions())
+        if self.chat_window is not None:
+            groups["Chat"] = list(self.chat_window.actions())
+        return groups
+
+    def show_shortcuts(self) -> ShortcutsDialog:
+        self.shortcuts_dialog = ShortcutsDialog(shortcut_rows(self.shortcut_groups()), self)
+        self.shortcuts_dialog.open()
+        return self.shortcuts_dialog
 
     def _action(
         self,
         menu: object,
         text: str,
         slot: Callable[[], object],
-        shortcut: QKeySequence.StandardKey | None = None,
+        shortcut: QKeySequence.StandardKey | str | None = None,
     ) -> QAction:
         action = QAction(text, self)
         if shortcut is not None:
@@ -380,10 +555,48 @@ class MainWindow(QMainWindow):
         if self.shut_down:
             return
         self.shut_down = True
+        self.window_state.save(self, self.current_page, self._splitters())
         for window in list(self.open_wizards):
             window.close()
         if self.chat_window is not None:
             self.chat_window.shutdown()
+        self.server_panel.shutdown()
         self.runner.shutdown()
         self.status_book.shutdown()
         self.store.close()
+
+
+def _page(
+    title: str, subtitle: str, body: QWidget, actions: list[QWidget] | None = None
+) -> QWidget:
+    """A page: its title and one line on what it is for (with its actions beside them), then
+    its content."""
+    page = QWidget()
+    heading = QLabel(title)
+    heading.setObjectName("pageTitle")
+    about = QLabel(subtitle)
+    about.setObjectName("pageSubtitle")
+    about.setWordWrap(True)
+    titles = QVBoxLayout()
+    titles.setSpacing(2)
+    titles.addWidget(heading)
+    titles.addWidget(about)
+    header = QHBoxLayout()
+    header.addLayout(titles, 1)
+    for action in actions or []:
+        header.addWidget(action, 0, Qt.AlignmentFlag.AlignBottom)
+    layout = QVBoxLayout(page)
+    layout.setContentsMargins(20, 16, 20, 8)
+    layout.setSpacing(12)
+    layout.addLayout(header)
+    layout.addWidget(body, 1)
+    return page
+
+
+def _recent_conversations(path: Path) -> list[ConversationSummary]:
+    """The newest conversations (read in a worker thread; the store is opened and closed here)."""
+    store = HistoryStore(path)
+    try:
+        return store.conversations()
+    finally:
+        store.close()

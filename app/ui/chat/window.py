@@ -56,12 +56,12 @@ from app.engine.chat.discovery import (
 )
 from app.engine.chat.export import export_conversation
 from app.engine.chat.history import HISTORY_FILE_NAME, HistoryStore
-from app.engine.chat.model_files import ModelDescription, describe_model
+from app.engine.chat.model_files import DEMO, ModelDescription, describe_model
 from app.engine.chat.recorder import ReplyRecorder
 from app.engine.errors import MtpStudioError
 from app.engine.runtime.backend import LoadSettings, ModelInfo
 from app.engine.runtime.backends import MLX
-from app.engine.runtime.demo_model import MODELS_DIR
+from app.engine.runtime.demo_model import DEMO_MODEL_FILENAME, MODELS_DIR
 from app.engine.runtime.request import GenerationResult
 from app.engine.settings import AppDirs, Settings, SettingsStore, hf_hub_cache
 from app.engine.store import JobStore
@@ -96,8 +96,11 @@ class ChatWindow(QMainWindow):
         *,
         demo_dir: Path = MODELS_DIR,
         jobs: JobRunner | None = None,
+        embedded: bool = False,
     ) -> None:
         super().__init__(parent, Qt.WindowType.Window)
+        if embedded:  # the main window's Chat page (QMainWindow always starts as a window)
+            self.setWindowFlags(Qt.WindowType.Widget)
         self.setObjectName("chatWindow")
         self.resize(1360, 860)
         self.store, history_problem = _open_history(dirs.data / HISTORY_FILE_NAME)
@@ -152,18 +155,18 @@ class ChatWindow(QMainWindow):
         settings_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         settings_scroll.setWidget(self.settings_panel)
         settings_scroll.setMinimumWidth(280)
-        splitter = QSplitter()
-        splitter.addWidget(self.conversations)
-        splitter.addWidget(middle)
-        splitter.addWidget(settings_scroll)
-        splitter.setStretchFactor(1, 1)
-        splitter.setSizes([250, 780, 320])
+        self.splitter = QSplitter()
+        self.splitter.addWidget(self.conversations)
+        self.splitter.addWidget(middle)
+        self.splitter.addWidget(settings_scroll)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([250, 780, 320])
         central = QWidget()
         layout = QVBoxLayout(central)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         layout.addWidget(self.model_bar)
-        layout.addWidget(splitter, 1)
+        layout.addWidget(self.splitter, 1)
         self.setCentralWidget(central)
 
         self._connect()
@@ -222,6 +225,8 @@ class ChatWindow(QMainWindow):
         ):
             action = QAction(text, self)
             action.setShortcut(QKeySequence(keys))
+            # only while the chat has focus: embedded, the main window's pages have their own
+            action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
             action.triggered.connect(lambda _checked=False, slot=slot: slot())
             self.addAction(action)
 
@@ -323,9 +328,10 @@ class ChatWindow(QMainWindow):
         self._wanted_repo = repo_id
         if sidecar_repo:
             self._catalog_sidecars[repo_id] = sidecar_repo
-        self.show()
-        self.raise_()
-        self.activateWindow()
+        if self.isWindow():
+            self.show()
+            self.raise_()
+            self.activateWindow()
         match = next(
             (m for m in self.model_bar.models if m.repo_id == repo_id and m.runnable), None
         )
@@ -339,6 +345,12 @@ class ChatWindow(QMainWindow):
                 "or open a GGUF file here."
             )
             self.rescan_models()
+
+    def use_demo_model(self) -> None:
+        """Load the bundled demo model (what "Chat with the demo model" means)."""
+        demo = self._demo_dir / DEMO_MODEL_FILENAME
+        self._wanted_repo = None
+        self.choose_model(with_sidecar(describe_model(demo, DEMO), self.model_sources()))
 
     def _ask_model_file(self) -> None:
         dialog = QFileDialog(self, "Open a GGUF model", "", "GGUF models (*.gguf);;All files (*)")

@@ -1,9 +1,8 @@
 """The Server panel: run ``mtp-studio serve`` from the app and watch its requests.
 
-:func:`install_server_panel` docks it in the main window (listed in the View menu, hidden until
-the user opens it).
+The main window shows it as its Server page.
 """
 
-from app.ui.server.panel import ServerPanel, install_server_panel
+from app.ui.server.panel import ServerPanel
 
-__all__ = ["ServerPanel", "install_server_panel"]
+__all__ = ["ServerPanel"]

@@ -20,7 +20,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QMainWindow,
     QPlainTextEdit,
     QPushButton,
     QSpinBox,
@@ -246,10 +245,3 @@ class ServerPanel(QWidget):
             return str(demo_model_path())
         except RuntimeBackendError:
             return ""
-
-
-def install_server_panel(window: QMainWindow) -> ServerPanel:
-    """Dock a Server panel in ``window`` (which has ``add_dock``), hidden until opened."""
-    panel = ServerPanel(window)
-    window.add_dock("Server", panel).hide()  # type: ignore[attr-defined]
-    return panel
