@@ -43,7 +43,7 @@ from app.ui.catalog.browser import CatalogBrowser
 from app.ui.catalog.publish_queue import PublishQueue, missing_sidecars
 from app.ui.catalog.status import SidecarStatusBook
 from app.ui.chat import ChatWindow
-from app.ui.errors import show_error
+from app.ui.errors import readable, show_error
 from app.ui.jobs.model import JobTableModel
 from app.ui.jobs.monitor import JobMonitor
 from app.ui.jobs.runner import JobRunner
@@ -200,7 +200,11 @@ class MainWindow(QMainWindow):
         self.home.set_account(token_summary(), status.signed_in)
         path = self.dirs.data / HISTORY_FILE_NAME
         if path.is_file():
-            run_in_background(lambda: _recent_conversations(path), self.home.set_conversations)
+            run_in_background(
+                lambda: _recent_conversations(path),
+                self.home.set_conversations,
+                lambda exc: self.home.set_conversations_problem(readable(exc)),
+            )
 
     def set_chat_handler(self, handler: ChatHandler) -> None:
         """Enable Chat in the detail pane; ``handler`` gets the selected catalog entry."""
@@ -279,34 +283,34 @@ class MainWindow(QMainWindow):
         chat.open_conversation(conversation_id)
         return chat
 
-    def publish_missing_sidecars(self) -> None:
-        """Ask, then queue one publish job per sidecar the Hub said it lacks."""
+    def publish_missing_sidecars(self) -> QMessageBox:
+        """Ask (a window-modal box, the event loop runs on), then queue one publish job per
+        sidecar the Hub said it lacks."""
         missing = missing_sidecars(self.browser.valid_entries(), self.status_book.status)
         unknown = (
-            f"\n\n{missing.unknown} sidecar(s) have not been checked on the Hub yet (or it was "
-            "unreachable): refresh the sidecar status (F5) to include them."
+            f"{missing.unknown} sidecar(s) have not been checked on the Hub yet, or it was "
+            "unreachable: refresh the sidecar status (F5) to include them."
             if missing.unknown
             else ""
         )
+        box = QMessageBox(self)
+        box.setWindowTitle("Publish every missing sidecar")
         if not missing.entries:
-            QMessageBox.information(
-                self, "Nothing to publish", f"Every checked sidecar is on the Hub.{unknown}"
-            )
-            return
-        if not token_status().signed_in:
-            QMessageBox.information(
-                self, "Sign in first", "Publishing needs a Hub token with write access."
-            )
-            self.open_sign_in()
-            return
-        names = "\n".join(f"• {entry.mtp_sidecar_repo}" for entry in missing.entries)
-        answer = QMessageBox.question(
-            self,
-            "Publish every missing sidecar",
-            f"Publish {len(missing.entries)} sidecar(s), one after another?\n\n{names}{unknown}",
-        )
-        if answer == QMessageBox.StandardButton.Yes:
-            self.publish_queue.enqueue(missing.entries)
+            box.setText("Every checked sidecar is on the Hub: nothing to publish.")
+            box.setInformativeText(unknown)
+        elif not token_status().signed_in:
+            box.setText("Publishing needs a Hub token with write access: sign in first.")
+            box.finished.connect(lambda _result: self.open_sign_in())
+        else:
+            names = "\n".join(f"• {entry.mtp_sidecar_repo}" for entry in missing.entries)
+            box.setIcon(QMessageBox.Icon.Question)
+            box.setText(f"Publish {len(missing.entries)} sidecar(s), one after another?")
+            box.setInformativeText(f"{names}\n\n{unknown}".strip())
+            box.setStandardButtons(QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No)
+            box.accepted.connect(lambda: self.publish_queue.enqueue(missing.entries))
+        self.publish_missing_box = box
+        box.open()
+        return box
 
     def _show_queue(self) -> None:
         self.queue_label.setText(self.publish_queue.summary())

@@ -1,5 +1,6 @@
-"""The chat window opens from the main window: the Models menu (Ctrl+Shift+C) and the detail
-pane's Chat button, which opens the chat on the selected entry's downloaded model."""
+"""The chat is the main window's Chat page: the sidebar, View → Chat, the Models menu
+(Ctrl+Shift+C) and the detail pane's Chat button, which opens it on the selected entry's
+downloaded model."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ def main_window(qtbot, home: IsolatedHome) -> Iterator[MainWindow]:
         qtbot.waitUntil(lambda: chat.shut_down, timeout=60_000)
 
 
-def test_the_models_menu_opens_the_chat_window(qtbot, main_window: MainWindow) -> None:
+def test_the_models_menu_opens_the_chat_page(qtbot, main_window: MainWindow) -> None:
+    assert main_window.chat_window is None  # no inference worker until the chat is shown
     models_menu = next(
         action.menu() for action in main_window.menuBar().actions() if action.text() == "&Models"
     )
@@ -38,13 +40,12 @@ def test_the_models_menu_opens_the_chat_window(qtbot, main_window: MainWindow) -
     assert chat_action.shortcut().toString() == "Ctrl+Shift+C"
     chat_action.trigger()
     chat = main_window.chat_window
-    assert chat is not None and chat.isVisible()
-    chat_action.trigger()
-    assert main_window.chat_window is chat  # one chat window, brought to the front
-    chat.close()
-    qtbot.waitUntil(lambda: chat.shut_down, timeout=60_000)
-    chat_action.trigger()
-    assert main_window.chat_window is not chat and main_window.chat_window.isVisible()
+    assert chat is not None and chat.isVisible() and not chat.isWindow()  # a page, not a window
+    assert main_window.current_page == "chat"
+    main_window.show_page("catalog")
+    assert not chat.isVisible()
+    main_window.sidebar.select("chat")  # the sidebar row
+    assert main_window.chat_window is chat and chat.isVisible()  # one chat, kept
 
 
 def test_chat_on_an_entry_that_is_not_downloaded_says_so(qtbot, main_window: MainWindow) -> None:

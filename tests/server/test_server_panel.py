@@ -49,11 +49,12 @@ def test_panel_serves_logs_requests_and_stops(qtbot, window: MainWindow) -> None
     view_menu = next(
         action.menu() for action in window.menuBar().actions() if action.text() == "&View"
     )
-    toggle = next(action for action in view_menu.actions() if action.text() == "Server")
+    page = next(action for action in view_menu.actions() if action.text() == "&Server")
+    assert page.shortcut().toString() == "Ctrl+6"
     panel = window.server_panel
     assert not panel.isVisible()
-    toggle.trigger()
-    assert panel.isVisible()
+    page.trigger()
+    assert panel.isVisible() and window.current_page == "server"
 
     port = free_port()
     panel.port_spin.setValue(port)

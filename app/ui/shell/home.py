@@ -150,6 +150,12 @@ class HomePage(QWidget):
             self.conversations.addItem(item)
         _show_empty(self.conversations)
 
+    def set_conversations_problem(self, reason: str) -> None:
+        self.conversations.clear()
+        item = QListWidgetItem(f"The chat history could not be read: {reason}")
+        item.setFlags(Qt.ItemFlag.NoItemFlags)
+        self.conversations.addItem(item)
+
     def show_jobs(self, *_args: object) -> None:
         self.recent_jobs.clear()
         for row in range(min(self._jobs.rowCount(QModelIndex()), RECENT_LIMIT)):

@@ -1,0 +1,108 @@
+"""The one-window shell as a user meets it: a first run opens on Home, every page is one click or
+one shortcut away, the demo chat starts from Home, and the window comes back as it was left."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication, QMessageBox
+
+from app.ui.main_window import MainWindow
+from app.ui.shell.home import MTP_EXPLAINED
+from app.ui.shell.pages import PAGES
+
+LOAD_TIMEOUT_MS = 60_000
+
+
+def _visible_message_boxes() -> list[QMessageBox]:
+    return [
+        w for w in QApplication.topLevelWidgets() if isinstance(w, QMessageBox) and w.isVisible()
+    ]
+
+
+def test_a_first_run_opens_on_home_and_asks_nothing(main_window: MainWindow) -> None:
+    assert main_window.current_page == "home" and main_window.home.isVisible()
+    texts = [label.text() for label in main_window.home.findChildren(type(main_window.jobs_label))]
+    assert "Welcome to MTP Studio" in texts and MTP_EXPLAINED in texts
+    assert main_window.home.demo_button.isVisible()
+    assert main_window.home.conversations.item(0).text() == "No conversations yet."
+    assert main_window.home.recent_jobs.item(0).text() == "No jobs yet."
+    assert "Not signed in" in main_window.home.account.text()
+    assert not _visible_message_boxes()  # no dialog storm on a first run
+    assert main_window.chat_window is None  # the inference worker waits for the Chat page
+
+
+def test_every_page_is_in_the_sidebar_and_the_view_menu_with_a_shortcut(
+    main_window: MainWindow,
+) -> None:
+    titles = [main_window.sidebar.list.item(row).text() for row in range(len(PAGES))]
+    assert titles == ["Home", "Models", "Catalog", "Chat", "Jobs", "Server"][: len(PAGES)]
+    for spec in PAGES:
+        if spec.key == "chat":
+            continue  # opened in test_the_demo_chat_starts_from_home
+        action = main_window.page_actions[spec.key]
+        assert action.shortcut().toString() == spec.shortcut
+        action.trigger()
+        assert main_window.current_page == spec.key
+        assert main_window.pages.currentWidget() is main_window.page_widgets[spec.key]
+        assert main_window.page_widgets[spec.key].isVisible()
+    main_window.sidebar.list.setCurrentRow(0)  # a click on the first row
+    assert main_window.current_page == "home"
+
+
+def test_the_window_comes_back_as_it_was_left(open_window: Callable[[], MainWindow]) -> None:
+    first = open_window()
+    first.resize(760, 560)  # inside the offscreen screen (800×600): Qt keeps windows on screen
+    first.show_page("jobs")
+    first.browser.splitter.setSizes([700, 300])
+    left, right = first.browser.splitter.sizes()
+    first.shutdown()
+
+    second = open_window()
+    assert second.current_page == "jobs" and second.monitor.isVisible()
+    assert (second.width(), second.height()) == (760, 560)
+    assert second.browser.splitter.sizes() == [left, right]
+
+
+def test_the_demo_chat_starts_from_home_and_comes_back_in_recent(
+    qtbot, main_window: MainWindow
+) -> None:
+    qtbot.mouseClick(main_window.home.demo_button, Qt.MouseButton.LeftButton)
+    chat = main_window.chat_window
+    assert chat is not None and main_window.current_page == "chat" and chat.isVisible()
+    qtbot.waitUntil(
+        lambda: chat.model_bar.state.text() == "Ready: demo-mtp.gguf", timeout=LOAD_TIMEOUT_MS
+    )
+    chat.settings_panel.temperature.setValue(0.0)
+    chat.settings_panel.max_tokens.setValue(16)
+    chat.composer.editor.setPlainText("Hello from Home")
+    qtbot.mouseClick(chat.composer.send_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not chat.streaming, timeout=LOAD_TIMEOUT_MS)
+    conversation_id = chat.conversations.current_id
+
+    # Ctrl+N belongs to the page with the focus: a new conversation here, not a new catalog.
+    main_window.activateWindow()
+    qtbot.waitUntil(main_window.isActiveWindow)
+    chat.composer.editor.setFocus()
+    qtbot.keyClick(chat.composer.editor, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
+    assert chat.transcript.messages == [] and not _visible_message_boxes()
+
+    main_window.show_page("home")
+    recent = main_window.home.conversations
+    qtbot.waitUntil(lambda: recent.item(0).text().startswith("Hello from Home"), timeout=10_000)
+    recent.itemActivated.emit(recent.item(0))
+    assert main_window.current_page == "chat"
+    assert chat.conversations.current_id == conversation_id
+    assert chat.transcript.messages[0].text == "Hello from Home"
+
+    dialog = main_window.show_shortcuts()
+    rows = {
+        tuple(dialog.table.item(row, column).text() for column in range(3))
+        for row in range(dialog.table.rowCount())
+    }
+    assert ("Pages", "Home", "Ctrl+1") in rows and ("Pages", "Chat", "Ctrl+4") in rows
+    assert ("Chat", "New conversation", "Ctrl+N") in rows
+    assert ("Chat", "Send the message", "Enter") in rows
+    main_window.shutdown()
+    qtbot.waitUntil(lambda: chat.shut_down, timeout=LOAD_TIMEOUT_MS)
