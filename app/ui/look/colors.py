@@ -43,7 +43,9 @@ class SchemeColors:
     tooltip_text: str
     disabled_text: str
     disabled_button: str
-    disabled_accent: str
+    disabled_accent: str  # a disabled primary button: a faded accent ...
+    disabled_accent_text: str  # ... with faded text, so it never reads as enabled
+    strong_border: str  # check box and radio outlines, hovered inputs and buttons
     hover: str  # a translucent tint laid over whatever is under the pointer
     error: str
     success: str
@@ -74,7 +76,9 @@ LIGHT = SchemeColors(
     tooltip_text="#f3f4f6",
     disabled_text="#9aa1ab",
     disabled_button="#eceef1",
-    disabled_accent="#a9bbef",
+    disabled_accent="#b4c4f2",
+    disabled_accent_text="#eef2fd",
+    strong_border="#9aa1ab",
     hover="#141d2127",
     error="#c62828",
     success="#1e7d34",
@@ -105,7 +109,9 @@ DARK = SchemeColors(
     tooltip_text="#e8e9ec",
     disabled_text="#6b7079",
     disabled_button="#24262a",
-    disabled_accent="#2a3a66",
+    disabled_accent="#252f4b",
+    disabled_accent_text="#737d99",
+    strong_border="#6b7079",
     hover="#1fe8e9ec",
     error="#ff7b72",
     success="#4ade80",

@@ -15,6 +15,12 @@ from string import Template
 from PySide6.QtGui import QColor
 
 from app.ui.look.colors import SchemeColors
+from app.ui.resources import RESOURCES
+
+# Arrows of combo boxes and spin boxes, the check mark and the radio dot: a stylesheet can only
+# draw them from files. Arrows are a mid grey that keeps 3:1 against the input background of
+# both schemes; the mark and the dot are white, drawn on the accent (white on it in both).
+CONTROLS = RESOURCES / "icons" / "controls"
 
 _SHEET = Template(
     """
@@ -31,7 +37,7 @@ QLineEdit, QPlainTextEdit, QTextEdit, QSpinBox, QDoubleSpinBox, QComboBox {
 }
 QPlainTextEdit, QTextEdit { padding: 4px; }
 QLineEdit:hover, QPlainTextEdit:hover, QTextEdit:hover, QSpinBox:hover, QDoubleSpinBox:hover,
-QComboBox:hover { border-color: palette(dark); }
+QComboBox:hover { border-color: $strong_border; }
 QLineEdit:focus, QPlainTextEdit:focus, QTextEdit:focus, QSpinBox:focus, QDoubleSpinBox:focus,
 QComboBox:focus { border: 1px solid palette(highlight); }
 QLineEdit:disabled, QPlainTextEdit:disabled, QTextEdit:disabled, QSpinBox:disabled,
@@ -40,21 +46,60 @@ QDoubleSpinBox:disabled, QComboBox:disabled {
 }
 QTextEdit[readOnly="true"], QPlainTextEdit[readOnly="true"] { border-color: palette(midlight); }
 QComboBox { padding-right: 24px; }
-QComboBox::drop-down { border: none; width: 24px; }
+QComboBox::drop-down {
+    subcontrol-origin: padding; subcontrol-position: center right; width: 24px; border: none;
+}
+QComboBox::down-arrow { image: url("$chevron_down"); width: 12px; height: 12px; }
+QComboBox::down-arrow:on { image: url("$chevron_up"); }
+QSpinBox, QDoubleSpinBox { padding-left: 8px; padding-right: 22px; }
+QSpinBox::up-button, QDoubleSpinBox::up-button, QSpinBox::down-button,
+QDoubleSpinBox::down-button {
+    subcontrol-origin: border; width: 20px; border: none; background: transparent;
+}
+QSpinBox::up-button, QDoubleSpinBox::up-button {
+    subcontrol-position: top right; margin: 3px 3px 0 0; border-top-right-radius: 4px;
+}
+QSpinBox::down-button, QDoubleSpinBox::down-button {
+    subcontrol-position: bottom right; margin: 0 3px 3px 0; border-bottom-right-radius: 4px;
+}
+QSpinBox::up-button:hover, QDoubleSpinBox::up-button:hover, QSpinBox::down-button:hover,
+QDoubleSpinBox::down-button:hover { background: $hover; }
+QSpinBox::up-arrow, QDoubleSpinBox::up-arrow {
+    image: url("$chevron_up"); width: 10px; height: 10px;
+}
+QSpinBox::down-arrow, QDoubleSpinBox::down-arrow {
+    image: url("$chevron_down"); width: 10px; height: 10px;
+}
 QComboBox QAbstractItemView {
     background: palette(base); border: 1px solid palette(mid); border-radius: 6px; padding: 4px;
     outline: 0;
 }
-QSpinBox, QDoubleSpinBox { padding-right: 20px; }
-QSpinBox::up-button, QDoubleSpinBox::up-button, QSpinBox::down-button,
-QDoubleSpinBox::down-button { border: none; width: 18px; }
+
+QCheckBox, QRadioButton { spacing: 8px; }
+QCheckBox::indicator, QRadioButton::indicator {
+    width: 16px; height: 16px; background: palette(base); border: 1px solid $strong_border;
+}
+QCheckBox::indicator { border-radius: 4px; }
+QRadioButton::indicator { border-radius: 9px; }
+QCheckBox::indicator:hover, QRadioButton::indicator:hover { border-color: palette(highlight); }
+QCheckBox::indicator:checked, QRadioButton::indicator:checked {
+    background: palette(highlight); border-color: palette(highlight);
+}
+QCheckBox::indicator:checked { image: url("$check_mark"); }
+QRadioButton::indicator:checked { image: url("$radio_dot"); }
+QCheckBox::indicator:disabled, QRadioButton::indicator:disabled {
+    background: palette(window); border-color: palette(midlight);
+}
+QCheckBox::indicator:checked:disabled, QRadioButton::indicator:checked:disabled {
+    background: $disabled_accent; border-color: $disabled_accent;
+}
 
 /* Buttons */
 QPushButton {
     background: palette(button); border: 1px solid palette(mid); border-radius: 6px;
     padding: 6px 14px; min-height: 18px;
 }
-QPushButton:hover { background: $hover; border-color: palette(dark); }
+QPushButton:hover { background: $hover; border-color: $strong_border; }
 QPushButton:pressed, QPushButton:checked { background: palette(midlight); }
 QPushButton:focus { border-color: palette(highlight); }
 QPushButton:disabled { background: palette(window); border-color: palette(midlight); }
@@ -152,7 +197,9 @@ QMenu::item:selected { background: palette(highlight); color: palette(highlighte
 QMenu::item:disabled { color: palette(placeholder-text); }
 QMenu::separator { height: 1px; background: palette(midlight); margin: 4px 8px; }
 QMenu::icon { padding-left: 8px; }
-QStatusBar { background: palette(window); border-top: 1px solid palette(midlight); }
+QStatusBar {
+    background: palette(window); border-top: 1px solid palette(midlight); padding: 0 8px;
+}
 QStatusBar::item { border: none; }
 QToolBar { background: palette(window); border: none; spacing: 4px; padding: 4px; }
 
@@ -175,7 +222,7 @@ QScrollBar::handle:vertical {
 QScrollBar::handle:horizontal {
     background: palette(mid); border-radius: 4px; min-width: 28px; margin: 2px;
 }
-QScrollBar::handle:hover { background: palette(dark); }
+QScrollBar::handle:hover { background: $strong_border; }
 QScrollBar::add-line, QScrollBar::sub-line { width: 0; height: 0; border: none; }
 QScrollBar::add-page, QScrollBar::sub-page { background: none; }
 """
@@ -191,10 +238,15 @@ def _css_color(value: str) -> str:
 def application_stylesheet(colors: SchemeColors, base_point_size: float) -> str:
     """The sheet for one scheme, with headings sized from ``base_point_size`` (the app font)."""
     return _SHEET.substitute(
+        chevron_down=(CONTROLS / "chevron-down.svg").as_posix(),
+        chevron_up=(CONTROLS / "chevron-up.svg").as_posix(),
+        check_mark=(CONTROLS / "check.svg").as_posix(),
+        radio_dot=(CONTROLS / "dot.svg").as_posix(),
         hover=_css_color(colors.hover),
         accent_hover=colors.accent_hover,
         disabled_accent=colors.disabled_accent,
-        disabled_accent_text=colors.accent_text,
+        disabled_accent_text=colors.disabled_accent_text,
+        strong_border=colors.strong_border,
         error=colors.error,
         success=colors.success,
         warning=colors.warning,
