@@ -47,8 +47,7 @@ def show_scheme(app: QApplication, scheme: str) -> None:
     The stylesheet is set again after the palette so its ``palette(...)`` references resolve
     against the new colours.
     """
-    if app.style().name().lower() != "fusion":
-        app.setStyle("Fusion")
+    app.setStyle("Fusion")  # always: under a stylesheet, style() is a wrapper with no name
     colors = SCHEMES[scheme]
     font = base_font()
     app.setFont(font)
