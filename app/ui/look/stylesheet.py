@@ -211,6 +211,8 @@ QProgressBar {
 QProgressBar::chunk { background: palette(highlight); border-radius: 6px; }
 QProgressBar[textVisible="false"] { min-height: 6px; max-height: 6px; border-radius: 3px; }
 QProgressBar[textVisible="false"]::chunk { border-radius: 3px; }
+QMainWindow::separator { background: palette(midlight); width: 1px; height: 1px; }
+QDockWidget::title { background: palette(window); padding: 6px 8px; }
 QSplitter::handle { background: palette(midlight); }
 QSplitter::handle:horizontal { width: 1px; }
 QSplitter::handle:vertical { height: 1px; }
@@ -225,6 +227,7 @@ QScrollBar::handle:horizontal {
 QScrollBar::handle:hover { background: $strong_border; }
 QScrollBar::add-line, QScrollBar::sub-line { width: 0; height: 0; border: none; }
 QScrollBar::add-page, QScrollBar::sub-page { background: none; }
+QAbstractScrollArea::corner { background: transparent; border: none; }
 """
 )
 
