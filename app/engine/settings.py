@@ -28,6 +28,7 @@ HOME_OVERRIDE_ENV = "MTP_STUDIO_HOME"
 SETTINGS_VERSION = 1
 DEFAULT_ENDPOINT = "https://huggingface.co"
 BACKENDS = ("auto", "llama.cpp", "mlx")
+THEMES = ("system", "light", "dark")  # "system" follows the OS light/dark scheme
 BUNDLED_CATALOG = "(bundled)"  # stands for the bundled catalog in Settings.catalog_files
 
 
@@ -93,6 +94,7 @@ class Settings:
     file_in_collection: bool = True
     default_backend: str = "auto"
     catalog_files: tuple[str, ...] = ()  # empty: the bundled catalog only
+    theme: str = "system"
 
     @property
     def endpoint(self) -> str:
@@ -116,6 +118,10 @@ class Settings:
                 f"default_backend {self.default_backend!r} is unknown; "
                 f"choose one of {', '.join(BACKENDS)}"
             )
+        if self.theme not in THEMES:
+            raise SettingsError(
+                f"theme {self.theme!r} is unknown; choose one of {', '.join(THEMES)}"
+            )
         return self
 
 
@@ -136,6 +142,7 @@ _FIELD_TYPES: dict[str, type] = {
     "file_in_collection": bool,
     "default_backend": str,
     "catalog_files": list,
+    "theme": str,
 }
 
 

@@ -9,6 +9,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from collections.abc import Callable, Iterator
 
 import pytest
+from PySide6.QtWidgets import QApplication
 
 from app.ui.main_window import MainWindow
 from tests.store.isolation import IsolatedHome, isolate
@@ -44,3 +45,23 @@ def open_window(qtbot, home: IsolatedHome) -> Iterator[Callable[[], MainWindow]]
 def main_window(open_window: Callable[[], MainWindow]) -> MainWindow:
     """The app's main window on fresh folders (the bundled catalog, default settings)."""
     return open_window()
+
+
+@pytest.fixture
+def restored_look(qapp) -> Iterator[QApplication]:
+    """The application, given back with the style, palette, font, stylesheet and colour-scheme
+    hint it had, so a test that applies a theme leaves the next test Qt's defaults."""
+    from PySide6.QtGui import QGuiApplication
+
+    style, palette, font, sheet = (
+        qapp.style().name(),
+        qapp.palette(),
+        qapp.font(),
+        qapp.styleSheet(),
+    )
+    yield qapp
+    qapp.setStyleSheet(sheet)
+    qapp.setStyle(style)
+    qapp.setPalette(palette)
+    qapp.setFont(font)
+    QGuiApplication.styleHints().unsetColorScheme()
