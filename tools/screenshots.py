@@ -151,6 +151,7 @@ class Shooter:
         window.show()
         book = window.status_book
         self.wait(lambda: book.status("mtp-studio/qwen3-6-27b-mtp").published.value == "yes")
+        self.shot(window, "home-first-run")
         self.main_window_tour(window)
         self.download_tour(window)
         self.publish_tour(window)
@@ -162,6 +163,7 @@ class Shooter:
         return 0
 
     def main_window_tour(self, window: object) -> None:
+        window.show_page("catalog")  # type: ignore[attr-defined]
         browser = window.browser  # type: ignore[attr-defined]
         browser.select_key("qwen3-6-27b-mlx-4bit")
         self.shot(window, "main-window")
@@ -226,8 +228,9 @@ class Shooter:
         self.shot(again, "publish-3-preflight-already-published")
         again.reject()
         window.monitor.select_job(window.jobs.job_at(0).job_id)  # type: ignore[attr-defined]
-        self.shot(window, "main-window-after-jobs")
-        self.shot(window.monitor_dock, "job-monitor")  # type: ignore[attr-defined]
+        window.show_page("jobs")  # type: ignore[attr-defined]
+        self.shot(window, "jobs-after-publish")
+        window.show_page("catalog")  # type: ignore[attr-defined]
 
     def dialogs_tour(self, window: object) -> None:
         from PySide6.QtWidgets import QApplication, QMessageBox
@@ -275,10 +278,9 @@ class Shooter:
         base = write_trunk_only(DEMO_GGUF, folder / "Demo-Q8_0.gguf")
         extract_mtp(LocalFolderSource(DEMO_FP8), folder / "mtp.safetensors")
         chat = window.open_chat()  # type: ignore[attr-defined]
-        chat.resize(1280, 800)
         chat.open_model(base)
         self.wait(lambda: chat.model_bar.state.text() == f"Ready: {base.name}", 60)
-        self.shot(chat, "chat-gguf-without-head-offers-graft")
+        self.shot(window, "chat-gguf-without-head-offers-graft")
         chat.model_bar.graft_button.click()
         self.wait(lambda: chat.graft.confirmation is not None)
         self.shot(chat.graft.confirmation, "chat-graft-question")
@@ -287,8 +289,7 @@ class Shooter:
         self.wait(lambda: chat.model_bar.state.text() == f"Ready: {grafted}", 60)
         chat.send("Write a function that reverses a string.")
         self.wait(lambda: not chat.streaming, 60)
-        self.shot(chat, "chat-grafted-gguf-drafts")
-        chat.close()
+        self.shot(window, "chat-grafted-gguf-drafts")
 
 
 if __name__ == "__main__":

@@ -17,8 +17,16 @@ from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QUrl
-from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence
+from PySide6.QtGui import (
+    QAction,
+    QActionGroup,
+    QCloseEvent,
+    QDesktopServices,
+    QKeySequence,
+    QPalette,
+)
 from PySide6.QtWidgets import (
+    QApplication,
     QFileDialog,
     QHBoxLayout,
     QLabel,
@@ -44,9 +52,11 @@ from app.ui.catalog.publish_queue import PublishQueue, missing_sidecars
 from app.ui.catalog.status import SidecarStatusBook
 from app.ui.chat import ChatWindow
 from app.ui.errors import readable, show_error
+from app.ui.icons import icon
 from app.ui.jobs.model import JobTableModel
 from app.ui.jobs.monitor import JobMonitor
 from app.ui.jobs.runner import JobRunner
+from app.ui.look import ThemeManager
 from app.ui.resources import app_icon
 from app.ui.server import ServerPanel
 from app.ui.settings_dialog import SettingsDialog, SignInDialog, token_summary
@@ -77,6 +87,7 @@ class MainWindow(QMainWindow):
         )
         self.publish_queue = PublishQueue(self.runner, lambda: self.settings, self)
         self.window_state = WindowState(self.dirs.config / WINDOW_STATE_FILE)
+        self.themes = ThemeManager(_application(), self.settings.theme)
         self._chat_handler: ChatHandler | None = None
         self.chat_window: ChatWindow | None = None
         self.shut_down = False
@@ -138,6 +149,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.jobs_label)
 
         self._build_menus()
+        self._add_icons()
         self._connect()
         self.set_chat_handler(self.open_chat)
 
@@ -158,6 +170,8 @@ class MainWindow(QMainWindow):
 
     def _connect(self) -> None:
         self.sidebar.page_chosen.connect(self._show_chosen_page)
+        self.sidebar.theme_button.clicked.connect(self.toggle_dark)
+        self.themes.changed.connect(self._show_scheme)
         self.home.demo_chat_requested.connect(self.chat_with_demo)
         self.home.catalog_requested.connect(lambda: self.show_page(CATALOG))
         self.home.download_requested.connect(lambda: self.open_download_wizard())
@@ -378,6 +392,17 @@ class MainWindow(QMainWindow):
                 self.view_menu, f"&{spec.title}", self._page_slot(spec.key), spec.shortcut
             )
 
+        self.view_menu.addSeparator()
+        theme_menu = self.view_menu.addMenu("&Theme")
+        self.theme_actions = QActionGroup(self)
+        for choice, text in (("system", "&System"), ("light", "&Light"), ("dark", "&Dark")):
+            action = self._action(theme_menu, text, self._theme_slot(choice))
+            action.setCheckable(True)
+            action.setChecked(choice == self.themes.choice)
+            action.setData(choice)
+            self.theme_actions.addAction(action)
+        self._action(self.view_menu, "Toggle &dark mode", self.toggle_dark, "Ctrl+Shift+D")
+
         models_menu = self.menuBar().addMenu("&Models")
         self._action(models_menu, "&Chat…", self.open_chat, "Ctrl+Shift+C")
         self._action(models_menu, "Chat with the &demo model", self.chat_with_demo)
@@ -405,6 +430,39 @@ class MainWindow(QMainWindow):
 
     def _page_slot(self, key: str) -> Callable[[], None]:
         return lambda: self.show_page(key)
+
+    def _theme_slot(self, choice: str) -> Callable[[], None]:
+        return lambda: self.set_theme(choice)
+
+    def _add_icons(self) -> None:
+        self.sidebar.set_icons(icon)
+        self.home.demo_button.setIcon(icon("chat", QPalette.ColorRole.HighlightedText))
+        self.home.catalog_button.setIcon(icon("catalog"))
+        self.home.download_button.setIcon(icon("download"))
+        self.home.models_button.setIcon(icon("models"))
+        self.home.sign_in_button.setIcon(icon("key"))
+        self.publish_missing_button.setIcon(icon("upload"))
+        self._show_scheme(self.themes.scheme)
+
+    # -- look ---------------------------------------------------------------------------------
+
+    def set_theme(self, choice: str) -> None:
+        """Use ``choice`` (system, light or dark) now and in later runs."""
+        self.themes.set_choice(choice)
+        for action in self.theme_actions.actions():
+            action.setChecked(action.data() == choice)
+        self._save_settings(replace(self.settings, theme=choice))
+
+    def toggle_dark(self) -> None:
+        self.set_theme("light" if self.themes.scheme == "dark" else "dark")
+
+    def _show_scheme(self, scheme: str) -> None:
+        dark = scheme == "dark"
+        self.sidebar.theme_button.setText("Light mode" if dark else "Dark mode")
+        self.sidebar.theme_button.setIcon(icon("sun" if dark else "moon"))
+        self.sidebar.theme_button.setToolTip(
+            "Switch to the light look" if dark else "Switch to the dark look"
+        )
 
     def shortcut_groups(self) -> dict[str, list[QAction]]:
         """Every action with a shortcut, by where it works (for Help → Keyboard shortcuts)."""
@@ -493,11 +551,13 @@ class MainWindow(QMainWindow):
         self._update_status()
 
     def _remember_catalog_files(self, files: list[str]) -> None:
-        if tuple(files) == self.settings.catalog_files:
-            return
-        self.settings = replace(self.settings, catalog_files=tuple(files))
+        if tuple(files) != self.settings.catalog_files:
+            self._save_settings(replace(self.settings, catalog_files=tuple(files)))
+
+    def _save_settings(self, settings: Settings) -> None:
+        self.settings = settings
         try:
-            self.settings_store.save(self.settings)
+            self.settings_store.save(settings)
         except MtpStudioError as exc:
             show_error(self, "Cannot save the settings", exc)
 
@@ -604,3 +664,9 @@ def _recent_conversations(path: Path) -> list[ConversationSummary]:
         return store.conversations()
     finally:
         store.close()
+
+
+def _application() -> QApplication:
+    app = QApplication.instance()
+    assert isinstance(app, QApplication), "the main window needs a QApplication"
+    return app

@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication, QMessageBox
 
+from app.engine.settings import SettingsStore
 from app.ui.main_window import MainWindow
 from app.ui.shell.home import MTP_EXPLAINED
 from app.ui.shell.pages import PAGES
@@ -54,15 +56,18 @@ def test_every_page_is_in_the_sidebar_and_the_view_menu_with_a_shortcut(
 def test_the_window_comes_back_as_it_was_left(open_window: Callable[[], MainWindow]) -> None:
     first = open_window()
     first.resize(760, 560)  # inside the offscreen screen (800×600): Qt keeps windows on screen
-    first.show_page("jobs")
+    first.show_page("catalog")
     first.browser.splitter.setSizes([700, 300])
     left, right = first.browser.splitter.sizes()
+    first.show_page("jobs")
     first.shutdown()
 
     second = open_window()
     assert second.current_page == "jobs" and second.monitor.isVisible()
     assert (second.width(), second.height()) == (760, 560)
-    assert second.browser.splitter.sizes() == [left, right]
+    second.show_page("catalog")
+    restored_left, restored_right = second.browser.splitter.sizes()
+    assert abs(restored_left - left) <= 4 and abs(restored_right - right) <= 4  # a handle's width
 
 
 def test_the_demo_chat_starts_from_home_and_comes_back_in_recent(
@@ -106,3 +111,23 @@ def test_the_demo_chat_starts_from_home_and_comes_back_in_recent(
     assert ("Chat", "Send the message", "Enter") in rows
     main_window.shutdown()
     qtbot.waitUntil(lambda: chat.shut_down, timeout=LOAD_TIMEOUT_MS)
+
+
+def test_the_dark_toggle_switches_the_look_and_is_kept(
+    open_window: Callable[[], MainWindow],
+) -> None:
+    window = open_window()
+    window.set_theme("light")
+    light_window = QApplication.palette().color(QPalette.ColorRole.Window).lightness()
+    window.sidebar.theme_button.click()
+    assert window.themes.scheme == "dark"
+    assert QApplication.palette().color(QPalette.ColorRole.Window).lightness() < light_window
+    assert window.sidebar.theme_button.text() == "Light mode"
+    checked = [a.data() for a in window.theme_actions.actions() if a.isChecked()]
+    assert checked == ["dark"]
+    window.shutdown()
+
+    again = open_window()  # the choice is a setting: the next run starts dark
+    assert again.themes.choice == "dark" and again.themes.scheme == "dark"
+    assert SettingsStore().load().theme == "dark"
+    again.set_theme("system")
