@@ -5,7 +5,8 @@ someone looks. This drives the real app against the local test hub (``tests/loca
 small model, a publishable source checkpoint and a catalog that has a broken entry, and saves a
 PNG per window or page. Run it under a real X server for real fonts and decorations:
 
-    xvfb-run -a .venv/bin/python tools/screenshots.py            # → scratch/screenshots/
+    xvfb-run -a -s "-screen 0 2048x1200x24" .venv/bin/python tools/screenshots.py
+    # → scratch/screenshots/
     QT_QPA_PLATFORM=offscreen .venv/bin/python tools/screenshots.py --out /tmp/shots
 
 Everything happens in a temporary home folder; the user's settings, history and token are
@@ -24,6 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 REPO = "acme/tiny-mtp-model"
+PAGE_SIZES = ((1024, 640), (1920, 1080))
 MY_CATALOG = """\
 # my own catalog
 models:
@@ -157,6 +159,7 @@ class Shooter:
         self.publish_tour(window)
         self.dialogs_tour(window)
         self.graft_tour(window)
+        self.pages_tour(window)
         window.shutdown()
         window.close()
         print(f"{self.count} screenshots in {self.out}")
@@ -290,6 +293,21 @@ class Shooter:
         chat.send("Write a function that reverses a string.")
         self.wait(lambda: not chat.streaming, 60)
         self.shot(window, "chat-grafted-gguf-drafts")
+
+    def pages_tour(self, window: object) -> None:
+        """Every page at a small laptop's size and at full HD, light and dark."""
+        window.showNormal()  # type: ignore[attr-defined]
+        for theme in ("light", "dark"):
+            window.set_theme(theme)  # type: ignore[attr-defined]
+            for width, height in PAGE_SIZES:
+                window.resize(width, height)  # type: ignore[attr-defined]
+                for key in window.page_widgets:  # type: ignore[attr-defined]
+                    window.show_page(key)  # type: ignore[attr-defined]
+                    self.shot(window, f"page-{theme}-{width}x{height}-{key}")
+            shortcuts = window.show_shortcuts()  # type: ignore[attr-defined]
+            self.shot(shortcuts, f"keyboard-shortcuts-{theme}")
+            shortcuts.close()
+        window.set_theme("system")  # type: ignore[attr-defined]
 
 
 if __name__ == "__main__":

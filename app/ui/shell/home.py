@@ -21,7 +21,6 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QPushButton,
     QScrollArea,
-    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
@@ -122,9 +121,11 @@ class HomePage(QWidget):
         layout.addSpacing(8)
         layout.addLayout(cards)
         layout.addSpacing(8)
-        layout.addLayout(recent, 1)
+        layout.addLayout(recent)
+        layout.addStretch(1)
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setWidget(content)
         outer = QVBoxLayout(self)
@@ -183,9 +184,8 @@ def _primary(text: str) -> QPushButton:
 def _card(title: str, text: str, buttons: list[QPushButton]) -> QFrame:
     card = QFrame()
     card.setObjectName("card")
-    card.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
     heading = QLabel(title)
-    heading.setObjectName("cardTitle")
+    heading.setObjectName("sectionTitle")
     body = QLabel(text)
     body.setWordWrap(True)
     body.setObjectName("muted")
@@ -195,12 +195,8 @@ def _card(title: str, text: str, buttons: list[QPushButton]) -> QFrame:
     layout.addWidget(heading)
     layout.addWidget(body)
     layout.addStretch(1)
-    row = QHBoxLayout()
-    row.setSpacing(8)
-    for button in buttons:
-        row.addWidget(button)
-    row.addStretch(1)
-    layout.addLayout(row)
+    for button in buttons:  # stacked: the cards keep their width on a small screen
+        layout.addWidget(button)
     return card
 
 
@@ -222,6 +218,7 @@ def _recent_list(empty_text: str) -> QListWidget:
     recent.setProperty("emptyText", empty_text)
     recent.setWordWrap(True)
     recent.setMinimumHeight(140)
+    recent.setMaximumHeight(320)
     _show_empty(recent)
     return recent
 

@@ -13,6 +13,7 @@ from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import (
     QFrame,
+    QHBoxLayout,
     QLabel,
     QListWidget,
     QListWidgetItem,
@@ -21,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.ui.resources import app_icon
 from app.ui.shell.pages import PAGES
 
 ICON_SIZE = QSize(20, 20)
@@ -37,7 +39,14 @@ class Sidebar(QFrame):
         self.setObjectName("sidebarPanel")
         self.setFixedWidth(WIDTH)
         self.brand = QLabel("MTP Studio")
-        self.brand.setObjectName("sidebarBrand")
+        self.brand.setObjectName("sectionTitle")
+        logo = QLabel()
+        logo.setPixmap(app_icon().pixmap(QSize(28, 28), self.devicePixelRatioF()))
+        brand_row = QHBoxLayout()
+        brand_row.setContentsMargins(8, 0, 0, 4)
+        brand_row.setSpacing(8)
+        brand_row.addWidget(logo)
+        brand_row.addWidget(self.brand, 1)
         self.list = QListWidget()
         self.list.setObjectName("sidebar")
         self.list.setIconSize(ICON_SIZE)
@@ -57,7 +66,7 @@ class Sidebar(QFrame):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 12, 8, 8)
         layout.setSpacing(8)
-        layout.addWidget(self.brand)
+        layout.addLayout(brand_row)
         layout.addWidget(self.list, 1)
         layout.addWidget(self.theme_button)
 
