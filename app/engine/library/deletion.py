@@ -119,6 +119,10 @@ def _plan_cache_delete(model: LibraryModel) -> DeletePlan:
     else:
         strategy = info.delete_revisions(*(revision.commit_hash for revision in repo.revisions))
         paths = (Path(repo.repo_path),)
+    freed = strategy.expected_freed_size
+    if strategy.repos:
+        scanned = {Path(file.blob_path) for revision in repo.revisions for file in revision.files}
+        freed += _unscanned_bytes(Path(repo.repo_path), scanned)
     blobs = Path(repo.repo_path) / "blobs"
     for blob in strategy.blobs:
         if Path(blob).parent != blobs:
@@ -127,7 +131,20 @@ def _plan_cache_delete(model: LibraryModel) -> DeletePlan:
                 f"{blobs}; the library does not follow links out of the cache — remove that "
                 "link by hand"
             )
-    return DeletePlan(model, paths, strategy.expected_freed_size, strategy)
+    return DeletePlan(model, paths, freed, strategy)
+
+
+def _unscanned_bytes(repo_folder: Path, blobs: set[Path]) -> int:
+    """Bytes of the regular files a repo's folder holds besides the blobs the cache scan
+    counted (refs, unfinished downloads): removing the whole folder frees them too."""
+    total = 0
+    for folder, _dirs, names in os.walk(repo_folder):
+        for name in names:
+            file = Path(folder) / name
+            if file in blobs or file.is_symlink() or not file.is_file():
+                continue
+            total += file.lstat().st_size
+    return total
 
 
 def _leftover_message(model: LibraryModel, leftovers: list[Path]) -> str:
