@@ -115,8 +115,17 @@ def test_a_model_reached_through_a_link_out_of_the_models_folder_is_refused(
     assert target.is_file() and single.is_file()
 
 
-def test_a_plan_for_a_repo_another_tool_removed_says_to_refresh(disk: DiskLayout) -> None:
+def test_a_plan_for_a_repo_another_tool_removed_or_damaged_says_what_to_do(
+    disk: DiskLayout,
+) -> None:
     model = _model(disk, disk.cached_hf)
+    blob = (disk.cached_hf / "config.json").resolve()
+    blob.unlink()  # a broken link: huggingface_hub's scan calls the repo damaged
+    with pytest.raises(LibraryError, match=r"it is damaged \(Blob missing .*remove that folder"):
+        plan_delete(model)
     shutil.rmtree(disk.repo_folder(HF_REPO))
-    with pytest.raises(LibraryError, match=r"no longer in the Hugging Face cache .*refresh"):
+    with pytest.raises(
+        LibraryError,
+        match=r"cannot be read from the Hugging Face cache .*deleted by another tool.*refresh",
+    ):
         plan_delete(model)

@@ -40,8 +40,9 @@ def test_every_model_on_disk_is_listed_once_with_its_place(disk: DiskLayout) -> 
     assert (q8.location.repo_id, q8.location.revision) == (GGUF_REPO, disk.second_revision)
     assert q8.location.refs == ("main",)
     assert q8.name == f"{GGUF_REPO} · demo-mtp-Q8_0.gguf"
-    assert q8.location.label == (
-        f"Hugging Face cache: {GGUF_REPO} @ main ({disk.second_revision[:7]})"
+    assert q8.location.label == f"Hugging Face cache (main, {disk.second_revision[:7]})"
+    assert q8.location.detail == (
+        f"{GGUF_REPO} at revision {disk.second_revision} in {disk.hub_cache}"
     )
     assert models[disk.cached_hf].name == HF_REPO
     assert models[disk.cached_hf].location.in_snapshot == ""

@@ -89,8 +89,16 @@ def test_the_page_lists_every_model_with_its_columns_and_where_it_looked(
         "Q8_0",
         format_bytes(size),
         "Sidecar paired: trunk/mtp.safetensors",
-        f"Models folder: {disk.models_dir}",
+        "Models folder",
     )
+    tooltip = page.proxy.index(driver.shown_paths().index(disk.folder_trunk), 0).data(
+        Qt.ItemDataRole.ToolTipRole
+    )
+    assert tooltip.splitlines()[:3] == [
+        str(disk.folder_trunk),
+        f"Models folder: {disk.models_dir}",
+        f"Sidecar: {disk.folder_sidecar}",
+    ]
     assert rows[disk.cached_trunk][4] == f"Sidecar not downloaded: {SIDECAR_REPO}"
     assert rows[DEMO_GGUF][4:] == ("Head inside (1 block)", "Bundled demo")
     assert rows[disk.opened_mlx][1:3] == ("MLX", "4-bit (group 64)")

@@ -70,7 +70,10 @@ def delete(plan: DeletePlan) -> int:
     """Carry out ``plan``; returns the bytes freed. Raises naming what could not be removed."""
     if plan.cache_strategy is not None:
         strategy = plan.cache_strategy
-        strategy.execute()  # logs, rather than raises, what it cannot remove: checked below
+        try:
+            strategy.execute()  # logs, rather than raises, most it cannot remove: checked below
+        except OSError as exc:
+            raise LibraryError(_failure_message(Path(exc.filename or plan.paths[0]), exc)) from None
         leftovers = [
             path
             for path in (*strategy.repos, *strategy.snapshots, *strategy.files, *strategy.blobs)
@@ -101,9 +104,13 @@ def _plan_cache_delete(model: LibraryModel) -> DeletePlan:
     if info is not None:
         repo = next((r for r in info.repos if Path(r.repo_path) == location.repo_folder), None)
     if info is None or repo is None:
+        damage = [
+            str(w) for w in (info.warnings if info else []) if str(location.repo_folder) in str(w)
+        ]
+        why = f"it is damaged ({damage[0]})" if damage else "deleted by another tool?"
         raise LibraryError(
-            f"{location.repo_folder} is no longer in the Hugging Face cache {location.root} "
-            "(deleted by another tool?); refresh the library"
+            f"{location.repo_folder} cannot be read from the Hugging Face cache {location.root} "
+            f"({why}); refresh the library, or remove that folder by hand if it stays"
         )
     snapshot = location.repo_folder / "snapshots" / (location.revision or "")
     files = selected_files(repo, selection_for(model.description, snapshot))

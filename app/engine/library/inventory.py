@@ -90,15 +90,26 @@ class Location:
 
     @property
     def label(self) -> str:
+        """Short, for a table cell: the kind of place (and the ref and revision in a cache)."""
         if self.kind == HF_CACHE:
-            refs = f"{', '.join(self.refs)} " if self.refs else ""
-            return f"Hugging Face cache: {self.repo_id} @ {refs}({(self.revision or '')[:7]})"
-        return {
-            BUNDLED: "Bundled demo",
-            MODELS_FOLDER: f"Models folder: {self.root}",
-            GRAFTED: f"Grafted copies: {self.root}",
-            OPENED_FILE: "Opened file",
-        }[self.kind]
+            refs = f"{', '.join(self.refs)}, " if self.refs else ""
+            return f"Hugging Face cache ({refs}{(self.revision or '')[:7]})"
+        return _PLACE_NAMES[self.kind]
+
+    @property
+    def detail(self) -> str:
+        """Long, for a tooltip: the repo and full revision, or the folder."""
+        if self.kind == HF_CACHE:
+            return f"{self.repo_id} at revision {self.revision} in {self.root}"
+        return f"{_PLACE_NAMES[self.kind]}: {self.root}" if self.root else _PLACE_NAMES[self.kind]
+
+
+_PLACE_NAMES = {
+    BUNDLED: "Bundled demo",
+    MODELS_FOLDER: "Models folder",
+    GRAFTED: "Grafted copies",
+    OPENED_FILE: "Opened file",
+}
 
 
 @dataclass(frozen=True)
@@ -242,6 +253,7 @@ def size_on_disk(description: ModelDescription, location: Location, caches: Cach
             snapshot = location.repo_folder / "snapshots" / (location.revision or "")
             selection = selection_for(description, snapshot)
             return blob_bytes(selected_files(scanned[1], selection))
+        return description.size_bytes  # a repo the cache scan calls damaged: the files' sizes
     return plain_bytes(model_targets(description))
 
 

@@ -220,7 +220,9 @@ class LibraryPage(QWidget):
         self.refresh_button.setEnabled(False)
         self.subtitle.setText("Looking for models…")
         run_in_background(
-            lambda: (number, build_inventory(sources)), self._on_scanned, self._on_scan_failed
+            lambda: (number, len(sources.opened), build_inventory(sources)),
+            self._on_scanned,
+            self._on_scan_failed,
         )
 
     def selected_model(self) -> LibraryModel | None:
@@ -238,8 +240,8 @@ class LibraryPage(QWidget):
 
     # -- scanning -----------------------------------------------------------------------------
 
-    def _on_scanned(self, outcome: tuple[int, Inventory]) -> None:
-        number, inventory = outcome
+    def _on_scanned(self, outcome: tuple[int, int, Inventory]) -> None:
+        number, opened_count, inventory = outcome
         if number != self._scan_number:
             return
         self.scanning = False
@@ -253,7 +255,7 @@ class LibraryPage(QWidget):
         if selected is not None:
             self.select(selected.path)
         self.stack.setCurrentWidget(self.table if inventory.models else self.empty_state)
-        self.subtitle.setText(_summary(inventory, len(self._history.opened_models())))
+        self.subtitle.setText(_summary(inventory, opened_count))
 
     def _on_scan_failed(self, exc: BaseException) -> None:
         self.scanning = False

@@ -94,7 +94,7 @@ class LibraryTableModel(QAbstractTableModel):
 
     @staticmethod
     def _tooltip(model: LibraryModel) -> str:
-        lines = [str(model.path)]
+        lines = [str(model.path), model.location.detail]
         if model.mtp.sidecar is not None:
             lines.append(f"Sidecar: {model.mtp.sidecar}")
         if model.mtp.note:
