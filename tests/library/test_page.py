@@ -251,9 +251,15 @@ def test_add_opened_remembers_the_file_for_the_chat_and_lists_it(
     extra = tmp_path / "extra.gguf"
     extra.write_bytes(DEMO_GGUF.read_bytes())
     driver.page.add_opened(extra)
-    driver.wait_scan()
-    assert extra in driver.shown_paths()
+    driver.qtbot.waitUntil(lambda: extra in driver.shown_paths(), timeout=SCAN_TIMEOUT_MS)
     assert driver.history.opened_models()[0] == extra
+
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"not a model")
+    driver.page.add_opened(broken)
+    driver.qtbot.waitUntil(lambda: "Not added" in driver.page.status.text())
+    assert str(broken) in driver.page.status.text()
+    assert broken not in driver.history.opened_models()
 
 
 def test_an_empty_library_says_how_to_get_a_model(qtbot, tmp_path: Path) -> None:

@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.chat.history import HistoryStore
+from app.engine.chat.model_files import ModelDescription, describe_model
 from app.engine.errors import MtpStudioError
 from app.engine.library.deletion import DeletePlan, delete, plan_delete
 from app.engine.library.inventory import (
@@ -83,7 +84,6 @@ class LibraryPage(QWidget):
         self._demo_dir = demo_dir
         self._catalog_sidecars: dict[str, str] = {}
         self._scan_number = 0
-        self._inventory: Inventory | None = None
         self._deleting: DeletePlan | None = None
         self._sized = False
         self.scanning = False
@@ -193,9 +193,20 @@ class LibraryPage(QWidget):
         self.refresh()
 
     def add_opened(self, path: Path) -> None:
-        """Remember a model the user opened (in the chat's history, like the chat does)."""
-        self._history.remember_model(Path(path))
+        """Remember a model the user opened in the chat's history (as the chat does: only when
+        it can be read), then rescan; reading its header happens in the background."""
+        path = Path(path)
+        run_in_background(lambda: describe_model(path), self._on_opened, self._on_open_failed)
+
+    def _on_opened(self, description: ModelDescription) -> None:
+        if description.problem is not None:
+            self.status.setText(f"Not added: {description.problem}")
+            return
+        self._history.remember_model(description.path)
         self.refresh()
+
+    def _on_open_failed(self, exc: BaseException) -> None:
+        self.status.setText(f"Not added: {readable(exc)}")
 
     def sources(self) -> LibrarySources:
         """Where to look, with the models folder as currently saved in Settings."""
@@ -247,7 +258,6 @@ class LibraryPage(QWidget):
         self.scanning = False
         self.refresh_button.setEnabled(True)
         selected = self.selected_model()
-        self._inventory = inventory
         self.table_model.set_models(list(inventory.models))
         if not self._sized and inventory.models:
             self.table.resizeColumnsToContents()
