@@ -52,3 +52,7 @@ class ServerError(MtpStudioError):
 
 class RemoteError(MtpStudioError):
     """A remote OpenAI-compatible server cannot be reached or answered with an error."""
+
+
+class LibraryError(MtpStudioError):
+    """A model on disk cannot be deleted (demo, outside the model folders, permission, in use)."""
