@@ -40,8 +40,8 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.catalog import CatalogEntry
-from app.engine.chat.conversation import ConversationSummary
-from app.engine.chat.history import HISTORY_FILE_NAME, HistoryStore
+from app.engine.chat.history import HISTORY_FILE_NAME
+from app.engine.chat.model_files import describe_model
 from app.engine.errors import MtpStudioError
 from app.engine.settings import AppDirs, Settings, SettingsStore, app_dirs, token_status
 from app.engine.store import JobState, JobStore
@@ -51,17 +51,20 @@ from app.ui.catalog.browser import CatalogBrowser
 from app.ui.catalog.publish_queue import PublishQueue, missing_sidecars
 from app.ui.catalog.status import SidecarStatusBook
 from app.ui.chat import ChatWindow
+from app.ui.chat.graft_action import GraftAction
+from app.ui.chat.window import open_history
 from app.ui.errors import readable, show_error
 from app.ui.icons import icon
 from app.ui.jobs.model import JobTableModel
 from app.ui.jobs.monitor import JobMonitor
 from app.ui.jobs.runner import JobRunner
+from app.ui.library.page import LibraryPage
 from app.ui.look import ThemeManager
 from app.ui.resources import app_icon
 from app.ui.server import ServerPanel
 from app.ui.settings_dialog import SettingsDialog, SignInDialog, token_summary
 from app.ui.shell.home import HomePage
-from app.ui.shell.pages import CATALOG, CHAT, HOME, JOBS, PAGES, SERVER
+from app.ui.shell.pages import CATALOG, CHAT, HOME, JOBS, MODELS, PAGES, SERVER
 from app.ui.shell.shortcuts import ShortcutsDialog, shortcut_rows
 from app.ui.shell.sidebar import Sidebar
 from app.ui.shell.window_state import WindowState
@@ -93,7 +96,10 @@ class MainWindow(QMainWindow):
         self.shut_down = False
         self.open_wizards: list[QWidget] = []
 
+        self.history, history_problem = open_history(self.dirs.data / HISTORY_FILE_NAME)
+        self.graft = GraftAction(self.runner, self.dirs.grafted_models, self)
         self.home = HomePage(self.jobs)
+        self.library = LibraryPage(self.dirs, self.settings, self.history, self)
         self.browser = CatalogBrowser(self.status_book, self)
         self.monitor = JobMonitor(self.runner, self.jobs)
         self.server_panel = ServerPanel(self)
@@ -110,6 +116,7 @@ class MainWindow(QMainWindow):
         QVBoxLayout(self.chat_page).setContentsMargins(0, 0, 0, 0)
         self.page_widgets: dict[str, QWidget] = {
             HOME: self.home,
+            MODELS: self.library,
             CATALOG: _page(
                 "Catalog",
                 "Models known to carry MTP heads, their downloads and their sidecars.",
@@ -164,6 +171,7 @@ class MainWindow(QMainWindow):
         for title, problem in (
             ("Settings could not be read", settings_problem),
             ("Job history could not be opened", store_problem),
+            ("Chat history could not be opened", history_problem),
         ):
             if problem is not None:
                 show_error(self, title, problem)
@@ -178,11 +186,20 @@ class MainWindow(QMainWindow):
         self.home.sign_in_requested.connect(self.open_sign_in)
         self.home.conversation_chosen.connect(self.open_conversation)
         self.home.jobs_requested.connect(lambda: self.show_page(JOBS))
+        self.home.models_requested.connect(lambda: self.show_page(MODELS))
+        self.library.chat_requested.connect(lambda path: self.open_chat().open_model(path))
+        self.library.graft_requested.connect(self.add_head)
+        self.library.download_sidecar_requested.connect(
+            lambda repo: self.open_download_wizard(repo, ("mtp.safetensors",))
+        )
+        self.graft.grafted.connect(self._on_grafted)
+        self.graft.failed.connect(lambda message: show_error(self, "Add the MTP head", message))
         self.browser.detail.download_model_requested.connect(self.download_model)
         self.browser.detail.download_sidecar_requested.connect(self.download_sidecar)
         self.browser.detail.publish_requested.connect(self.publish_sidecar)
         self.browser.detail.chat_requested.connect(self._chat)
         self.browser.catalog_changed.connect(self._update_title)
+        self.browser.catalog_changed.connect(self._tell_library_the_sidecars)
         self.browser.files_changed.connect(self._remember_catalog_files)
         self.publish_missing_button.clicked.connect(self.publish_missing_sidecars)
         self.cancel_queue_button.clicked.connect(self.publish_queue.cancel_waiting)
@@ -212,13 +229,11 @@ class MainWindow(QMainWindow):
         """Recent conversations (read in the background) and the sign-in state."""
         status = token_status()
         self.home.set_account(token_summary(), status.signed_in)
-        path = self.dirs.data / HISTORY_FILE_NAME
-        if path.is_file():
-            run_in_background(
-                lambda: _recent_conversations(path),
-                self.home.set_conversations,
-                lambda exc: self.home.set_conversations_problem(readable(exc)),
-            )
+        run_in_background(
+            self.history.conversations,
+            self.home.set_conversations,
+            lambda exc: self.home.set_conversations_problem(readable(exc)),
+        )
 
     def set_chat_handler(self, handler: ChatHandler) -> None:
         """Enable Chat in the detail pane; ``handler`` gets the selected catalog entry."""
@@ -325,6 +340,27 @@ class MainWindow(QMainWindow):
         self.publish_missing_box = box
         box.open()
         return box
+
+    def add_head(self, model: Path, sidecar: Path) -> None:
+        """Models page → "Add MTP head from sidecar": read the GGUF's header in the background,
+        then the graft asks before it writes (a job in Jobs)."""
+        run_in_background(
+            lambda: replace(describe_model(model), sidecar=sidecar),
+            self.graft.ask,
+            lambda exc: show_error(self, "Add the MTP head", readable(exc)),
+        )
+
+    def _on_grafted(self, path: Path) -> None:
+        self.library.refresh(select=path)
+
+    def _tell_library_the_sidecars(self) -> None:
+        self.library.set_catalog_sidecars(
+            {
+                entry.hf_repo: entry.mtp_sidecar_repo
+                for entry in self.browser.valid_entries()
+                if entry.mtp_sidecar_repo
+            }
+        )
 
     def _show_queue(self) -> None:
         self.queue_label.setText(self.publish_queue.summary())
@@ -628,6 +664,7 @@ class MainWindow(QMainWindow):
         self.runner.shutdown()
         self.status_book.shutdown()
         self.store.close()
+        self.history.close()
 
 
 def _page(
@@ -655,15 +692,6 @@ def _page(
     layout.addLayout(header)
     layout.addWidget(body, 1)
     return page
-
-
-def _recent_conversations(path: Path) -> list[ConversationSummary]:
-    """The newest conversations (read in a worker thread; the store is opened and closed here)."""
-    store = HistoryStore(path)
-    try:
-        return store.conversations()
-    finally:
-        store.close()
 
 
 def _application() -> QApplication:

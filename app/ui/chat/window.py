@@ -103,7 +103,7 @@ class ChatWindow(QMainWindow):
             self.setWindowFlags(Qt.WindowType.Widget)
         self.setObjectName("chatWindow")
         self.resize(1360, 860)
-        self.store, history_problem = _open_history(dirs.data / HISTORY_FILE_NAME)
+        self.store, history_problem = open_history(dirs.data / HISTORY_FILE_NAME)
         self.bridge = RuntimeBridge()
         self.remote_bridge = RemoteBridge()
         self.connection_store = ConnectionStore(dirs.config / CONNECTIONS_FILE_NAME)
@@ -799,7 +799,7 @@ class ChatWindow(QMainWindow):
         self.remote_bridge.shutdown(then=lambda: self.bridge.shutdown(then=self.store.close))
 
 
-def _open_history(path: Path) -> tuple[HistoryStore, str | None]:
+def open_history(path: Path) -> tuple[HistoryStore, str | None]:
     """The chat history, or a temporary one (and why) when it cannot be opened."""
     try:
         return HistoryStore(path), None

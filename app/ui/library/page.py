@@ -19,7 +19,7 @@ import contextlib
 from pathlib import Path
 
 from PySide6.QtCore import QPoint, Qt, QUrl, Signal
-from PySide6.QtGui import QAction, QDesktopServices, QPalette
+from PySide6.QtGui import QAction, QDesktopServices
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -84,6 +84,7 @@ class LibraryPage(QWidget):
         self._demo_dir = demo_dir
         self._catalog_sidecars: dict[str, str] = {}
         self._scan_number = 0
+        self._select_after_scan: Path | None = None
         self._deleting: DeletePlan | None = None
         self._sized = False
         self.scanning = False
@@ -91,13 +92,10 @@ class LibraryPage(QWidget):
         self.menu: QMenu | None = None
 
         self.title = QLabel("Models")
-        font = self.title.font()
-        font.setPointSizeF(font.pointSizeF() * 1.6)
-        font.setBold(True)
-        self.title.setFont(font)
+        self.title.setObjectName("pageTitle")
         self.subtitle = QLabel()
+        self.subtitle.setObjectName("pageSubtitle")
         self.subtitle.setWordWrap(True)
-        self.subtitle.setForegroundRole(QPalette.ColorRole.PlaceholderText)
         self.search = QLineEdit()
         self.search.setPlaceholderText("Filter by name, format, quantisation, MTP or location")
         self.search.setClearButtonEnabled(True)
@@ -143,8 +141,10 @@ class LibraryPage(QWidget):
         )
         self.buttons: dict[QAction, QPushButton] = {}
         buttons = QHBoxLayout()
+        short = {self.graft_action: "Add MTP head…", self.reveal_action: "Reveal"}
         for action in self.actions_in_order:
-            button = QPushButton(action.text())
+            button = QPushButton(short.get(action, action.text()))  # the menu says it in full
+            button.setToolTip(action.text())
             button.clicked.connect(action.trigger)
             self.buttons[action] = button
             buttons.addWidget(button)
@@ -154,7 +154,7 @@ class LibraryPage(QWidget):
         top.addWidget(self.search, 1)
         top.addWidget(self.refresh_button)
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(24, 20, 24, 16)
+        layout.setContentsMargins(20, 16, 20, 8)
         layout.setSpacing(10)
         layout.addWidget(self.title)
         layout.addWidget(self.subtitle)
@@ -222,8 +222,10 @@ class LibraryPage(QWidget):
             catalog_sidecars=dict(self._catalog_sidecars),
         )
 
-    def refresh(self) -> None:
-        """Scan in the background; the table fills when the scan ends (a later scan wins)."""
+    def refresh(self, select: Path | None = None) -> None:
+        """Scan in the background; the table fills when the scan ends (a later scan wins) and
+        ``select``'s row, if given, is selected then."""
+        self._select_after_scan = select
         self._scan_number += 1
         number = self._scan_number
         sources = self.sources()
@@ -258,12 +260,13 @@ class LibraryPage(QWidget):
         self.scanning = False
         self.refresh_button.setEnabled(True)
         selected = self.selected_model()
+        wanted = self._select_after_scan or (selected.path if selected is not None else None)
         self.table_model.set_models(list(inventory.models))
         if not self._sized and inventory.models:
             self.table.resizeColumnsToContents()
             self._sized = True
-        if selected is not None:
-            self.select(selected.path)
+        if wanted is not None:
+            self.select(wanted)
         self.stack.setCurrentWidget(self.table if inventory.models else self.empty_state)
         self.subtitle.setText(_summary(inventory, opened_count))
 
