@@ -478,6 +478,17 @@ class MainWindow(QMainWindow):
         self.home.models_button.setIcon(icon("models"))
         self.home.sign_in_button.setIcon(icon("key"))
         self.publish_missing_button.setIcon(icon("upload"))
+        library = self.library
+        for action, name in (
+            (library.chat_action, "chat"),
+            (library.graft_action, "graft"),
+            (library.download_action, "download"),
+            (library.reveal_action, "folder"),
+            (library.delete_action, "trash"),
+        ):
+            action.setIcon(icon(name))
+            library.buttons[action].setIcon(icon(name))
+        library.refresh_button.setIcon(icon("refresh"))
         self._show_scheme(self.themes.scheme)
 
     # -- look ---------------------------------------------------------------------------------

@@ -139,9 +139,10 @@ QHeaderView::section {
 QTableCornerButton::section { background: palette(base); border: none; }
 
 /* The sidebar: QListWidget#sidebar, one item per page, icon + text */
+QFrame#sidebarPanel { border: none; border-right: 1px solid palette(midlight); }
 QListWidget#sidebar {
-    background: palette(window); border: none; border-right: 1px solid palette(midlight);
-    border-radius: 0; padding: 12px 10px; icon-size: 20px;
+    background: palette(window); border: none; border-radius: 0; padding: 4px 2px;
+    icon-size: 20px;
 }
 QListWidget#sidebar::item {
     color: palette(window-text); padding: 9px 12px; margin: 1px 0; border: none;
