@@ -1,11 +1,13 @@
 """Load on ``mtp-studio serve``: N concurrent clients for a while against the demo model.
 
-``python bench/bench_serve.py [--clients 8] [--seconds 60] [--max-tokens 32] [--model PATH]``
+``python bench/bench_serve.py [--clients 8] [--seconds 60] [--max-tokens 32] [--mtp-depth auto|K]
+[--model PATH]``
 
 Starts ``serve`` in another process (as a user would), then each client sends chat requests back
 to back with the ``openai`` client (whole replies, temperature 0.7, a different prompt each time)
 until the time is up. Prints requests/s, latency p50/p99, errors, generated tokens/s and the MTP
-acceptance the server reports, and the resident memory (RSS) of the server process and of its
+acceptance and drafts per cycle the server reports (``serve``'s default depth, auto, unless
+``--mtp-depth`` says otherwise), and the resident memory (RSS) of the server process and of its
 inference worker at the start and at the end of the run, side by side.
 """
 
@@ -24,6 +26,8 @@ sys.path.insert(0, str(ROOT))
 
 from openai import OpenAI  # noqa: E402
 
+from app.commands.chat import depth_argument  # noqa: E402
+from app.engine.runtime.depth_policy import DEFAULT_MTP_DEPTH  # noqa: E402
 from tests.server.server_process import running_server  # noqa: E402
 
 PROMPTS = (
@@ -42,6 +46,7 @@ class Tally:
     completion_tokens: int = 0
     drafted: int = 0
     accepted: int = 0
+    cycles: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -88,6 +93,7 @@ def client_loop(
             tally.completion_tokens += reply.usage.completion_tokens
             tally.drafted += sum(mtp["drafted_by_depth"])
             tally.accepted += sum(mtp["accepted_by_depth"])
+            tally.cycles += mtp["cycles"]
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -100,7 +106,7 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--max-tokens", type=int, default=32)
-    parser.add_argument("--mtp-depth", type=int, default=3)
+    parser.add_argument("--mtp-depth", type=depth_argument, default=DEFAULT_MTP_DEPTH)
     parser.add_argument("--model", type=Path)
     args = parser.parse_args()
     serve_args = ["--mtp-depth", str(args.mtp_depth), "--queue-size", str(args.clients)]
@@ -140,10 +146,12 @@ def main() -> int:
             f"{statistics.mean(tally.latencies) * 1000:.0f} ms"
         )
         acceptance = tally.accepted / tally.drafted if tally.drafted else 0.0
+        drafts_per_cycle = tally.drafted / tally.cycles if tally.cycles else 0.0
         print(
             f"  generated tokens     {tally.completion_tokens} "
             f"({tally.completion_tokens / wall:.1f} tok/s served) · drafts accepted "
-            f"{tally.accepted}/{tally.drafted} ({acceptance:.0%})"
+            f"{tally.accepted}/{tally.drafted} ({acceptance:.0%}) · "
+            f"{drafts_per_cycle:.2f} drafts/cycle over {tally.cycles} cycles"
         )
     print(f"  errors               {len(tally.errors)}")
     for error in sorted(set(tally.errors))[:5]:

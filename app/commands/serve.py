@@ -20,13 +20,14 @@ import uvicorn
 
 from app.commands.chat import depth_argument
 from app.engine.errors import ServerError
-from app.engine.runtime.backend import LoadSettings
+from app.engine.runtime.backend import LoadSettings, ModelInfo
 from app.engine.runtime.backends import BACKEND_CHOICES
 from app.engine.runtime.client import RuntimeClient
 from app.engine.runtime.demo_model import demo_model_path
-from app.engine.runtime.request import check_mtp_depth
+from app.engine.runtime.depth_policy import AUTO, AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
 from app.engine.server.app import build_app
 from app.engine.server.config import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_QUEUE_SIZE, ServerConfig
+from app.engine.server.depth import deepest
 from app.engine.server.metrics import ServerMetrics
 from app.engine.server.request_log import RequestLogEntry
 from app.engine.server.scheduler import Scheduler
@@ -61,9 +62,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--mtp-depth",
         type=depth_argument,
-        default=3,
-        metavar="K",
-        help="tokens drafted per cycle unless a request sets mtp_depth; 0 = plain (default 3)",
+        default=DEFAULT_MTP_DEPTH,
+        metavar="K|auto",
+        help=(
+            "tokens drafted per cycle unless a request sets mtp_depth; 0 = plain decoding; auto = "
+            f"chosen before each cycle, 0 to {AUTO_MAX_DEPTH}, from the measured acceptance and "
+            f"cycle times, remembered per model and machine (default {DEFAULT_MTP_DEPTH}). A "
+            "request's mtp_depth may be auto or 0 to the larger of K and "
+            f"{LoadSettings().max_draft_depth}"
+        ),
     )
     parser.add_argument(
         "--queue-size",
@@ -87,9 +94,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not isinstance(args.mtp_depth, int):
-        raise ServerError("serve needs a fixed --mtp-depth (0 to 8); 'auto' is for chat only")
-    check_mtp_depth(args.mtp_depth)
     model = args.model if args.model is not None else demo_model_path()
     config = ServerConfig(
         model_path=model,
@@ -105,18 +109,18 @@ def run(args: argparse.Namespace) -> int:
     settings = LoadSettings(
         context_length=args.ctx,
         threads=args.threads,
-        max_draft_depth=max(args.mtp_depth, LoadSettings().max_draft_depth),
+        max_draft_depth=max(deepest(config.mtp_depth), LoadSettings().max_draft_depth),
     )
     emit = _log_writer(args.log_format)
     with RuntimeClient(model, backend=args.backend, settings=settings) as client:
         info = client.load()
         metrics = ServerMetrics(lambda: scheduler.waiting, lambda: scheduler.busy)
         scheduler = Scheduler(client, config.queue_size, on_finished=metrics.record_generation)
-        app = build_app(config, scheduler, metrics, emit, mtp_layers=info.mtp_layers)
+        app = build_app(config, scheduler, metrics, emit, model_info=info)
         scheduler.start()
         port = listener.getsockname()[1]
         url = dataclasses.replace(config, port=port).url
-        _announce(args.log_format, url, config, info.mtp_layers)
+        _announce(args.log_format, url, config, info)
         server = uvicorn.Server(
             uvicorn.Config(
                 app,
@@ -149,20 +153,33 @@ def _bind(host: str, port: int) -> socket.socket:
     return listener
 
 
-def _announce(log_format: str, url: str, config: ServerConfig, mtp_layers: int) -> None:
+def _announce(log_format: str, url: str, config: ServerConfig, info: ModelInfo) -> None:
     key = "API key required" if config.api_key else "no API key"
     if log_format == "json":
-        print(
-            json.dumps({"event": "listening", "url": url, "model": config.model_id}),
-            file=sys.stderr,
-        )
+        event = {
+            "event": "listening",
+            "url": url,
+            "model": config.model_id,
+            "mtp_depth": config.mtp_depth,
+        }
+        print(json.dumps(event), file=sys.stderr)
     else:
         print(
-            f"mtp-studio serve: {LISTENING} {url} · model {config.model_id} · MTP depth "
-            f"{config.mtp_depth} ({mtp_layers} head layer(s)) · {key}",
+            f"mtp-studio serve: {LISTENING} {url} · model {config.model_id} · "
+            f"{_describe_depth(config, info)} · {key}",
             file=sys.stderr,
         )
     sys.stderr.flush()
+
+
+def _describe_depth(config: ServerConfig, info: ModelInfo) -> str:
+    if not info.mtp_available:
+        return f"plain decoding ({info.mtp_unavailable_reason})"
+    if config.mtp_depth == AUTO:
+        depth = f"auto (0–{AUTO_MAX_DEPTH}, chosen each cycle)"
+    else:
+        depth = str(config.mtp_depth)
+    return f"MTP depth {depth} ({info.mtp_layers} head layer(s))"
 
 
 def _log_writer(log_format: str) -> Callable[[RequestLogEntry], None]:

@@ -1,8 +1,10 @@
-"""The `serve` processes the server tests share: an open one, and a keyed one with a queue of 1."""
+"""The `serve` processes the server tests share: an open one with the default settings (auto MTP
+depth), and a keyed one with a queue of 1; each keeps its app folders in a temporary home."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -12,12 +14,18 @@ API_KEY = "test-key-0123456789"
 
 
 @pytest.fixture(scope="session")
-def server() -> Iterator[ServerProcess]:
-    with running_server("--mtp-depth", "3") as process:
+def server_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("serve-home")
+
+
+@pytest.fixture(scope="session")
+def server(server_home: Path) -> Iterator[ServerProcess]:
+    with running_server(home=server_home) as process:
         yield process
 
 
 @pytest.fixture(scope="session")
-def keyed_server() -> Iterator[ServerProcess]:
-    with running_server("--api-key", API_KEY, "--queue-size", "1") as process:
+def keyed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    home = tmp_path_factory.mktemp("keyed-serve-home")
+    with running_server("--api-key", API_KEY, "--queue-size", "1", home=home) as process:
         yield process

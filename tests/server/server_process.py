@@ -1,12 +1,14 @@
 """``mtp-studio serve`` run as a real subprocess for the tests, as a user (or the panel) runs it.
 
 :func:`running_server` starts it on a free port, waits for its ``listening on URL`` line and
-collects everything it writes on stderr (the request log) for the tests to read.
+collects everything it writes on stderr (the request log) for the tests to read. Given ``home``,
+the server's app folders (where the adaptive depth keeps what it learnt) live there.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import subprocess
 import sys
@@ -14,6 +16,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 STARTUP_SECONDS = 120
 _LISTENING = re.compile(r"listening on (http://\S+/v1)")
@@ -50,12 +53,14 @@ def serve_command(*args: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def running_server(*args: str) -> Iterator[ServerProcess]:
+def running_server(*args: str, home: Path | None = None) -> Iterator[ServerProcess]:
+    env = None if home is None else {**os.environ, "MTP_STUDIO_HOME": str(home)}
     process = subprocess.Popen(
         serve_command("--port", "0", *args),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        env=env,
     )
     server = ServerProcess(process)
     assert process.stderr is not None

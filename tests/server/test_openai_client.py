@@ -2,7 +2,8 @@
 
 Models list, whole and streamed chat replies, raw completions, stop sequences, four concurrent
 requests, a disconnect that cancels the generation, MTP statistics in every reply and in
-/metrics, and the server binding only the loopback address.
+/metrics, and the server binding only the loopback address. The server runs with its default
+depth (auto); tests that check per-depth drafts ask for a fixed ``mtp_depth``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ MODEL = "demo-mtp"
 PROMPT = [{"role": "user", "content": "Hello, who are you?"}]
 LONG_PROMPT = [{"role": "user", "content": "Write a long story about a dragon."}]
 DEPTH = 3
+FIXED = {"mtp_depth": DEPTH}
 
 
 def client_for(server: ServerProcess) -> OpenAI:
@@ -41,12 +43,12 @@ def metric(server: ServerProcess, name: str, labels: str = "") -> float:
 def test_models_lists_the_served_model_with_its_mtp_head(server: ServerProcess) -> None:
     models = client_for(server).models.list()
     assert [model.id for model in models.data] == [MODEL]
-    assert models.data[0].model_extra["mtp"] == {"layers": 1, "depth": DEPTH}
+    assert models.data[0].model_extra["mtp"] == {"layers": 1, "depth": "auto"}
 
 
 def test_whole_chat_reply_has_text_usage_and_mtp_statistics(server: ServerProcess) -> None:
     reply = client_for(server).chat.completions.create(
-        model=MODEL, messages=PROMPT, max_tokens=24, temperature=0
+        model=MODEL, messages=PROMPT, max_tokens=24, temperature=0, extra_body=FIXED
     )
     choice = reply.choices[0]
     assert choice.message.role == "assistant" and choice.message.content
@@ -65,11 +67,16 @@ def test_streamed_reply_equals_the_whole_one_and_ends_with_statistics(
 ) -> None:
     client = client_for(server)
     whole = client.chat.completions.create(
-        model=MODEL, messages=PROMPT, max_tokens=40, temperature=0
+        model=MODEL, messages=PROMPT, max_tokens=40, temperature=0, extra_body=FIXED
     )
     chunks = list(
         client.chat.completions.create(
-            model=MODEL, messages=PROMPT, max_tokens=40, temperature=0, stream=True
+            model=MODEL,
+            messages=PROMPT,
+            max_tokens=40,
+            temperature=0,
+            stream=True,
+            extra_body=FIXED,
         )
     )
     pieces = [chunk.choices[0].delta.content or "" for chunk in chunks]
@@ -87,7 +94,9 @@ def test_streamed_reply_equals_the_whole_one_and_ends_with_statistics(
 def test_sampling_fields_and_seed_make_a_reply_reproducible(server: ServerProcess) -> None:
     client = client_for(server)
     settings = dict(temperature=0.8, top_p=0.9, max_tokens=24, seed=1234)
-    extra = {"top_k": 40, "min_p": 0.05}
+    # auto picks each cycle's depth by measured speed, and the depths decide which random draws a
+    # sampled reply uses: a seed reproduces a reply at a fixed depth
+    extra = {"top_k": 40, "min_p": 0.05, **FIXED}
     replies = [
         client.chat.completions.create(model=MODEL, messages=PROMPT, extra_body=extra, **settings)
         for _ in range(2)
@@ -145,7 +154,7 @@ def test_raw_completions_whole_and_streamed(server: ServerProcess) -> None:
     whole = client.completions.create(
         model=MODEL, prompt="def main():", max_tokens=16, temperature=0
     )
-    assert whole.choices[0].text and whole.model_extra["mtp"]["depth"] == DEPTH
+    assert whole.choices[0].text and whole.model_extra["mtp"]["depth"] == "auto"
     streamed = list(
         client.completions.create(
             model=MODEL, prompt="def main():", max_tokens=16, temperature=0, stream=True
@@ -215,7 +224,7 @@ def test_client_giving_up_on_a_whole_reply_cancels_it(server: ServerProcess) -> 
 def test_metrics_count_requests_tokens_and_acceptance_by_depth(server: ServerProcess) -> None:
     before = metric(server, "mtp_studio_generated_tokens_total")
     reply = client_for(server).chat.completions.create(
-        model=MODEL, messages=PROMPT, max_tokens=16, temperature=0
+        model=MODEL, messages=PROMPT, max_tokens=16, temperature=0, extra_body=FIXED
     )
     assert metric(server, "mtp_studio_generated_tokens_total") - before == (
         reply.usage.completion_tokens

@@ -22,7 +22,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from app.engine.runtime.request import GenerationResult, TokenChunk
+from app.engine.runtime.backend import ModelInfo
+from app.engine.runtime.request import MAX_DRAFT_DEPTH, GenerationResult, TokenChunk
 from app.engine.server import replies
 from app.engine.server.api_errors import (
     ApiError,
@@ -33,7 +34,12 @@ from app.engine.server.api_errors import (
 )
 from app.engine.server.config import ServerConfig
 from app.engine.server.metrics import CONTENT_TYPE, ServerMetrics
-from app.engine.server.parsing import ParsedRequest, parse_chat_body, parse_completion_body
+from app.engine.server.parsing import (
+    ParsedRequest,
+    RequestDefaults,
+    parse_chat_body,
+    parse_completion_body,
+)
 from app.engine.server.request_log import RequestLogEntry
 from app.engine.server.scheduler import Job, JobFailed, QueueFull, Scheduler
 from app.engine.server.stop_strings import StopScanner
@@ -59,13 +65,19 @@ class _Server:
         scheduler: Scheduler,
         metrics: ServerMetrics,
         log: Callable[[RequestLogEntry], None],
-        mtp_layers: int,
+        model_info: ModelInfo,
     ) -> None:
         self.config = config
         self.scheduler = scheduler
         self.metrics = metrics
         self.log = log
-        self.mtp_layers = mtp_layers
+        self.mtp_layers = model_info.mtp_layers
+        self.request_defaults = RequestDefaults(
+            depth=config.mtp_depth,
+            max_tokens=config.default_max_tokens,
+            # without a usable head every depth decodes plainly (the reply's note says why)
+            max_depth=model_info.max_draft_depth if model_info.mtp_available else MAX_DRAFT_DEPTH,
+        )
         self.started = int(time.time())
 
     # --- plumbing -------------------------------------------------------------------------
@@ -148,11 +160,7 @@ class _Server:
         request.state.logged = False
         started = time.monotonic()
         parse = parse_chat_body if chat else parse_completion_body
-        parsed = parse(
-            await _json_body(request),
-            default_depth=self.config.mtp_depth,
-            default_max_tokens=self.config.default_max_tokens,
-        )
+        parsed = parse(await _json_body(request), self.request_defaults)
         if parsed.model not in (None, self.config.model_id):
             raise unknown_model(parsed.model, self.config.model_id)
         try:
@@ -313,9 +321,9 @@ def build_app(
     metrics: ServerMetrics,
     log: Callable[[RequestLogEntry], None],
     *,
-    mtp_layers: int,
+    model_info: ModelInfo,
 ) -> Starlette:
-    server = _Server(config, scheduler, metrics, log, mtp_layers)
+    server = _Server(config, scheduler, metrics, log, model_info)
 
     async def not_found(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)

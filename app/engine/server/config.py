@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.engine.errors import ServerError
+from app.engine.runtime.depth_policy import DEFAULT_MTP_DEPTH
+from app.engine.server.depth import DepthSetting, check_depth_setting
 
 LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost"})
 DEFAULT_HOST = "127.0.0.1"
@@ -20,19 +22,21 @@ DEFAULT_QUEUE_SIZE = 16
 
 @dataclass(frozen=True)
 class ServerConfig:
-    """``queue_size``: requests that may wait behind the running one before a 503."""
+    """``mtp_depth``: a request's depth unless it sends ``mtp_depth`` (``auto`` or 0–8).
+    ``queue_size``: requests that may wait behind the running one before a 503."""
 
     model_path: Path
     model_id: str
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     api_key: str | None = None
-    mtp_depth: int = 3
+    mtp_depth: DepthSetting = DEFAULT_MTP_DEPTH
     queue_size: int = DEFAULT_QUEUE_SIZE
     default_max_tokens: int = 512
 
     def __post_init__(self) -> None:
         check_bind(self.host, self.api_key)
+        check_depth_setting(self.mtp_depth)
         if not 0 <= self.port <= 65535:
             raise ServerError(f"port {self.port} is invalid: use 1–65535 (0 picks a free one)")
         if self.queue_size < 1:

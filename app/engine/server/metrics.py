@@ -1,8 +1,10 @@
 """``GET /metrics``: the server's counters in Prometheus text format (prometheus-client).
 
 Requests by endpoint and status, prompt and generated tokens, drafted and accepted tokens by draft
-depth (acceptance at depth i = accepted / drafted, runtime.md §2), the last request's decode
-speed, and how many requests wait. Each server owns its registry, so several can share a process.
+depth (acceptance at depth i = accepted / drafted, runtime.md §2), MTP cycles and their drafts by
+the requests' depth setting ("auto" or K: drafts ÷ cycles is the mean depth auto chose), the last
+request's decode speed, and how many requests wait. Each server owns its registry, so several can
+share a process.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from app.engine.runtime.request import GenerationResult
+from app.engine.server.depth import reported_depth
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 PREFIX = "mtp_studio"
@@ -51,6 +54,19 @@ class ServerMetrics:
             ["depth"],
             registry=self.registry,
         )
+        self._cycles = Counter(
+            f"{PREFIX}_cycles",
+            "MTP cycles (drafts, then one verify call), by the requests' depth setting: auto or K",
+            ["depth_setting"],
+            registry=self.registry,
+        )
+        self._cycle_drafts = Counter(
+            f"{PREFIX}_cycle_draft_tokens",
+            "MTP draft tokens proposed, by the requests' depth setting; divided by "
+            f"{PREFIX}_cycles_total it is the mean drafts per cycle (with auto: the depths chosen)",
+            ["depth_setting"],
+            registry=self.registry,
+        )
         self._decode_speed = Gauge(
             f"{PREFIX}_decode_tokens_per_second",
             "Decode speed of the last finished generation (tokens/s, prefill excluded)",
@@ -82,6 +98,10 @@ class ServerMetrics:
         ):
             self._drafted.labels(depth=str(depth)).inc(drafted)
             self._accepted.labels(depth=str(depth)).inc(accepted)
+        if stats.cycles:
+            setting = str(reported_depth(stats))
+            self._cycles.labels(depth_setting=setting).inc(stats.cycles)
+            self._cycle_drafts.labels(depth_setting=setting).inc(sum(stats.drafted_by_depth))
         if stats.generated_tokens:
             self._decode_speed.set(stats.decode_tokens_per_second)
 

@@ -1,20 +1,24 @@
 """OpenAI request bodies → the runtime's :class:`GenerationRequest`, with 400s for bad fields.
 
 Sampling fields follow OpenAI's names and defaults (temperature 1, top_p 1) plus the ones local
-servers commonly accept (top_k, min_p, seed). ``mtp_depth`` is an extension: 0 turns MTP off for
-one request. Every refusal names the field and the accepted range.
+servers commonly accept (top_k, min_p, seed). ``mtp_depth`` is an extension: ``"auto"`` or a fixed
+depth for one request (0 turns MTP off), up to the depth the model was loaded for. Every refusal
+names the field and the accepted values.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from app.engine.errors import RuntimeBackendError
+from app.engine.runtime.depth_policy import AUTO
 from app.engine.runtime.prompting import ChatMessage
 from app.engine.runtime.request import MAX_DRAFT_DEPTH, GenerationRequest
 from app.engine.runtime.sampling import SamplerSettings
 from app.engine.server.api_errors import bad_request
+from app.engine.server.depth import DepthSetting, allowed_depths, deepest
 
 CHAT_ROLES = ("system", "user", "assistant")
 MAX_STOP_SEQUENCES = 4
@@ -31,29 +35,37 @@ class ParsedRequest:
     include_usage_chunk: bool
 
 
-def parse_chat_body(body: Any, *, default_depth: int, default_max_tokens: int) -> ParsedRequest:
+@dataclass(frozen=True)
+class RequestDefaults:
+    """What a request gets for the fields it leaves out, and the deepest ``mtp_depth`` it may
+    ask for (the depth the model was loaded for)."""
+
+    depth: DepthSetting
+    max_tokens: int
+    max_depth: int = MAX_DRAFT_DEPTH
+
+
+def parse_chat_body(body: Any, defaults: RequestDefaults) -> ParsedRequest:
     body = _object(body)
     raw_messages = body.get("messages")
     if not isinstance(raw_messages, list) or not raw_messages:
         raise bad_request("'messages' must be a non-empty array of messages", "messages")
     messages = tuple(_message(item, index) for index, item in enumerate(raw_messages))
-    return _parsed(body, {"messages": messages}, default_depth, default_max_tokens)
+    return _parsed(body, {"messages": messages}, defaults)
 
 
-def parse_completion_body(
-    body: Any, *, default_depth: int, default_max_tokens: int
-) -> ParsedRequest:
+def parse_completion_body(body: Any, defaults: RequestDefaults) -> ParsedRequest:
     body = _object(body)
     prompt = body.get("prompt")
     if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
         prompt = prompt[0]
     if not isinstance(prompt, str) or not prompt:
         raise bad_request("'prompt' must be a non-empty string (one prompt per request)", "prompt")
-    return _parsed(body, {"prompt": prompt}, default_depth, default_max_tokens)
+    return _parsed(body, {"prompt": prompt}, defaults)
 
 
 def _parsed(
-    body: dict[str, Any], source: dict[str, Any], default_depth: int, default_max_tokens: int
+    body: dict[str, Any], source: dict[str, Any], defaults: RequestDefaults
 ) -> ParsedRequest:
     model = body.get("model")
     if model is not None and not isinstance(model, str):
@@ -61,10 +73,8 @@ def _parsed(
     if _number(body, "n", 1) != 1:
         raise bad_request("'n' must be 1: this server generates one choice per request", "n")
     tokens_field = "max_completion_tokens" if "max_completion_tokens" in body else "max_tokens"
-    max_tokens = _integer(body, tokens_field, default_max_tokens)
-    depth = _integer(body, "mtp_depth", default_depth)
-    if not 0 <= depth <= MAX_DRAFT_DEPTH:
-        raise bad_request(f"'mtp_depth' must be 0 to {MAX_DRAFT_DEPTH}, got {depth}", "mtp_depth")
+    max_tokens = _integer(body, tokens_field, defaults.max_tokens)
+    depth = _depth(body.get("mtp_depth"), defaults)
     try:
         sampler = SamplerSettings(
             temperature=_number(body, "temperature", 1.0),
@@ -74,7 +84,11 @@ def _parsed(
             seed=None if body.get("seed") is None else _integer(body, "seed", 0),
         )
         generation = GenerationRequest(
-            **source, max_tokens=max_tokens, sampler=sampler, mtp_depth=depth
+            **source,
+            max_tokens=max_tokens,
+            sampler=sampler,
+            mtp_depth=deepest(depth),
+            adaptive_depth=depth == AUTO,
         )
     except RuntimeBackendError as exc:
         raise bad_request(str(exc)) from exc
@@ -88,6 +102,23 @@ def _parsed(
         stream=bool(body.get("stream", False)),
         include_usage_chunk=bool(stream_options.get("include_usage", False)),
     )
+
+
+def _depth(value: Any, defaults: RequestDefaults) -> DepthSetting:
+    if value is None:
+        return defaults.depth
+    if value == AUTO or (
+        isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= defaults.max_depth
+    ):
+        return value
+    given = json.dumps(value)
+    message = f"'mtp_depth' must be {allowed_depths(defaults.max_depth)}, got {given}"
+    if isinstance(value, int) and defaults.max_depth < value <= MAX_DRAFT_DEPTH:
+        message += (
+            f" (the server loaded the model for depths up to {defaults.max_depth}; start it with "
+            f"--mtp-depth {value} to allow it)"
+        )
+    raise bad_request(message, "mtp_depth")
 
 
 def _object(body: Any) -> dict[str, Any]:

@@ -1,8 +1,11 @@
 """The JSON objects the server answers with, in OpenAI's shapes, plus the ``mtp`` extension.
 
 ``mtp`` holds the request's :class:`DecodeStats` as ``DecodeStats.to_dict`` writes them (drafted
-and accepted by depth, acceptance, tokens per cycle, decode tok/s, TTFT …): in whole replies, and
-in the last chunk of a stream. Remote clients (``chat --endpoint``) read it back.
+and accepted by depth, acceptance, tokens per cycle, drafts per cycle, decode tok/s, TTFT …): in
+whole replies, and in the last chunk of a stream. Its ``depth`` is ``"auto"`` where the depth was
+chosen each cycle (``max_depth`` is then the deepest it could draft, ``mean_draft_depth`` what it
+drafted per cycle on average), else the fixed depth. Remote clients (``chat --endpoint``) read
+it back.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Any
 
 from app.engine.runtime.request import GenerationResult
 from app.engine.runtime.stats import DecodeStats
+from app.engine.server.depth import reported_depth
 
 MTP_EXTENSION = "mtp"
 _FINISH_REASONS = {"stop": "stop", "length": "length", "context": "length", "cancelled": "stop"}
@@ -37,7 +41,7 @@ def usage(result: GenerationResult) -> dict[str, int]:
 
 
 def mtp_extension(stats: DecodeStats) -> dict[str, Any]:
-    return stats.to_dict()
+    return {**stats.to_dict(), "depth": reported_depth(stats), "max_depth": stats.depth}
 
 
 def chat_completion(

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
+from app.engine.runtime.depth_policy import AUTO
 from app.engine.runtime.request import GenerationResult
+from app.engine.server.depth import reported_depth
 
 LOG_EVENT = "request"
 
@@ -27,6 +29,9 @@ class RequestLogEntry:
     decode_tokens_per_second: float = 0.0
     acceptance_by_depth: tuple[float, ...] = ()
     tokens_per_cycle: float = 0.0
+    mtp_depth: int | str = 0
+    """``"auto"`` where the depth was chosen each cycle, else the fixed depth (0 = plain)."""
+    drafts_per_cycle: float = 0.0
     error: str | None = None
 
     @classmethod
@@ -45,6 +50,8 @@ class RequestLogEntry:
             decode_tokens_per_second=stats.decode_tokens_per_second,
             acceptance_by_depth=stats.acceptance_by_depth,
             tokens_per_cycle=stats.tokens_per_cycle,
+            mtp_depth=reported_depth(stats),
+            drafts_per_cycle=stats.mean_draft_depth,
         )
 
     def to_json(self) -> str:
@@ -75,6 +82,8 @@ class RequestLogEntry:
             if self.acceptance_by_depth:
                 rates = " / ".join(f"{rate:.0%}" for rate in self.acceptance_by_depth)
                 line += f" · acceptance {rates}"
+            if self.mtp_depth == AUTO:
+                line += f" · depth auto, {self.drafts_per_cycle:.2f} drafts/cycle"
         if self.error:
             line += f" · {self.error}"
         return line

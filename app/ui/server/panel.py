@@ -29,11 +29,16 @@ from PySide6.QtWidgets import (
 
 from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.demo_model import demo_model_path
+from app.engine.runtime.depth_policy import AUTO, AUTO_MAX_DEPTH
+from app.engine.runtime.request import MAX_DRAFT_DEPTH
 from app.engine.server.config import DEFAULT_PORT
 from app.engine.server.request_log import RequestLogEntry
 
 LOG_LINES = 500
 STOP_GRACE_MS = 5000
+AUTO_DEPTH_VALUE = -1
+"""The depth spin box's minimum, shown as ``AUTO_DEPTH_TEXT``: the depth adapts each cycle."""
+AUTO_DEPTH_TEXT = "Auto (recommended)"
 
 
 def serve_command(*args: str) -> list[str]:
@@ -68,9 +73,14 @@ class ServerPanel(QWidget):
         self.port_spin.setRange(1, 65535)
         self.port_spin.setValue(DEFAULT_PORT)
         self.depth_spin = QSpinBox()
-        self.depth_spin.setRange(0, 8)
-        self.depth_spin.setValue(3)
-        self.depth_spin.setToolTip("MTP tokens drafted per cycle; 0 = plain decoding")
+        self.depth_spin.setRange(AUTO_DEPTH_VALUE, MAX_DRAFT_DEPTH)
+        self.depth_spin.setSpecialValueText(AUTO_DEPTH_TEXT)
+        self.depth_spin.setValue(AUTO_DEPTH_VALUE)
+        self.depth_spin.setToolTip(
+            f"MTP tokens drafted per cycle. Auto chooses 0 to {AUTO_MAX_DEPTH} before each cycle "
+            "from the measured acceptance and speed, and remembers it per model; 0 = plain "
+            "decoding. A request's own mtp_depth overrides it."
+        )
 
         self.start_button = QPushButton("Start")
         self.start_button.clicked.connect(self.start)
@@ -117,6 +127,11 @@ class ServerPanel(QWidget):
     def running(self) -> bool:
         return self._process is not None
 
+    def mtp_depth(self) -> str:
+        """The chosen ``--mtp-depth``: ``auto`` or a whole number."""
+        value = self.depth_spin.value()
+        return AUTO if value == AUTO_DEPTH_VALUE else str(value)
+
     def start(self) -> None:
         if self._process is not None:
             return
@@ -130,7 +145,7 @@ class ServerPanel(QWidget):
             "--port",
             str(self.port_spin.value()),
             "--mtp-depth",
-            str(self.depth_spin.value()),
+            self.mtp_depth(),
             "--log-format",
             "json",
         )
@@ -186,7 +201,10 @@ class ServerPanel(QWidget):
             self.url = str(event["url"])
             self.url_edit.setText(self.url)
             self.copy_button.setEnabled(True)
-            self.status_label.setText(f"Serving {event.get('model')} at {self.url}")
+            depth = event.get("mtp_depth", self.mtp_depth())
+            self.status_label.setText(
+                f"Serving {event.get('model')} at {self.url} · MTP depth {depth}"
+            )
             self.url_changed.emit(self.url)
         else:
             self.log_view.appendPlainText(line)  # start-up errors, tracebacks
