@@ -83,6 +83,7 @@ class ServerPanel(QWidget):
         )
 
         self.start_button = QPushButton("Start")
+        self.start_button.setProperty("primary", True)
         self.start_button.clicked.connect(self.start)
         self.stop_button = QPushButton("Stop")
         self.stop_button.clicked.connect(self.stop)
