@@ -100,6 +100,9 @@ class MainWindow(QMainWindow):
         self.graft = GraftAction(self.runner, self.dirs.grafted_models, self)
         self.home = HomePage(self.jobs)
         self.library = LibraryPage(self.dirs, self.settings, self.history, self)
+        self.library.model_in_use = lambda: (
+            self.chat_window.loaded_model if self.chat_window else None
+        )
         self.browser = CatalogBrowser(self.status_book, self)
         self.monitor = JobMonitor(self.runner, self.jobs)
         self.server_panel = ServerPanel(self)

@@ -94,3 +94,24 @@ def test_download_sidecar_opens_the_wizard_on_the_sidecar_repo(
     window.library.download_action.trigger()
     wizard = next(w for w in window.open_wizards if isinstance(w, DownloadWizard))
     assert wizard.repo_page.repo_edit.text() == ENTRY_SIDECAR
+
+
+def test_the_model_loaded_in_the_chat_is_not_deleted_under_it(
+    qtbot, models_folder: Path, open_window: Callable[[], MainWindow]
+) -> None:
+    window = open_window()
+    window.show_page("models")
+    _scanned(qtbot, window)
+    base = models_folder / "demo-trunk.gguf"
+    assert window.library.select(base)
+    window.library.chat_action.trigger()
+    chat = window.chat_window
+    assert chat is not None
+    qtbot.waitUntil(lambda: chat.loaded_model == base, timeout=LOAD_TIMEOUT_MS)
+    window.show_page("models")
+    assert window.library.select(base)
+    window.library.delete_action.trigger()
+    assert "is loaded in the chat" in window.library.status.text()
+    assert window.library.confirmation is None and base.is_file()
+    window.shutdown()
+    qtbot.waitUntil(lambda: chat.shut_down, timeout=LOAD_TIMEOUT_MS)

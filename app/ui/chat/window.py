@@ -346,6 +346,13 @@ class ChatWindow(QMainWindow):
             )
             self.rescan_models()
 
+    @property
+    def loaded_model(self) -> Path | None:
+        """The local model loading or loaded in the worker, if any."""
+        if self._model is not None and self._model_state in ("loading", "ready"):
+            return self._model.path
+        return None
+
     def use_demo_model(self) -> None:
         """Load the bundled demo model (what "Chat with the demo model" means)."""
         demo = self._demo_dir / DEMO_MODEL_FILENAME

@@ -16,6 +16,7 @@ that owns those jobs.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QPoint, Qt, QUrl, Signal
@@ -85,6 +86,8 @@ class LibraryPage(QWidget):
         self._catalog_sidecars: dict[str, str] = {}
         self._scan_number = 0
         self._select_after_scan: Path | None = None
+        self.model_in_use: Callable[[], Path | None] = lambda: None
+        """The model the chat has loaded (the main window sets it): never deleted under it."""
         self._deleting: DeletePlan | None = None
         self._sized = False
         self.scanning = False
@@ -335,6 +338,11 @@ class LibraryPage(QWidget):
         """Work out what deleting the selected model frees (in the background), then ask."""
         model = self.selected_model()
         if model is None or not model.deletable or self._deleting is not None:
+            return
+        if model.path == self.model_in_use():
+            self.status.setText(
+                f"{model.name} is loaded in the chat: choose another model there, then delete it."
+            )
             return
         self.status.setText(f"Working out what deleting {model.name} frees…")
         run_in_background(lambda: plan_delete(model), self._confirm_delete, self._on_delete_failed)
