@@ -89,7 +89,7 @@ def test_an_invalid_value_is_refused_and_the_good_file_kept(home: IsolatedHome) 
 def test_unknown_fields_from_a_newer_minor_release_are_ignored(home: IsolatedHome) -> None:
     store = SettingsStore()
     store.path.parent.mkdir(parents=True)
-    store.path.write_text('{"version": 1, "default_backend": "mlx", "theme": "dark"}')
+    store.path.write_text('{"version": 1, "default_backend": "mlx", "sidebar": "wide"}')
     assert store.load() == Settings(default_backend="mlx")
 
 

@@ -7,9 +7,11 @@ never carry colours or paddings of their own. Start it once, after the QApplicat
     themes.set_choice("dark")                       # the toggle; save the choice in Settings.theme
     themes.changed.connect(widget.refresh_colours)  # "light"/"dark", after the new palette is set
 
-Icons (:func:`app.ui.icons.icon`) re-tint by themselves; code highlighting and anything else
-painted with its own colours should listen to ``changed`` and read ``QApplication.palette()``
-(or ``SCHEMES[scheme]`` for the status tones).
+Icons (:func:`app.ui.icons.icon`) set on buttons, actions, tabs and list items re-tint by
+themselves; a pixmap a widget keeps (``QLabel.setPixmap(icon(...).pixmap(...))``) does not and
+must be set again on ``changed``. Code highlighting and anything else painted with its own
+colours should listen to ``changed`` and read ``QApplication.palette()`` (or
+``SCHEMES[scheme]`` for the status tones).
 
 Style hooks the pages use (set with ``setObjectName`` or ``setProperty``):
 

@@ -198,9 +198,7 @@ QMenu::item:selected { background: palette(highlight); color: palette(highlighte
 QMenu::item:disabled { color: palette(placeholder-text); }
 QMenu::separator { height: 1px; background: palette(midlight); margin: 4px 8px; }
 QMenu::icon { padding-left: 8px; }
-QStatusBar {
-    background: palette(window); border-top: 1px solid palette(midlight); padding: 0 8px;
-}
+QStatusBar { background: palette(window); border-top: 1px solid palette(midlight); }
 QStatusBar::item { border: none; }
 QToolBar { background: palette(window); border: none; spacing: 4px; padding: 4px; }
 
