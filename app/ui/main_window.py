@@ -491,6 +491,10 @@ class MainWindow(QMainWindow):
         ):
             action.setIcon(icon(name))
             library.buttons[action].setIcon(icon(name))
+        for action in (library.reveal_action, library.delete_action):  # icon-only: the tooltip
+            button = library.buttons[action]  # and the context menu say what they do
+            button.setText("")
+            button.setAccessibleName(action.text())
         library.refresh_button.setIcon(icon("refresh"))
         self._show_scheme(self.themes.scheme)
 

@@ -38,8 +38,7 @@ from app.engine.settings import (
 )
 from app.ui.background import run_in_background
 from app.ui.errors import readable
-
-ERROR_STYLE = "color: #b00020"
+from app.ui.look.tones import tone_style
 
 
 def token_summary() -> str:
@@ -123,7 +122,7 @@ class SignInDialog(QDialog):
 
     def _failed(self, exc: BaseException) -> None:
         self.buttons.setEnabled(True)
-        self.status_label.setStyleSheet(ERROR_STYLE)
+        self.status_label.setStyleSheet(tone_style("error"))
         self.status_label.setText(readable(exc))
 
 
@@ -156,7 +155,7 @@ class SettingsDialog(QDialog):
         self.backend_combo.addItems(BACKENDS)
         self.backend_combo.setCurrentText(settings.default_backend)
         self.error_label = QLabel("")
-        self.error_label.setStyleSheet(ERROR_STYLE)
+        self.error_label.setStyleSheet(tone_style("error"))
         self.error_label.setWordWrap(True)
 
         form = QFormLayout()

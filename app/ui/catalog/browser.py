@@ -32,6 +32,7 @@ from app.ui.catalog.model import COLUMN_WIDTHS, PROBLEMS_COL, CatalogTreeModel, 
 from app.ui.catalog.proxy import ANY, WITH_SIDECAR, WITHOUT_SIDECAR, CatalogFilterProxy
 from app.ui.catalog.status import SidecarStatusBook
 from app.ui.errors import show_error
+from app.ui.look.tones import tone_style
 
 READ_ONLY_REASON = (
     "The bundled catalog is read-only. Use File → New catalog… to start your own catalog file; "
@@ -86,7 +87,7 @@ class CatalogBrowser(QWidget):
 
         self.file_banner = QLabel()
         self.file_banner.setWordWrap(True)
-        self.file_banner.setStyleSheet("color: #b00020")
+        self.file_banner.setStyleSheet(tone_style("error"))
         self.file_banner.setVisible(False)
         self.empty_label = QLabel("No entry matches the search and filters.")
         self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)

@@ -23,6 +23,7 @@ from app.engine.catalog import KNOWN_FIELDS, is_repo_id
 from app.ui.catalog.cluster_dialog import ClusterLaunchButton
 from app.ui.catalog.model import EntryNode, sidecar_text
 from app.ui.catalog.status import SidecarStatusBook
+from app.ui.look.tones import tone_style
 
 CHAT_UNAVAILABLE = "Chat is not part of this version yet."
 REPO_FIELDS = ("source_model", "hf_repo", "mtp_source_repo", "mtp_sidecar_repo")
@@ -137,7 +138,7 @@ class EntryDetail(QWidget):
             return
         self.title.setText(
             f"<h2 style='margin:0'>{html.escape(node.key)}</h2>"
-            f"<span style='color:#5f6368'>{html.escape(node.group.base_model)}</span>"
+            f"<span style='{tone_style('muted')}'>{html.escape(node.group.base_model)}</span>"
         )
         while self.fields_form.rowCount():
             self.fields_form.removeRow(0)
@@ -156,7 +157,7 @@ class EntryDetail(QWidget):
             self.fields_form.addRow("Catalog file", file_label)
         if node.problems:
             lines = "".join(
-                f"<li style='color:{'#b00020' if p.is_error else '#8a6100'}'>"
+                f"<li style='{tone_style('error' if p.is_error else 'warning')}'>"
                 f"{html.escape(p.field or 'entry')}: {html.escape(p.message)}</li>"
                 for p in node.problems
             )

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 
 from app.engine.catalog import KNOWN_FIELDS, Catalog, CatalogEntry, Problem, parse_entry
 from app.engine.errors import CatalogError
+from app.ui.look.tones import tone_color, tone_style
 
 HINTS = {
     "key": "lowercase-kebab, unique, e.g. qwen3-6-27b-mlx-4bit",
@@ -122,11 +123,11 @@ class EntryEditor(QDialog):
             found = by_field.get(name, [])
             label.setText("\n".join(p.message for p in found))
             label.setStyleSheet(
-                "color: #b00020" if any(p.is_error for p in found) else "color: #8a6100"
+                tone_style("error" if any(p.is_error for p in found) else "warning")
             )
             label.setVisible(bool(found))
             self.edits[name].setStyleSheet(
-                "border: 1px solid #b00020" if any(p.is_error for p in found) else ""
+                f"border: 1px solid {tone_color('error')}" if any(p.is_error for p in found) else ""
             )
         if general:
             self.general_message.setText("\n".join(p.message for p in general))

@@ -17,12 +17,13 @@ from PySide6.QtCore import (
     QPersistentModelIndex,
     Qt,
 )
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import QApplication, QStyle
 
 from app.engine.catalog import Catalog, Problem
 from app.engine.catalog.crosscheck import LocatedFields
 from app.ui.catalog.status import Published, SidecarStatusBook
+from app.ui.look.tones import tone_qcolor
 
 ModelIndex = QModelIndex | QPersistentModelIndex
 
@@ -44,10 +45,6 @@ TIER_ROLE = Qt.ItemDataRole.UserRole + 4
 QUANT_ROLE = Qt.ItemDataRole.UserRole + 5
 HAS_SIDECAR_ROLE = Qt.ItemDataRole.UserRole + 6
 SIDECAR_STATE_ROLE = Qt.ItemDataRole.UserRole + 7
-
-ERROR_COLOR = QColor("#b00020")
-WARNING_COLOR = QColor("#8a6100")
-PUBLISHED_COLOR = QColor("#1b7f3b")
 
 
 @dataclass
@@ -233,9 +230,9 @@ class CatalogTreeModel(QAbstractItemModel):
             return None
         if role == Qt.ItemDataRole.ForegroundRole:
             if column in (MODEL_COL, PROBLEMS_COL) and node.problems:
-                return QBrush(ERROR_COLOR if node.errors else WARNING_COLOR)
+                return QBrush(tone_qcolor("error" if node.errors else "warning"))
             if column == SIDECAR_COL and sidecar_text(node, self._book)[0] == "published":
-                return QBrush(PUBLISHED_COLOR)
+                return QBrush(tone_qcolor("success"))
             return None
         if role == Qt.ItemDataRole.DecorationRole and column == MODEL_COL and node.problems:
             icon = (

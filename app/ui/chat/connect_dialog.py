@@ -29,6 +29,7 @@ from app.engine.errors import MtpStudioError
 from app.engine.remote.client import RemoteEndpoint
 from app.ui.background import run_in_background
 from app.ui.errors import readable
+from app.ui.look.tones import tone_style
 
 FIRST_MODEL = "(the server's first model)"
 
@@ -185,5 +186,5 @@ class ConnectDialog(QDialog):
         self.removed.emit(name)
 
     def _show_status(self, text: str, *, error: bool) -> None:
-        self.status.setStyleSheet("color: #b00020;" if error else "")
+        self.status.setStyleSheet(tone_style("error") if error else "")
         self.status.setText(text)

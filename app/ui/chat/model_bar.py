@@ -28,10 +28,9 @@ from app.engine.chat.memory import fits_text, physical_memory_bytes
 from app.engine.chat.model_files import DEMO, DOWNLOADED, GGUF, ModelDescription
 from app.engine.runtime.backends import MLX
 from app.engine.units import format_bytes
+from app.ui.look.tones import tone_color, tone_style
 
 ORIGIN_LABELS = {DEMO: "Demo", DOWNLOADED: "Downloaded"}
-ERROR_COLOR = "#b00020"
-WARNING_COLOR = "#8a6100"
 CONNECT_ITEM = "Connect to a server…"
 LLAMA_CPP_SIDECAR_NOTE = (
     "llama.cpp reads MTP heads only from inside the GGUF: add the head from this sidecar to "
@@ -68,7 +67,7 @@ def item_text(model: ModelDescription) -> str:
 def describe_html(model: ModelDescription, memory_bytes: int | None) -> str:
     """The info line for ``model`` (HTML)."""
     if model.problem is not None:
-        return f"<span style='color:{ERROR_COLOR}'>{html.escape(model.problem)}</span>"
+        return f"<span style='{tone_style('error')}'>{html.escape(model.problem)}</span>"
     parts = [html.escape(model.architecture), format_bytes(model.size_bytes)]
     if model.mtp_blocks and model.mtp_note is None:
         parts.append(f"MTP heads: {model.mtp_blocks} block(s) ✓")
@@ -89,10 +88,10 @@ def describe_html(model: ModelDescription, memory_bytes: int | None) -> str:
         note = f" — {LLAMA_CPP_SIDECAR_NOTE}" if model.kind == GGUF else ""
         lines.append(f"Sidecar paired: {html.escape(str(model.sidecar))}{html.escape(note)}")
     elif model.mtp_note is not None and model.runnable:
-        lines.append(f"<span style='color:{WARNING_COLOR}'>{html.escape(model.mtp_note)}</span>")
+        lines.append(f"<span style='{tone_style('warning')}'>{html.escape(model.mtp_note)}</span>")
     if model.runnable_reason is not None:
         lines.append(
-            f"<span style='color:{WARNING_COLOR}'>{html.escape(model.runnable_reason)}</span>"
+            f"<span style='{tone_style('warning')}'>{html.escape(model.runnable_reason)}</span>"
         )
     return "<br>".join(lines)
 
@@ -287,7 +286,7 @@ class ModelBar(QWidget):
 
     def set_load_state(self, text: str, *, busy: bool = False, error: bool = False) -> None:
         self.busy.setVisible(busy)
-        self.state.setStyleSheet(f"color: {ERROR_COLOR};" if error else "")
+        self.state.setStyleSheet(tone_style("error") if error else "")
         self.state.setText(text)
 
     def set_accelerator(self, report: AcceleratorReport | None, problem: str | None = None) -> None:
@@ -297,9 +296,7 @@ class ModelBar(QWidget):
         else:
             text = f"<b>Backend:</b> {html.escape(report.summary)}"
             if report.reason is not None:
-                color = (
-                    WARNING_COLOR if report.best != report.running else "palette(placeholder-text)"
-                )
+                color = tone_color("warning" if report.best != report.running else "muted")
                 text += f" — <span style='color:{color}'>{html.escape(report.reason)}</span>"
             self._accelerator_text = text
             self._accelerator_tooltip = report.system_info

@@ -19,6 +19,7 @@ from app.engine.jobs import JobEvent, ProgressEvent
 from app.engine.store import JobState, StoredEvent
 from app.ui.jobs.model import JobRow, JobTableModel, state_text
 from app.ui.jobs.runner import JobRunner
+from app.ui.look.tones import tone_style
 
 NOTHING_SELECTED = (
     "No job selected. Downloads and publishes appear in the list with their progress, and stay "
@@ -122,7 +123,7 @@ class JobProgressView(QWidget):
         if running_stage:
             headline += f" — {html.escape(row.stage)}"
         if row.error:
-            headline += f"<br><span style='color:#b00020'>{html.escape(row.error)}</span>"
+            headline += f"<br><span style='{tone_style('error')}'>{html.escape(row.error)}</span>"
         self.stage_label.setText(headline)
         self.bar.setValue(row.percent)
         figures = [row.amount_text(), row.speed_text()]

@@ -39,7 +39,8 @@ from app.ui.background import run_in_background
 from app.ui.errors import readable
 from app.ui.jobs.model import JobTableModel
 from app.ui.jobs.runner import JobRunner
-from app.ui.settings_dialog import ERROR_STYLE, FolderField
+from app.ui.look.tones import tone_style
+from app.ui.settings_dialog import FolderField
 from app.ui.wizards.run_page import JobRunPage
 
 SIDECAR_PATTERN = "mtp.safetensors"
@@ -198,13 +199,13 @@ class PlanPage(QWizardPage):
                 f"{'y' if len(plan.refused) == 1 else 'ies'} the Hub listed (they will not be "
                 f"downloaded, and the download will end as failed): {refused}"
             )
-            self.status_label.setStyleSheet(ERROR_STYLE)
+            self.status_label.setStyleSheet(tone_style("error"))
         self.status_label.setText(summary)
         self._check_space()
 
     def _failed(self, exc: BaseException) -> None:
         self.plan_error = readable(exc)
-        self.status_label.setStyleSheet(ERROR_STYLE)
+        self.status_label.setStyleSheet(tone_style("error"))
         self.status_label.setText(self.plan_error)
         self.completeChanged.emit()
 
@@ -215,7 +216,7 @@ class PlanPage(QWizardPage):
             self.completeChanged.emit()
             return
         if not folder:
-            self.space_label.setStyleSheet(ERROR_STYLE)
+            self.space_label.setStyleSheet(tone_style("error"))
             self.space_label.setText("Choose a folder for the files.")
             self.completeChanged.emit()
             return
@@ -225,7 +226,7 @@ class PlanPage(QWizardPage):
         if self._wizard.repo_page.grafting():  # a grafted copy of each GGUF, plus the head
             needed += sum(file.size for file in self.plan.files if file.path.endswith(".gguf"))
         self.space_ok = needed <= free
-        self.space_label.setStyleSheet("" if self.space_ok else ERROR_STYLE)
+        self.space_label.setStyleSheet("" if self.space_ok else tone_style("error"))
         verdict = "enough" if self.space_ok else "not enough: free some space or pick another place"
         self.space_label.setText(
             f"Needs up to {format_bytes(needed)}; {format_bytes(free)} free on {where} — {verdict}."

@@ -44,7 +44,7 @@ from app.ui.background import run_in_background
 from app.ui.errors import readable
 from app.ui.jobs.model import JobTableModel
 from app.ui.jobs.runner import JobRunner
-from app.ui.settings_dialog import ERROR_STYLE
+from app.ui.look.tones import tone_style
 from app.ui.wizards.run_page import JobRunPage
 
 STAGES = (
@@ -131,7 +131,7 @@ class DryRunPage(QWizardPage):
         self.lines.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.error_label = QLabel()
         self.error_label.setWordWrap(True)
-        self.error_label.setStyleSheet(ERROR_STYLE)
+        self.error_label.setStyleSheet(tone_style("error"))
         layout = QVBoxLayout(self)
         layout.addWidget(self.lines)
         layout.addWidget(self.error_label)
@@ -204,7 +204,7 @@ class PreflightPage(QWizardPage):
             self.token_label.setText(f"{DONE} Token found: {status.masked} (from {origin})")
         else:
             self.token_label.setText(
-                f"<span style='{ERROR_STYLE}'>✖ No token: sign in to publish.</span>"
+                f"<span style='{tone_style('error')}'>✖ No token: sign in to publish.</span>"
             )
         self.access_label.setText(f"{PENDING} Asking {endpoint} about write access…")
         self.published_label.setText("")
@@ -246,7 +246,7 @@ class PreflightPage(QWizardPage):
     def _failed(self, exc: BaseException) -> None:
         self.retry_button.setEnabled(True)
         self.access_label.setText(
-            f"<span style='{ERROR_STYLE}'>✖ {html.escape(readable(exc))}</span>"
+            f"<span style='{tone_style('error')}'>✖ {html.escape(readable(exc))}</span>"
         )
         self.sign_in_button.setVisible(True)
         self.completeChanged.emit()
@@ -332,7 +332,7 @@ class ResultPage(QWizardPage):
         if run.state != JobState.SUCCEEDED:
             self.setSubTitle(f"The publish {run.state}.")
             self.summary.setText(
-                f"<p style='{ERROR_STYLE}'>{html.escape(run.message)}</p>"
+                f"<p style='{tone_style('error')}'>{html.escape(run.message)}</p>"
                 "<p>Retry it from the job monitor (Jobs panel) once the cause is fixed.</p>"
             )
             return
