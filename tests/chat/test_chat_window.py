@@ -52,7 +52,7 @@ def test_a_streamed_reply_appears_and_its_statistics_are_shown(
     window.settings_panel.temperature.setValue(0.0)  # greedy: this reply never ends its turn
     seen: list[tuple[bool, int, str]] = []
     reply = chat.send(window, "Tell me a story")
-    reply.body.document().contentsChanged.connect(
+    reply.body.rendered.connect(
         lambda: seen.append((reply.streaming, len(reply.text), reply.figures.text()))
     )
     chat.wait_reply(window)
@@ -102,7 +102,7 @@ def test_a_reply_reads_clean_without_special_tokens(chat, reading_model: Path) -
     window.settings_panel.max_tokens.setValue(120)
     reply = chat.ask(window, "Return the number of lines in a text file.")
     assert reply.text.strip()
-    rendered = reply.body.toPlainText()
+    rendered = reply.body.plain_text()
     for special in (*SPECIAL_TOKENS, "<|im_start|>", "<|im_end|>", "<|endoftext|>"):
         assert special not in reply.text and special not in rendered
     assert _stored_reply(window).content == reply.text
