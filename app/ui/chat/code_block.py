@@ -47,7 +47,7 @@ def highlighted_html(code: str, language: str, style: str) -> str:
     wrapping (``pre-wrap``) since the view grows in height only."""
     html = highlight(code, _lexer(language), _formatter(style))
     html = html.replace('<pre style="', '<pre style="white-space: pre-wrap; ', 1)
-    return html.replace("\n</pre>", "</pre>")
+    return html.replace("\n</pre>", "</pre>").strip()
 
 
 @lru_cache(maxsize=64)
@@ -138,6 +138,11 @@ class CodeBlock(QFrame):
     @property
     def language(self) -> str:
         return self._language
+
+    @property
+    def highlight_style(self) -> str:
+        """The Pygments style the code is drawn in (light or dark, from the palette)."""
+        return self._style
 
     def set_code(self, code: str, language: str) -> None:
         style = pygments_style_for(self.palette())
