@@ -7,11 +7,16 @@ app's theme toggle). The block's background is the palette's, so both schemes re
 language Pygments does not know is shown as plain text, never guessed: guessing is slow and
 often wrong on a few lines. While a reply streams only the block being written changes, and a
 block whose code did not change is not highlighted again.
+
+A lexer's first use compiles its regular expressions (about 50 ms for Python), which would
+freeze the window when the first code block of a reply appears: :func:`warm_up_highlighting`
+does that once, for the usual languages and both styles, in a background thread.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
+import threading
+from functools import cache, lru_cache
 
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
@@ -33,6 +38,7 @@ from PySide6.QtWidgets import (
 
 LIGHT_STYLE = "default"
 DARK_STYLE = "github-dark"
+WARM_LANGUAGES = ("python", "bash", "javascript", "typescript", "json", "c", "cpp", "rust", "go")
 DARK_WINDOW_LIGHTNESS = 128
 """A window colour darker than this (HSL lightness, 0–255) gets the dark Pygments style."""
 
@@ -48,6 +54,18 @@ def highlighted_html(code: str, language: str, style: str) -> str:
     html = highlight(code, _lexer(language), _formatter(style))
     html = html.replace('<pre style="', '<pre style="white-space: pre-wrap; ', 1)
     return html.replace("\n</pre>", "</pre>").strip()
+
+
+@cache
+def warm_up_highlighting() -> None:
+    """Compile the usual lexers and both styles' formatters in the background (once)."""
+
+    def warm() -> None:
+        for style in (LIGHT_STYLE, DARK_STYLE):
+            for language in WARM_LANGUAGES:
+                highlighted_html("x = 1", language, style)
+
+    threading.Thread(target=warm, name="warm-pygments", daemon=True).start()
 
 
 @lru_cache(maxsize=64)

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import QLabel, QScrollArea, QVBoxLayout, QWidget
 from app.engine.chat.conversation import ASSISTANT, StoredMessage
 from app.engine.chat.plain_speed import PlainSpeedStore, speed_key
 from app.engine.runtime.stats import DecodeStats
+from app.ui.chat.code_block import warm_up_highlighting
 from app.ui.chat.message_widget import MessageWidget
 
 EMPTY_TEXT = (
@@ -46,6 +47,7 @@ class TranscriptView(QScrollArea):
         self._layout.addStretch(1)
         self.setWidget(self._column)
         self.messages: list[MessageWidget] = []
+        warm_up_highlighting()
         self.plain_speeds = PlainSpeedStore.in_app_data()
         self._speed_model = ""
         self._speed_key: str | None = None
