@@ -176,7 +176,6 @@ class MessageWidget(QFrame):
         self._text = ""
         self._streaming = False
         self._stats: DecodeStats | None = None
-        self._finish_reason: str | None = None
         self._plain_speed: PlainSpeed | None = None
         self._speed_measurable = False
         self._render_cost = 0.0
@@ -220,7 +219,6 @@ class MessageWidget(QFrame):
     def append(self, text: str, stats: DecodeStats) -> None:
         first_text = not self._text and bool(text)
         self._text += text
-        self._stats = stats
         self._show_figures(stats, None)
         if first_text:
             self._render()
@@ -260,7 +258,7 @@ class MessageWidget(QFrame):
             self.bubble.fit(self._text, event.size().width())
 
     def _show_figures(self, stats: DecodeStats, finish_reason: str | None) -> None:
-        self._stats, self._finish_reason = stats, finish_reason
+        self._stats = stats
         full = "\n".join(reply_figures(stats, finish_reason).lines())
         self.summary.setText(compact_line(stats, finish_reason))
         self.summary.setToolTip(full)
