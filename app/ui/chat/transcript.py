@@ -47,7 +47,6 @@ class TranscriptView(QScrollArea):
         self._layout.addStretch(1)
         self.setWidget(self._column)
         self.messages: list[MessageWidget] = []
-        warm_up_highlighting()
         self.plain_speeds = PlainSpeedStore.in_app_data()
         self._speed_model = ""
         self._speed_key: str | None = None
@@ -110,6 +109,11 @@ class TranscriptView(QScrollArea):
         self._speed_model = model_name
         self._speed_key = None if model_path is None else speed_key(model_path, backend)
         self._show_plain_speed(self.messages)
+
+    def prepare_code_highlighting(self) -> None:
+        """Compile the usual lexers in the background; called while a model loads, when the
+        window is otherwise idle, so a reply's first code block does not freeze it."""
+        warm_up_highlighting()
 
     def record_plain_reply(self, stats: DecodeStats) -> None:
         """Count a finished reply of the current model towards its plain speed when it was

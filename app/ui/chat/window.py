@@ -368,6 +368,7 @@ class ChatWindow(QMainWindow):
             return
         self._model_state = "loading"
         self.model_bar.set_load_state(f"Loading {Path(path).name}…", busy=True)
+        self.transcript.prepare_code_highlighting()
 
     def _on_loaded(self, info: ModelInfo) -> None:
         if self._closed or self._remote is not None:
