@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.chat.figures import NOT_MEASURED_TEXT, badge_text, compact_line, speedup_line
+from app.engine.chat.figures import (
+    NOT_MEASURED_TEXT,
+    TOO_SHORT_TEXT,
+    badge_text,
+    compact_line,
+    speedup_line,
+)
 from app.engine.chat.plain_speed import (
     KEPT_MEASUREMENTS,
     MIN_MEASURED_TOKENS,
@@ -125,6 +131,8 @@ def test_the_speedup_and_its_words() -> None:
     assert barely is not None and not barely.earns_badge
     assert speedup_line(_stats(105, 1.0, depth=2), barely).endswith("below ×1.1, so no badge")
     assert speedup(fast, None) is None and speedup_line(fast, None) == NOT_MEASURED_TEXT
+    short = _stats(MIN_MEASURED_TOKENS - 1, 0.01, depth=2)
+    assert speedup(short, plain) is None and speedup_line(short, None) == TOO_SHORT_TEXT
     plain_reply = _stats(100, 1.0)
     assert speedup(plain_reply, plain) is None and speedup_line(plain_reply, None) is None
 

@@ -12,7 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.engine.chat.plain_speed import BADGE_MIN_SPEEDUP, Speedup
+from app.engine.chat.plain_speed import (
+    BADGE_MIN_SPEEDUP,
+    MIN_MEASURED_TOKENS,
+    Speedup,
+    measurable,
+)
 from app.engine.runtime.stats import DecodeStats
 
 STOP_REASONS = {
@@ -24,6 +29,9 @@ STOP_REASONS = {
     "interrupted": "interrupted",
 }
 USUAL_STOP = "stop"
+TOO_SHORT_TEXT = (
+    f"Too short to compare with plain decoding (fewer than {MIN_MEASURED_TOKENS} tokens)."
+)
 NOT_MEASURED_TEXT = (
     "Plain speed not measured yet: send one message with MTP off (or use Compare) and MTP "
     "replies will show how much faster they are."
@@ -95,6 +103,8 @@ def speedup_line(stats: DecodeStats, speedup: Speedup | None) -> str | None:
     plain reply)."""
     if stats.depth == 0:
         return None
+    if not measurable(stats):
+        return TOO_SHORT_TEXT
     if speedup is None:
         return NOT_MEASURED_TEXT
     plain = speedup.plain

@@ -69,10 +69,16 @@ class Speedup:
 
 
 def speedup(stats: DecodeStats, plain: PlainSpeed | None) -> Speedup | None:
-    """The reply's speedup, or None (a plain reply, nothing decoded, or no plain measure)."""
-    if plain is None or stats.depth == 0 or stats.decode_tokens_per_second <= 0:
+    """The reply's speedup, or None (a plain reply, one too short to time, or no plain
+    measure)."""
+    if plain is None or stats.depth == 0 or not measurable(stats):
         return None
     return Speedup(stats.decode_tokens_per_second, plain)
+
+
+def measurable(stats: DecodeStats) -> bool:
+    """Long enough for its decode speed to mean something."""
+    return stats.generated_tokens >= MIN_MEASURED_TOKENS and stats.decode_tokens_per_second > 0
 
 
 def speed_key(model: Path, backend: str) -> str:
@@ -119,13 +125,11 @@ class PlainSpeedStore:
 
     def record(self, key: str, stats: DecodeStats) -> bool:
         """Keep ``stats``' decode speed when it is a plain reply long enough to measure."""
-        if stats.depth != 0 or stats.generated_tokens < MIN_MEASURED_TOKENS:
-            return False
-        tokens_per_second = stats.decode_tokens_per_second
-        if tokens_per_second <= 0:
+        if stats.depth != 0 or not measurable(stats):
             return False
         entries = self._read()
-        entries[key] = [*entries.get(key, []), tokens_per_second][-KEPT_MEASUREMENTS:]
+        measured = [*entries.get(key, []), stats.decode_tokens_per_second]
+        entries[key] = measured[-KEPT_MEASUREMENTS:]
         self._write(entries)
         return True
 
