@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QPlainTextEdit,
     QPushButton,
+    QSizePolicy,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -51,9 +52,10 @@ from app.ui.chat.reply_body import ReplyBody
 RENDER_INTERVAL_MS = 60
 BUBBLE_WIDTH_SHARE = 0.75
 BUBBLE_PADDING = 12
-BUBBLE_SLACK = 16
+BUBBLE_SLACK = 32
 """Room for the Markdown view's margins, so a one-line message does not wrap."""
 BUBBLE_MIN_WIDTH = 60
+BUBBLE_STRETCH = 100
 BUBBLE_RADIUS = 12
 BUBBLE_TINT_ALPHA = 46
 BADGE_STYLE = (
@@ -88,6 +90,7 @@ class MessageWidget(QFrame):
 
         self.summary = QLabel()
         self.summary.setObjectName("replySummary")
+        self.summary.setWordWrap(True)
         self.summary.setStyleSheet("color: palette(placeholder-text);")
         self.badge = QLabel()
         self.badge.setObjectName("mtpBadge")
@@ -129,14 +132,12 @@ class MessageWidget(QFrame):
         actions.setSpacing(4)
         if role == USER:
             actions.addStretch(1)
-        else:
-            for widget in (self.summary, self.badge, self.details_button):
-                actions.addWidget(widget)
-            actions.addSpacing(8)
+        else:  # the badge first, the figures taking the room left (wrapping when short of it)
+            actions.addWidget(self.badge)
+            actions.addWidget(self.summary, 1)
+            actions.addWidget(self.details_button)
         for button in (self.copy_button, self.edit_button, self.regenerate_button):
             actions.addWidget(button)
-        if role != USER:
-            actions.addStretch(1)
 
         self.editor = QPlainTextEdit()
         self.editor.setObjectName("messageEditor")
@@ -164,7 +165,7 @@ class MessageWidget(QFrame):
             row = QHBoxLayout()
             row.setContentsMargins(0, 0, 0, 0)
             row.addStretch(1)
-            row.addWidget(self.bubble)
+            row.addWidget(self.bubble, BUBBLE_STRETCH)  # up to its maximum width, then the spacer
             layout.addLayout(row)
         else:
             layout.addWidget(self.body)
@@ -333,6 +334,8 @@ class Bubble(QFrame):
     def __init__(self, body: ReplyBody, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("userBubble")
+        self.setMinimumWidth(BUBBLE_MIN_WIDTH)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(
             BUBBLE_PADDING, BUBBLE_PADDING // 2, BUBBLE_PADDING, BUBBLE_PADDING // 2
@@ -343,7 +346,9 @@ class Bubble(QFrame):
         metrics = QFontMetrics(self.font())
         natural = max((metrics.horizontalAdvance(line) for line in text.splitlines()), default=0)
         wanted = natural + 2 * BUBBLE_PADDING + BUBBLE_SLACK
-        self.setFixedWidth(max(min(wanted, int(available * BUBBLE_WIDTH_SHARE)), BUBBLE_MIN_WIDTH))
+        self.setMaximumWidth(
+            max(min(wanted, int(available * BUBBLE_WIDTH_SHARE)), BUBBLE_MIN_WIDTH)
+        )
 
     def paintEvent(self, event: QPaintEvent) -> None:
         painter = QPainter(self)
