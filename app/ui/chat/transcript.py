@@ -16,7 +16,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from app.engine.chat.conversation import ASSISTANT, StoredMessage
-from app.engine.chat.plain_speed import PlainSpeedStore, speed_key
+from app.engine.chat.plain_speed import PlainSpeed, PlainSpeedStore, speed_key
 from app.engine.runtime.stats import DecodeStats
 from app.ui.chat.code_block import warm_up_highlighting
 from app.ui.chat.message_widget import MessageWidget
@@ -50,6 +50,7 @@ class TranscriptView(QScrollArea):
         self.plain_speeds = PlainSpeedStore.in_app_data()
         self._speed_model = ""
         self._speed_key: str | None = None
+        self._plain_speed: PlainSpeed | None = None
         self._follow = True
         bar = self.verticalScrollBar()
         bar.valueChanged.connect(self._on_scrolled)
@@ -108,6 +109,7 @@ class TranscriptView(QScrollArea):
         """The local model now answering (``model_path`` None: none, or a remote one)."""
         self._speed_model = model_name
         self._speed_key = None if model_path is None else speed_key(model_path, backend)
+        self._plain_speed = self._read_plain_speed()
         self._show_plain_speed(self.messages)
 
     def prepare_code_highlighting(self) -> None:
@@ -119,15 +121,19 @@ class TranscriptView(QScrollArea):
         """Count a finished reply of the current model towards its plain speed when it was
         decoded plainly (MTP off, or Compare's plain run)."""
         if self._speed_key is not None and self.plain_speeds.record(self._speed_key, stats):
+            self._plain_speed = self._read_plain_speed()
             self._show_plain_speed(self.messages)
 
-    def _show_plain_speed(self, widgets: list[MessageWidget]) -> None:
+    def _read_plain_speed(self) -> PlainSpeed | None:
         key = self._speed_key
-        plain = self.plain_speeds.plain_speed(key) if key is not None else None
+        return self.plain_speeds.plain_speed(key) if key is not None else None
+
+    def _show_plain_speed(self, widgets: list[MessageWidget]) -> None:
         for widget in widgets:
             if widget.role == ASSISTANT:
-                measurable = key is not None and widget.model == self._speed_model
-                widget.set_plain_speed(plain if measurable else None, measurable=measurable)
+                measurable = self._speed_key is not None and widget.model == self._speed_model
+                plain = self._plain_speed if measurable else None
+                widget.set_plain_speed(plain, measurable=measurable)
 
     def _on_scrolled(self, value: int) -> None:
         self._follow = value >= self.verticalScrollBar().maximum() - 4
