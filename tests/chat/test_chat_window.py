@@ -52,7 +52,7 @@ def test_a_streamed_reply_appears_and_its_statistics_are_shown(
     window.settings_panel.temperature.setValue(0.0)  # greedy: this reply never ends its turn
     seen: list[tuple[bool, int, str]] = []
     reply = chat.send(window, "Tell me a story")
-    reply.body.document().contentsChanged.connect(
+    reply.body.rendered.connect(
         lambda: seen.append((reply.streaming, len(reply.text), reply.figures.text()))
     )
     chat.wait_reply(window)
@@ -80,6 +80,9 @@ def test_a_streamed_reply_appears_and_its_statistics_are_shown(
     assert rates == [f"{rate:.0%}" for rate in stats.acceptance_by_depth]
     assert f"mean accepted {stats.mean_accepted_length:.2f}" in mtp
     assert f"{stats.tokens_per_cycle:.2f} tokens/cycle" in mtp
+    assert reply.summary.text().startswith(
+        f"300 tokens · {stats.decode_tokens_per_second:.1f} tok/s · MTP "
+    )
     assert reply.regenerate_button.isVisibleTo(window)
 
 
@@ -102,7 +105,7 @@ def test_a_reply_reads_clean_without_special_tokens(chat, reading_model: Path) -
     window.settings_panel.max_tokens.setValue(120)
     reply = chat.ask(window, "Return the number of lines in a text file.")
     assert reply.text.strip()
-    rendered = reply.body.toPlainText()
+    rendered = reply.body.plain_text()
     for special in (*SPECIAL_TOKENS, "<|im_start|>", "<|im_end|>", "<|endoftext|>"):
         assert special not in reply.text and special not in rendered
     assert _stored_reply(window).content == reply.text
@@ -154,7 +157,9 @@ def test_history_survives_closing_and_reopening_the_window(chat, tiny_gguf: Path
     window.settings_panel.system_prompt.setPlainText("Answer in one line.")
     chat.ask(window, "First question")
     chat.ask(window, "Second question")
-    before = [(m.role, m.text, m.figures.text()) for m in window.transcript.messages]
+    before = [
+        (m.role, m.text, m.summary.text(), m.figures.text()) for m in window.transcript.messages
+    ]
     title = window.conversations.list.item(0).text().split("\n")[0]
     chat.close(window)
 
@@ -162,7 +167,9 @@ def test_history_survives_closing_and_reopening_the_window(chat, tiny_gguf: Path
     assert reopened.conversations.list.count() == 1
     assert reopened.conversations.list.item(0).text().startswith(title)
     assert title == "First question"
-    after = [(m.role, m.text, m.figures.text()) for m in reopened.transcript.messages]
+    after = [
+        (m.role, m.text, m.summary.text(), m.figures.text()) for m in reopened.transcript.messages
+    ]
     assert after == before
     assert reopened.settings_panel.system_prompt.toPlainText() == "Answer in one line."
     assert reopened.settings_panel.max_tokens.value() == 30

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import secrets
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -28,7 +28,7 @@ from app.engine.chat.figures import reply_figures
 from app.engine.runtime.request import GenerationResult
 from app.engine.runtime.stats import DecodeStats
 from app.ui.chat.bridge import ReplyTicket, RuntimeBridge
-from app.ui.chat.markdown_view import MarkdownView
+from app.ui.chat.reply_body import ReplyBody
 
 SEED_BITS = 31
 
@@ -39,7 +39,7 @@ class _Side(QWidget):
     def __init__(self, title: str) -> None:
         super().__init__()
         self.title = QLabel(f"<b>{title}</b>")
-        self.body = MarkdownView()
+        self.body = ReplyBody()
         self.figures = QLabel("waiting…")
         self.figures.setWordWrap(True)
         self.figures.setStyleSheet("color: palette(placeholder-text);")
@@ -66,6 +66,9 @@ class _Side(QWidget):
 
 
 class CompareDialog(QDialog):
+    plain_finished = Signal(DecodeStats)
+    """The plain run's figures, which measure the model's plain speed."""
+
     def __init__(
         self,
         bridge: RuntimeBridge,
@@ -143,7 +146,10 @@ class CompareDialog(QDialog):
         ticket = self.sender()
         if ticket not in self._tickets:
             return  # a run that "Run again" replaced
-        self._results["plain" if self._tickets.index(ticket) == 0 else "mtp"] = result
+        side = "plain" if self._tickets.index(ticket) == 0 else "mtp"
+        self._results[side] = result
+        if side == "plain":
+            self.plain_finished.emit(result.stats)
         if len(self._results) == 2:
             mtp = self._results["mtp"]
             self.outcome = CompareOutcome(

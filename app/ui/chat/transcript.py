@@ -2,14 +2,23 @@
 
 While a reply streams the view stays pinned to the bottom — unless the user scrolled up to read
 something, in which case it stays where they are.
+
+The transcript also knows which local model answers (:meth:`set_speed_model`), keeps that
+model's plain replies as its measured plain speed (:meth:`record_plain_reply`) and hands the
+speed to the replies that model wrote, which show their "MTP ×N faster" badge from it.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from app.engine.chat.conversation import ASSISTANT, StoredMessage
+from app.engine.chat.plain_speed import PlainSpeed, PlainSpeedStore, speed_key
+from app.engine.runtime.stats import DecodeStats
+from app.ui.chat.code_block import warm_up_highlighting
 from app.ui.chat.message_widget import MessageWidget
 
 EMPTY_TEXT = (
@@ -38,6 +47,10 @@ class TranscriptView(QScrollArea):
         self._layout.addStretch(1)
         self.setWidget(self._column)
         self.messages: list[MessageWidget] = []
+        self.plain_speeds = PlainSpeedStore.in_app_data()
+        self._speed_model = ""
+        self._speed_key: str | None = None
+        self._plain_speed: PlainSpeed | None = None
         self._follow = True
         bar = self.verticalScrollBar()
         bar.valueChanged.connect(self._on_scrolled)
@@ -54,6 +67,7 @@ class TranscriptView(QScrollArea):
         widgets = [self.add(message.role, message.model) for message in messages]
         for widget, message in zip(widgets, messages, strict=True):
             widget.show_message(message)
+        self._show_plain_speed(widgets)
         self.update_regenerate()
         return widgets
 
@@ -61,6 +75,7 @@ class TranscriptView(QScrollArea):
         widget = MessageWidget(role, model)
         self._layout.insertWidget(self._layout.count() - 1, widget)
         self.messages.append(widget)
+        self._show_plain_speed([widget])
         self.empty_label.hide()
         self._follow = True
         return widget
@@ -87,6 +102,38 @@ class TranscriptView(QScrollArea):
     def set_actions_enabled(self, enabled: bool) -> None:
         for widget in self.messages:
             widget.set_actions_enabled(enabled)
+
+    # -- measured plain speed -----------------------------------------------------------------
+
+    def set_speed_model(self, model_name: str, model_path: Path | None, backend: str) -> None:
+        """The local model now answering (``model_path`` None: none, or a remote one)."""
+        self._speed_model = model_name
+        self._speed_key = None if model_path is None else speed_key(model_path, backend)
+        self._plain_speed = self._read_plain_speed()
+        self._show_plain_speed(self.messages)
+
+    def prepare_code_highlighting(self) -> None:
+        """Compile the usual lexers in the background; called while a model loads, when the
+        window is otherwise idle, so a reply's first code block does not freeze it."""
+        warm_up_highlighting()
+
+    def record_plain_reply(self, stats: DecodeStats) -> None:
+        """Count a finished reply of the current model towards its plain speed when it was
+        decoded plainly (MTP off, or Compare's plain run)."""
+        if self._speed_key is not None and self.plain_speeds.record(self._speed_key, stats):
+            self._plain_speed = self._read_plain_speed()
+            self._show_plain_speed(self.messages)
+
+    def _read_plain_speed(self) -> PlainSpeed | None:
+        key = self._speed_key
+        return self.plain_speeds.plain_speed(key) if key is not None else None
+
+    def _show_plain_speed(self, widgets: list[MessageWidget]) -> None:
+        for widget in widgets:
+            if widget.role == ASSISTANT:
+                measurable = self._speed_key is not None and widget.model == self._speed_model
+                plain = self._plain_speed if measurable else None
+                widget.set_plain_speed(plain, measurable=measurable)
 
     def _on_scrolled(self, value: int) -> None:
         self._follow = value >= self.verticalScrollBar().maximum() - 4

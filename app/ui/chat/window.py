@@ -387,12 +387,16 @@ class ChatWindow(QMainWindow):
             return
         self._model_state = "loading"
         self.model_bar.set_load_state(f"Loading {Path(path).name}…", busy=True)
+        self.transcript.prepare_code_highlighting()
 
     def _on_loaded(self, info: ModelInfo) -> None:
         if self._closed or self._remote is not None:
             return
         self._model_info = info
         self._model_state = "ready"
+        self.transcript.set_speed_model(
+            self._model.name if self._model else "", info.path, info.backend
+        )
         self.model_bar.set_load_state(f"Ready: {info.path.name}")
         template = self._model.chat_template if self._model is not None else None
         self.settings_panel.set_model_capabilities(
@@ -454,6 +458,7 @@ class ChatWindow(QMainWindow):
         """Send replies to ``connection``'s server; it is checked (in the background) first."""
         self.bridge.stop()
         self._remote, self._model, self._model_info = connection, None, None
+        self.transcript.set_speed_model("", None, "")
         self._model_state = "loading"
         self._hide_banner()
         self.model_bar.set_connections(self.model_bar.connections, connection)
@@ -724,6 +729,7 @@ class ChatWindow(QMainWindow):
         return self._model.name
 
     def _on_reply_finished(self, result: GenerationResult) -> None:
+        self.transcript.record_plain_reply(result.stats)
         if self._live is not None:
             self._live.finish(result)
         self._end_reply()
@@ -766,6 +772,7 @@ class ChatWindow(QMainWindow):
             context = messages[: last_user + 1]
         settings = self.settings_panel.settings()
         self.compare_dialog = CompareDialog(self.bridge, settings, tuple(context), self)
+        self.compare_dialog.plain_finished.connect(self.transcript.record_plain_reply)
         self.compare_dialog.show()
         self.compare_dialog.start()
         return self.compare_dialog

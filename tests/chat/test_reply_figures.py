@@ -1,0 +1,134 @@
+"""The figures under a reply, with real llama.cpp: the compact line, the details on demand, and
+the "MTP ×N faster" badge measured against the model's plain replies."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+
+from app.engine.chat.conversation import ASSISTANT, MessageState, StoredMessage
+from app.engine.chat.figures import NOT_MEASURED_TEXT
+from app.engine.chat.plain_speed import (
+    BADGE_MIN_SPEEDUP,
+    MIN_MEASURED_TOKENS,
+    PlainSpeedStore,
+    speed_key,
+)
+from app.engine.runtime.stats import DecodeStats
+from app.ui.chat.transcript import TranscriptView
+
+
+def _stored_stats(window) -> DecodeStats:
+    conversation = window.store.conversation(window.conversations.current_id)
+    stats = conversation.messages[-1].stats
+    assert stats is not None
+    return stats
+
+
+def _plain_store(window) -> PlainSpeedStore:
+    return window.transcript.plain_speeds
+
+
+def test_the_compact_line_and_the_details_agree_with_the_stats(chat, tiny_gguf: Path) -> None:
+    window = chat.open()
+    chat.load(window, tiny_gguf)
+    window.settings_panel.max_tokens.setValue(60)
+    window.settings_panel.temperature.setValue(0.0)  # greedy: the tiny model runs to max tokens
+    window.settings_panel.mtp_depth.setValue(2)
+    reply = chat.ask(window, "Tell me about lines")
+    stats = _stored_stats(window)
+    summary = reply.summary.text()
+    assert summary == (
+        f"60 tokens · {stats.decode_tokens_per_second:.1f} tok/s · "
+        f"MTP {stats.tokens_per_cycle:.2f} tokens/cycle · max tokens"
+    )
+    assert reply.summary.isVisible() and not reply.details.isVisible()
+    chat.qtbot.mouseClick(reply.details_button, Qt.MouseButton.LeftButton)
+    assert reply.details.isVisible()
+    basics, mtp = reply.figures.text().split("\n")
+    assert basics == (
+        f"60 tokens · {stats.decode_tokens_per_second:.1f} tok/s · "
+        f"TTFT {stats.ttft_seconds * 1000:.0f} ms · max tokens"
+    )
+    assert mtp.startswith("MTP depth 2 (Leviathan–Chen) · acceptance by depth ")
+    rates = " / ".join(f"{rate:.0%}" for rate in stats.acceptance_by_depth)
+    assert f"acceptance by depth {rates} · mean accepted {stats.mean_accepted_length:.2f}" in mtp
+    assert mtp.endswith(f"{stats.tokens_per_cycle:.2f} tokens/cycle")
+    assert reply.summary.toolTip() == reply.figures.text()
+    chat.qtbot.mouseClick(reply.details_button, Qt.MouseButton.LeftButton)
+    assert not reply.details.isVisible()
+
+
+def test_the_badge_compares_with_the_measured_plain_speed(chat, tiny_gguf: Path) -> None:
+    window = chat.open()
+    chat.load(window, tiny_gguf)
+    panel = window.settings_panel
+    panel.max_tokens.setValue(80)
+    panel.temperature.setValue(0.0)
+    panel.mtp_depth.setValue(2)
+
+    early = chat.ask(window, "Before any plain reply")
+    assert not early.badge.isVisible()
+    assert early.speed.text() == NOT_MEASURED_TEXT  # says how to get the figure
+
+    panel.mtp_enabled.setChecked(False)
+    plain = chat.ask(window, "Now without drafting")
+    plain_stats = _stored_stats(window)
+    assert plain_stats.depth == 0 and plain_stats.generated_tokens >= MIN_MEASURED_TOKENS
+    assert not plain.badge.isVisible() and not plain.speed.text()
+    measured = _plain_store(window).plain_speed(speed_key(tiny_gguf, "llama.cpp"))
+    assert measured is not None and measured.replies == 1
+    assert measured.tokens_per_second == pytest.approx(plain_stats.decode_tokens_per_second)
+
+    panel.mtp_enabled.setChecked(True)
+    drafted = chat.ask(window, "And with drafting again")
+    stats = _stored_stats(window)
+    ratio = stats.decode_tokens_per_second / plain_stats.decode_tokens_per_second
+    assert drafted.speed.text().startswith(
+        f"MTP ×{ratio:.2f} against this model's plain speed, "
+        f"{plain_stats.decode_tokens_per_second:.1f} tok/s (median of 1 plain reply"
+    )
+    assert drafted.badge.isVisibleTo(window) == (ratio >= BADGE_MIN_SPEEDUP)
+    if ratio >= BADGE_MIN_SPEEDUP:
+        assert drafted.badge.text() == f"MTP ×{ratio:.1f} faster"
+    assert early.speed.text().startswith("MTP ×")  # the earlier reply is now measured too
+
+
+def test_compare_measures_the_plain_speed(chat, tiny_gguf: Path) -> None:
+    window = chat.open()
+    chat.load(window, tiny_gguf)
+    window.settings_panel.max_tokens.setValue(40)
+    window.settings_panel.temperature.setValue(0.0)
+    dialog = window.open_compare("Compare these")
+    assert dialog is not None
+    chat.qtbot.waitUntil(lambda: dialog.outcome is not None, timeout=120_000)
+    measured = _plain_store(window).plain_speed(speed_key(tiny_gguf, "llama.cpp"))
+    plain = dialog.outcome.plain.stats
+    assert measured is not None and measured.replies == 1
+    assert measured.tokens_per_second == pytest.approx(plain.decode_tokens_per_second)
+    dialog.close()
+
+
+def test_a_reply_twice_the_plain_speed_shows_its_badge(qtbot, tiny_gguf: Path) -> None:
+    """A stored reply of the loaded model, its plain speed recorded at half its own speed."""
+    mtp = DecodeStats("lc", 2, 20, 200, 80, (80, 60), (70, 50), 0.5, 0.6, 1.5, 0.1, 140, 0.8, 80)
+    plain = DecodeStats("lc", 0, 20, 100, 100, (), (), 0.5, 0.6, 1.5, 0.0, 0, 0.0, 0)
+    assert mtp.decode_tokens_per_second == 2 * plain.decode_tokens_per_second
+    view = TranscriptView()
+    qtbot.addWidget(view)
+    message = StoredMessage(
+        1, 1, ASSISTANT, "Fast.", MessageState.COMPLETE, time.time(), "tiny-mtp.gguf", "stop", mtp
+    )
+    reply = view.show_messages((message,))[0]
+    assert not reply.badge.isVisibleTo(view)  # no model loaded: nothing to compare with
+    view.set_speed_model("tiny-mtp.gguf", tiny_gguf, "llama.cpp")
+    assert not reply.badge.isVisibleTo(view) and reply.speed.text() == NOT_MEASURED_TEXT
+    view.record_plain_reply(plain)
+    assert reply.badge.isVisibleTo(view) and reply.badge.text() == "MTP ×2.0 faster"
+    assert reply.badge.toolTip() == reply.speed.text()
+    assert reply.speed.text().startswith("MTP ×2.00 against this model's plain speed, 100.0 tok/s")
+    view.set_speed_model("another.gguf", tiny_gguf, "llama.cpp")  # not this reply's model
+    assert not reply.badge.isVisibleTo(view) and not reply.speed.isVisibleTo(view)
