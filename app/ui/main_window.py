@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QUrl
+from PySide6.QtCore import Qt, QTimer, QUrl
 from PySide6.QtGui import (
     QAction,
     QActionGroup,
@@ -73,6 +73,9 @@ from app.ui.wizards.publish import PublishWizard
 
 ChatHandler = Callable[[CatalogEntry], None]
 WINDOW_STATE_FILE = "window-state.ini"
+CHAT_PREBUILD_DELAY_MS = 400
+"""The Chat page's widgets are built this long after start (idle time), so the first click on
+Chat does not pay for them; its models scan and inference worker still wait for that click."""
 
 
 class MainWindow(QMainWindow):
@@ -171,6 +174,7 @@ class MainWindow(QMainWindow):
         self._update_status()
         self._update_title()
         self.refresh_home()
+        QTimer.singleShot(CHAT_PREBUILD_DELAY_MS, self._prebuild_chat)
         for title, problem in (
             ("Settings could not be read", settings_problem),
             ("Job history could not be opened", store_problem),
@@ -368,6 +372,10 @@ class MainWindow(QMainWindow):
     def _show_queue(self) -> None:
         self.queue_label.setText(self.publish_queue.summary())
         self.cancel_queue_button.setVisible(self.publish_queue.waiting > 0)
+
+    def _prebuild_chat(self) -> None:
+        if not self.shut_down:
+            self._ensure_chat()
 
     def _ensure_chat(self) -> ChatWindow:
         if self.chat_window is None:

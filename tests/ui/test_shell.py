@@ -23,7 +23,7 @@ def _visible_message_boxes() -> list[QMessageBox]:
     ]
 
 
-def test_a_first_run_opens_on_home_and_asks_nothing(main_window: MainWindow) -> None:
+def test_a_first_run_opens_on_home_and_asks_nothing(qtbot, main_window: MainWindow) -> None:
     assert main_window.current_page == "home" and main_window.home.isVisible()
     texts = [label.text() for label in main_window.home.findChildren(type(main_window.jobs_label))]
     assert "Welcome to MTP Studio" in texts and MTP_EXPLAINED in texts
@@ -32,7 +32,10 @@ def test_a_first_run_opens_on_home_and_asks_nothing(main_window: MainWindow) -> 
     assert main_window.home.recent_jobs.item(0).text() == "No jobs yet."
     assert "Not signed in" in main_window.home.account.text()
     assert not _visible_message_boxes()  # no dialog storm on a first run
-    assert main_window.chat_window is None  # the inference worker waits for the Chat page
+    qtbot.waitUntil(lambda: main_window.chat_window is not None)  # built while idle...
+    qtbot.wait(500)
+    assert not main_window.chat_window.started  # ...but no models scan or worker until shown
+    assert main_window.chat_window.loaded_model is None
 
 
 def test_every_page_is_in_the_sidebar_and_the_view_menu_with_a_shortcut(

@@ -29,6 +29,7 @@ from app.engine.runtime.request import GenerationResult
 from app.engine.runtime.stats import DecodeStats
 from app.ui.chat.bridge import ReplyTicket, RuntimeBridge
 from app.ui.chat.reply_body import ReplyBody
+from app.ui.look.tones import tone_style
 
 SEED_BITS = 31
 
@@ -62,7 +63,7 @@ class _Side(QWidget):
 
     def fail(self, message: str) -> None:
         self.figures.setText(message)
-        self.figures.setStyleSheet("color: #b00020;")
+        self.figures.setStyleSheet(tone_style("error"))
 
 
 class CompareDialog(QDialog):

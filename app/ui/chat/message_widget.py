@@ -48,6 +48,7 @@ from app.engine.chat.plain_speed import PlainSpeed, speedup
 from app.engine.runtime.request import GenerationResult
 from app.engine.runtime.stats import DecodeStats
 from app.ui.chat.reply_body import ReplyBody
+from app.ui.look.tones import tone_style
 
 RENDER_INTERVAL_MS = 60
 BUBBLE_WIDTH_SHARE = 0.75
@@ -291,8 +292,7 @@ class MessageWidget(QFrame):
             self.badge.hide()
 
     def _show_notice(self, text: str, *, error: bool) -> None:
-        color = "#b00020" if error else "palette(placeholder-text)"
-        self.notice.setStyleSheet(f"color: {color};")
+        self.notice.setStyleSheet(tone_style("error" if error else "muted"))
         self.notice.setText(text)
         self.notice.show()
 

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QAction, QCloseEvent, QFontDatabase, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent, QFontDatabase, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -176,11 +176,30 @@ class ChatWindow(QMainWindow):
             self.open_conversation(recent[0].id)
         else:
             self._show_conversation(None)
+        self._started = False
+        if not embedded:
+            self._start()
+        if history_problem is not None:
+            self._show_banner(history_problem)
+
+    def _start(self) -> None:
+        """Look for models (the preferred one then loads) and probe the backend: a window does
+        it at once, the main window's Chat page the first time it is shown, so the page can be
+        built while the app is idle without starting an inference worker nobody asked for."""
+        self._started = True
         self._show_connections()
         self.rescan_models()
         self._probe_backend()
-        if history_problem is not None:
-            self._show_banner(history_problem)
+
+    @property
+    def started(self) -> bool:
+        """Whether it has looked for models (and so may have started an inference worker)."""
+        return self._started
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if not self._started:
+            self._start()
 
     # -- wiring -------------------------------------------------------------------------------
 
