@@ -528,11 +528,13 @@ class MainWindow(QMainWindow):
 
     def shortcut_groups(self) -> dict[str, list[QAction]]:
         """Every action with a shortcut, by where it works (for Help → Keyboard shortcuts)."""
-        groups: dict[str, list[QAction]] = {"Pages": list(self.page_actions.values())}
+        pages = list(self.page_actions.values())
+        groups: dict[str, list[QAction]] = {"Pages": pages}
         for menu_action in self.menuBar().actions():
             menu = menu_action.menu()
-            if menu is not None and menu is not self.view_menu:
-                groups[menu_action.text().replace("&", "")] = list(menu.actions())
+            if menu is not None:
+                actions = [action for action in menu.actions() if action not in pages]
+                groups[menu_action.text().replace("&", "")] = actions
         if self.chat_window is not None:
             groups["Chat"] = list(self.chat_window.actions())
         return groups

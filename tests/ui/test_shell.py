@@ -111,6 +111,7 @@ def test_the_demo_chat_starts_from_home_and_comes_back_in_recent(
     }
     assert ("Pages", "Home", "Ctrl+1") in rows and ("Pages", "Chat", "Ctrl+4") in rows
     assert ("Chat", "New conversation", "Ctrl+N") in rows
+    assert ("View", "Toggle dark mode", "Ctrl+Shift+D") in rows
     assert ("Chat", "Send the message", "Enter") in rows
     main_window.shutdown()
     qtbot.waitUntil(lambda: chat.shut_down, timeout=LOAD_TIMEOUT_MS)

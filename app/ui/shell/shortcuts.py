@@ -49,6 +49,7 @@ class ShortcutsDialog(QDialog):
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.setSelectionMode(QTableWidget.SelectionMode.NoSelection)
         self.table.setShowGrid(False)
+        self.table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         for row, values in enumerate(rows):
             for column, value in enumerate(values):
                 item = QTableWidgetItem(value)
