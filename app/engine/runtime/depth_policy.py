@@ -33,6 +33,17 @@ with the most expected tokens per second:
   last drafted, a cost in proportion to the stretch (measured: ~8 % of the stretch's time on
   the demo model), which spacing trials cannot shrink but a short stretch avoids.
 
+Whether a request drafts at all is decided before it starts, once per request: a request without
+drafts runs on a target context that keeps no recurrent-state snapshots (a plain step there is
+faster than a depth-0 cycle of a drafting request, ~10 % on the demo model), but it cannot
+draft, because a rejected draft could not be rolled back. So the policy keeps one more timing,
+of those plain steps, and runs requests plainly while plain decoding is faster than the best
+depth of a drafting request. Until plain steps were timed, they are taken to be
+``PLAIN_PRIOR_GAIN`` × as fast as depth-0 cycles. The losing way is run again after
+``CHECK_EVERY_TOKENS`` tokens (more, the more clearly it lost: a check costs the whole request's
+difference), a drafting check opening with a trial at depth 1, so a machine, model or text
+where drafting starts to pay is noticed.
+
 Cycle costs belong to the machine and the model, not to one request, so the worker keeps one
 policy per loaded model and maximum depth (:class:`DepthPolicies`), and saves its state after
 each request (:mod:`depth_memory`, keyed by model file and machine): the starting trials happen
@@ -46,11 +57,10 @@ and greedy output equals plain decoding whatever depths are chosen.
 from __future__ import annotations
 
 import logging
+import statistics
 from collections import deque
 from pathlib import Path
 from typing import Any, Protocol
-
-import numpy as np
 
 from app.engine.runtime.depth_memory import DepthMemory, model_identity
 
@@ -66,12 +76,20 @@ ACCEPTANCE_MEMORY = 0.97
 TIMED_WINDOW = 6
 EXPLORATION_SHARE = 0.01
 SHORT_STRETCH = 8
+PLAIN_PRIOR_GAIN = 1.1
+CHECK_EVERY_TOKENS = 1024.0
+CHECK_SPACING_POWER = 6
 
 log = logging.getLogger(__name__)
 
 
 class DepthPolicy(Protocol):
     """Picks each cycle's draft depth and learns from the cycle's outcome."""
+
+    @property
+    def drafts_this_request(self) -> bool:
+        """False: the request decodes plainly (prefill without the head; every depth is 0)."""
+        ...
 
     def choose(self, limit: int) -> int:
         """The depth of the next cycle, at most ``limit``."""
@@ -87,6 +105,10 @@ class FixedDepth:
 
     def __init__(self, depth: int) -> None:
         self._depth = depth
+
+    @property
+    def drafts_this_request(self) -> bool:
+        return self._depth > 0
 
     def choose(self, limit: int) -> int:
         return min(self._depth, limit)
@@ -113,6 +135,9 @@ class AdaptiveDepth:
         self._stretch = 0  # cycles at depth 0 since this request last drafted
         self._since_trial = 0
         self._explore_up = True
+        self._plain_timed: deque[float] = deque(maxlen=TIMED_WINDOW)  # plain requests' steps
+        self._since_check = 0.0  # tokens since the losing way (plain / drafting) last ran
+        self._drafting = True  # this request drafts
 
     def to_state(self) -> dict[str, Any]:
         """What was learned, as JSON-ready values (see :meth:`restore`)."""
@@ -121,6 +146,8 @@ class AdaptiveDepth:
             "kept": self._kept,
             "timed": {str(depth): list(times) for depth, times in self._timed.items()},
             "change_costs": list(self._change_costs),
+            "plain_timed": list(self._plain_timed),
+            "since_check": self._since_check,
         }
 
     def restore(self, state: dict[str, Any]) -> bool:
@@ -138,6 +165,8 @@ class AdaptiveDepth:
                 for depth, times in state["timed"].items()
             }
             change_costs = [float(cost) for cost in state.get("change_costs", [])]
+            plain_timed = [float(t) for t in state.get("plain_timed", [])]
+            since_check = float(state.get("since_check", 0.0))
         except (KeyError, TypeError, ValueError, AttributeError):
             return False
         if (
@@ -145,18 +174,58 @@ class AdaptiveDepth:
             or len(kept) != size
             or not all(0 <= depth < size and times for depth, times in timed.items())
             or any(t <= 0 for times in timed.values() for t in times)
+            or any(t <= 0 for t in plain_timed)
         ):
             return False
         self._trials, self._kept, self._timed = trials, kept, timed
         self._change_costs = deque(change_costs, maxlen=TIMED_WINDOW)
+        self._plain_timed = deque(plain_timed, maxlen=TIMED_WINDOW)
+        self._since_check = since_check
         if len(timed) >= 2:
             self._pending = []
         return True
 
     def new_request(self) -> None:
-        """The next cycle follows a prefill, not a cycle: don't time it as a steady one."""
+        """Decide whether the next request drafts; its first cycle follows a prefill, not a
+        cycle, so it is not timed as a steady one."""
         self._previous_depth = None
         self._stretch = 0
+        drafting = self._drafting_wins()
+        if self._pending or drafting is None:
+            self._drafting = True  # the opening trials
+            return
+        winner, loser, wins_by = drafting
+        check = self._since_check >= CHECK_EVERY_TOKENS * min(
+            wins_by**CHECK_SPACING_POWER, MAX_TRIAL_SPACING
+        )
+        self._drafting = loser if check else winner
+        if check:
+            self._since_check = 0.0
+            if self._drafting:  # a check of drafting opens with a trial of depth 1
+                self._pending = [1] * CYCLES_PER_TRIAL
+
+    @property
+    def drafts_this_request(self) -> bool:
+        return self._drafting
+
+    def plain_tokens_per_second(self) -> float | None:
+        """Tokens per second of plain requests: measured, else estimated from depth 0."""
+        if self._plain_timed:
+            return 1.0 / min(self._plain_timed)
+        depth_zero = self._timed.get(0)
+        return PLAIN_PRIOR_GAIN / min(depth_zero) if depth_zero else None
+
+    def _drafting_wins(self) -> tuple[bool, bool, float] | None:
+        """(winner, loser, winner's rate / loser's) of drafting (True) vs plain requests, or
+        None before both can be rated."""
+        drafted = [rate for rate in self.tokens_per_second() if rate is not None]
+        plain = self.plain_tokens_per_second()
+        if not drafted or plain is None:
+            return None
+        best = max(drafted)
+        if best > plain:
+            return True, False, best / plain
+        return False, True, plain / best
 
     def tokens_per_second(self) -> list[float | None]:
         """Expected tokens per second at each depth 0..max_depth (None until a cycle at it was
@@ -179,6 +248,8 @@ class AdaptiveDepth:
         return self._best(self.tokens_per_second(), limit)
 
     def choose(self, limit: int) -> int:
+        if not self._drafting:
+            return 0
         rates = self.tokens_per_second()
         if not self._pending:
             self._since_trial += 1
@@ -201,6 +272,12 @@ class AdaptiveDepth:
         return self._stretch <= SHORT_STRETCH
 
     def observe(self, depth: int, accepted: int, seconds: float) -> None:
+        self._since_check += accepted + 1
+        if not self._drafting:
+            if self._previous_depth == 0 and seconds > 0:
+                self._plain_timed.append(seconds)
+            self._previous_depth = 0
+            return
         for level in range(1, depth + 1):
             self._trials[level] = self._trials[level] * ACCEPTANCE_MEMORY + 1.0
             kept = 1.0 if level <= accepted else 0.0
@@ -220,7 +297,7 @@ class AdaptiveDepth:
         steady = self._timed.get(best)
         if not self._change_costs or not steady:
             return 0.0
-        change = float(np.median(self._change_costs))
+        change = statistics.median(self._change_costs)
         cycles = 2 * change / (EXPLORATION_SHARE * min(steady))
         return min(cycles, EXPLORE_EVERY * MAX_TRIAL_SPACING)
 

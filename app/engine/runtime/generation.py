@@ -139,14 +139,6 @@ def generate(
         adaptive=request.adaptive_depth and depth > 0,
     )
     output = _Output(backend, request, recorder, emit)
-
-    backend.reset()
-    logits = backend.prefill(tokens, with_mtp=depth > 0)
-    recorder.prefill_seconds = time.perf_counter() - recorder.started_at
-    last = sample(logits, request.sampler, rng)
-    output.commit([last])
-
-    decoder = SpeculativeDecoder(backend, request.sampler, request.accept, rng, recorder)
     policies = depth_policies or DepthPolicies(remember=False)
     policy = policies.for_request(
         depth,
@@ -154,6 +146,15 @@ def generate(
         model=backend.info.path,
         machine=backend.performance_fingerprint,
     )
+    drafting = depth > 0 and policy.drafts_this_request
+
+    backend.reset()
+    logits = backend.prefill(tokens, with_mtp=drafting)
+    recorder.prefill_seconds = time.perf_counter() - recorder.started_at
+    last = sample(logits, request.sampler, rng)
+    output.commit([last])
+
+    decoder = SpeculativeDecoder(backend, request.sampler, request.accept, rng, recorder)
     context = backend.info.context_length
     while output.finish_reason is None:
         if cancelled():
@@ -165,6 +166,16 @@ def generate(
             break
         if depth == 0:
             last = sample(backend.step(last), request.sampler, rng)
+            output.commit([last])
+            continue
+        if not drafting:  # an adaptive request the policy runs plainly: time its steps
+            started = time.perf_counter()
+            last = sample(backend.step(last), request.sampler, rng)
+            seconds = time.perf_counter() - started
+            policy.observe(0, 0, seconds)
+            recorder.verify_seconds += seconds
+            recorder.verify_calls += 1
+            recorder.record_cycle(0, 0)
             output.commit([last])
             continue
         cycle_depth = policy.choose(min(room, output.remaining - 1))
