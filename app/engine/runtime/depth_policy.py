@@ -14,7 +14,11 @@ with the most expected tokens per second:
   only a few times is neither written off nor overrated;
 - time(K) is the fastest of the last ``TIMED_WINDOW`` timed cycles at K: other work on the
   machine only ever adds time, so the minimum is the cost the depth really has, and one slow
-  cycle cannot shut a depth out. A cycle at K = 0 includes bringing the head's cache up to date,
+  cycle cannot shut a depth out. The window holds one visit's cycles: a depth last timed more
+  than ``STALE_AFTER`` cycles ago starts a new window, because on a shared machine the load
+  changes, and a minimum kept from a quiet moment long ago made a depth look faster than the
+  one just measured under today's load (measured: the stand-in at load 5 settled on depth 3,
+  13 % slower than depth 2). A cycle at K = 0 includes bringing the head's cache up to date,
   so deferring that work does not flatter it. Only a cycle that follows one of the same depth
   is timed: the first after a change pays for llama.cpp rebuilding its compute graph, which
   steady decoding at that depth does not;
@@ -76,6 +80,7 @@ ACCEPTANCE_MEMORY = 0.97
 TIMED_WINDOW = 6
 EXPLORATION_SHARE = 0.01
 SHORT_STRETCH = 8
+STALE_AFTER = 2 * EXPLORE_EVERY
 PLAIN_PRIOR_GAIN = 1.1
 CHECK_EVERY_TOKENS = 1024.0
 CHECK_SPACING_POWER = 6
@@ -125,6 +130,8 @@ class AdaptiveDepth:
         self._trials = [0.0] * (max_depth + 1)  # index j: cycles that tried depth j
         self._kept = [0.0] * (max_depth + 1)  # ... and kept the draft at depth j
         self._timed: dict[int, deque[float]] = {}
+        self._cycles = 0
+        self._last_timed: dict[int, int] = {}  # depth → the cycle it was last timed at
         self._change_costs: deque[float] = deque(maxlen=TIMED_WINDOW)
         self._pending = [
             depth
@@ -191,7 +198,7 @@ class AdaptiveDepth:
         self._previous_depth = None
         self._stretch = 0
         drafting = self._drafting_wins()
-        if self._pending or drafting is None:
+        if len(self._timed) < 2 or drafting is None:
             self._drafting = True  # the opening trials
             return
         winner, loser, wins_by = drafting
@@ -201,8 +208,10 @@ class AdaptiveDepth:
         self._drafting = loser if check else winner
         if check:
             self._since_check = 0.0
-            if self._drafting:  # a check of drafting opens with a trial of depth 1
-                self._pending = [1] * CYCLES_PER_TRIAL
+        if not self._drafting:
+            self._pending = []  # a trial left over from the last request waits for a check
+        elif check and not winner:  # a check of drafting opens with a trial of depth 1
+            self._pending = [1] * CYCLES_PER_TRIAL
 
     @property
     def drafts_this_request(self) -> bool:
@@ -285,8 +294,12 @@ class AdaptiveDepth:
             if not kept:
                 break
         self._stretch = self._stretch + 1 if depth == 0 else 0
+        self._cycles += 1
         if depth == self._previous_depth and seconds > 0:
-            self._timed.setdefault(depth, deque(maxlen=TIMED_WINDOW)).append(seconds)
+            if self._cycles - self._last_timed.get(depth, -STALE_AFTER) > STALE_AFTER:
+                self._timed[depth] = deque(maxlen=TIMED_WINDOW)  # a new visit
+            self._timed[depth].append(seconds)
+            self._last_timed[depth] = self._cycles
         elif self._previous_depth is not None and self._timed.get(depth):
             self._change_costs.append(max(0.0, seconds - min(self._timed[depth])))
         self._previous_depth = depth

@@ -156,6 +156,7 @@ def generate(
 
     decoder = SpeculativeDecoder(backend, request.sampler, request.accept, rng, recorder)
     context = backend.info.context_length
+    clock = backend.cycle_clock
     while output.finish_reason is None:
         if cancelled():
             output.stop("cancelled")
@@ -169,19 +170,18 @@ def generate(
             output.commit([last])
             continue
         if not drafting:  # an adaptive request the policy runs plainly: time its steps
-            started = time.perf_counter()
+            started, wall_started = clock(), time.perf_counter()
             last = sample(backend.step(last), request.sampler, rng)
-            seconds = time.perf_counter() - started
-            policy.observe(0, 0, seconds)
-            recorder.verify_seconds += seconds
+            policy.observe(0, 0, clock() - started)
+            recorder.verify_seconds += time.perf_counter() - wall_started
             recorder.verify_calls += 1
             recorder.record_cycle(0, 0)
             output.commit([last])
             continue
         cycle_depth = policy.choose(min(room, output.remaining - 1))
-        started = time.perf_counter()
+        started = clock()
         cycle = decoder.cycle(last, cycle_depth)
-        policy.observe(cycle_depth, cycle.accepted, time.perf_counter() - started)
+        policy.observe(cycle_depth, cycle.accepted, clock() - started)
         last = cycle.tokens[-1]
         output.commit(cycle.tokens)
 

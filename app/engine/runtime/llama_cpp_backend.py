@@ -36,7 +36,8 @@ import ctypes
 import hashlib
 import os
 import platform
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import llama_cpp
@@ -123,6 +124,9 @@ class LlamaCppBackend(DecodeBackend):
         self._fingerprint = _machine_fingerprint(threads, settings.gpu_layers)
         depth = settings.max_draft_depth if mtp_reason is None else 0
         self._context_size, self._threads = context, threads
+        self._on_cpu_alone = threads == 1 and (
+            settings.gpu_layers == 0 or not llama_cpp.llama_supports_gpu_offload()
+        )
 
         self._target = self._new_context(context, threads, rollback_depth=depth, other=None)
         if mtp_reason is None and llama_cpp.llama_model_n_embd_inp(self._model) != self._width:
@@ -308,6 +312,14 @@ class LlamaCppBackend(DecodeBackend):
     @property
     def performance_fingerprint(self) -> str:
         return self._fingerprint
+
+    @property
+    def cycle_clock(self) -> Callable[[], float]:
+        """On the CPU with one thread, every cycle's work runs on the calling thread, so its CPU
+        time is the cycle's cost without the time other processes took the core: on a shared
+        machine the wall time of a cycle varied 3× with the load and misled the adaptive depth.
+        With more threads or a GPU, the work runs elsewhere: wall time."""
+        return time.thread_time if self._on_cpu_alone else time.perf_counter
 
     # --- decoding ---------------------------------------------------------------------------
 
