@@ -127,7 +127,7 @@ def test_leaving_depth_zero_waits_for_the_next_request() -> None:
     assert set(_drive(policy, HARD_TEXT, cycles=1000, seed=1)) == {0}
     policy.new_request()
     assert not policy.drafts_this_request and policy.choose(4) == 0
-    for _ in range(100):
+    for _ in range(200):
         _drive(policy, HARD_TEXT, cycles=100)
         policy.new_request()
         if policy.drafts_this_request:

@@ -43,7 +43,9 @@ faster than a depth-0 cycle of a drafting request, ~10 % on the demo model), but
 draft, because a rejected draft could not be rolled back. So the policy keeps one more timing,
 of those plain steps, and runs requests plainly while plain decoding is faster than the best
 depth of a drafting request. Until plain steps were timed, they are taken to be
-``PLAIN_PRIOR_GAIN`` × as fast as depth-0 cycles. The losing way is run again after
+``PLAIN_PRIOR_GAIN`` × as fast as depth-0 cycles, and a plain request is tried after ~128
+tokens unless drafting wins by ``UNMEASURED_PLAIN_MARGIN`` × or more (a depth-0 rate from the
+opening trials' few cycles is too noisy to decide alone). The losing way is run again after
 ``CHECK_EVERY_TOKENS`` tokens (more, the more clearly it lost: a check costs the whole request's
 difference), a drafting check opening with a trial at depth 1, so a machine, model or text
 where drafting starts to pay is noticed.
@@ -84,6 +86,7 @@ STALE_AFTER = 2 * EXPLORE_EVERY
 PLAIN_PRIOR_GAIN = 1.1
 CHECK_EVERY_TOKENS = 1024.0
 CHECK_SPACING_POWER = 6
+UNMEASURED_PLAIN_MARGIN = 1.5
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +157,6 @@ class AdaptiveDepth:
             "timed": {str(depth): list(times) for depth, times in self._timed.items()},
             "change_costs": list(self._change_costs),
             "plain_timed": list(self._plain_timed),
-            "since_check": self._since_check,
         }
 
     def restore(self, state: dict[str, Any]) -> bool:
@@ -173,7 +175,6 @@ class AdaptiveDepth:
             }
             change_costs = [float(cost) for cost in state.get("change_costs", [])]
             plain_timed = [float(t) for t in state.get("plain_timed", [])]
-            since_check = float(state.get("since_check", 0.0))
         except (KeyError, TypeError, ValueError, AttributeError):
             return False
         if (
@@ -187,7 +188,6 @@ class AdaptiveDepth:
         self._trials, self._kept, self._timed = trials, kept, timed
         self._change_costs = deque(change_costs, maxlen=TIMED_WINDOW)
         self._plain_timed = deque(plain_timed, maxlen=TIMED_WINDOW)
-        self._since_check = since_check
         if len(timed) >= 2:
             self._pending = []
         return True
@@ -202,9 +202,10 @@ class AdaptiveDepth:
             self._drafting = True  # the opening trials
             return
         winner, loser, wins_by = drafting
-        check = self._since_check >= CHECK_EVERY_TOKENS * min(
-            wins_by**CHECK_SPACING_POWER, MAX_TRIAL_SPACING
-        )
+        spacing = min(wins_by**CHECK_SPACING_POWER, MAX_TRIAL_SPACING)
+        if not self._plain_timed and wins_by < UNMEASURED_PLAIN_MARGIN:
+            spacing = 1 / 8  # plain steps never timed and the estimate not far off: find out
+        check = self._since_check >= CHECK_EVERY_TOKENS * spacing
         self._drafting = loser if check else winner
         if check:
             self._since_check = 0.0
@@ -225,12 +226,16 @@ class AdaptiveDepth:
         return PLAIN_PRIOR_GAIN / min(depth_zero) if depth_zero else None
 
     def _drafting_wins(self) -> tuple[bool, bool, float] | None:
-        """(winner, loser, winner's rate / loser's) of drafting (True) vs plain requests, or
-        None before both can be rated."""
-        drafted = [rate for rate in self.tokens_per_second() if rate is not None]
+        """(winner, loser, winner's rate / loser's) of drafting (True: its best depth ≥ 1) vs
+        plain requests, or None before both can be rated."""
+        rates = self.tokens_per_second()
+        drafted = [rate for rate in rates[1:] if rate is not None]
         plain = self.plain_tokens_per_second()
         if not drafted or plain is None:
             return None
+        # A plain request does a depth-0 cycle's work minus the snapshots, so it is never
+        # slower than one: a depth-0 cycle timed faster only saw a quieter moment.
+        plain = max(plain, rates[0] or 0.0)
         best = max(drafted)
         if best > plain:
             return True, False, best / plain
