@@ -137,6 +137,7 @@ def generate(
         depth=depth,
         prompt_tokens=len(tokens),
         adaptive=request.adaptive_depth and depth > 0,
+        clock=backend.cycle_clock,
     )
     output = _Output(backend, request, recorder, emit)
     policies = depth_policies or DepthPolicies(remember=False)
@@ -150,7 +151,7 @@ def generate(
 
     backend.reset()
     logits = backend.prefill(tokens, with_mtp=drafting)
-    recorder.prefill_seconds = time.perf_counter() - recorder.started_at
+    recorder.prefill_done()
     last = sample(logits, request.sampler, rng)
     output.commit([last])
 
