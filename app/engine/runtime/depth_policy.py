@@ -21,7 +21,9 @@ with the most expected tokens per second:
   13 % slower than depth 2). A cycle at K = 0 includes bringing the head's cache up to date,
   so deferring that work does not flatter it. Only a cycle that follows one of the same depth
   is timed: the first after a change pays for llama.cpp rebuilding its compute graph, which
-  steady decoding at that depth does not;
+  steady decoding at that depth does not. Times come from the backend's cycle clock: on a
+  one-thread CPU backend the decoding thread's CPU time, which other processes do not advance
+  (wall times of one cycle varied 3× under load, CPU times ~1.3×);
 - it starts with ``CYCLES_PER_TRIAL`` cycles each at depths 1, 2 and 0 (the first of each is
   not timed, so three give two timings: one alone let a single noisy cycle decide, and on the
   memory-bound stand-in sent it to depth 0 for a whole reply), and from then on tries
@@ -42,8 +44,9 @@ drafts runs on a target context that keeps no recurrent-state snapshots (a plain
 faster than a depth-0 cycle of a drafting request, ~10 % on the demo model), but it cannot
 draft, because a rejected draft could not be rolled back. So the policy keeps one more timing,
 of those plain steps, and runs requests plainly while plain decoding is faster than the best
-depth of a drafting request. Until plain steps were timed, they are taken to be
-``PLAIN_PRIOR_GAIN`` × as fast as depth-0 cycles, and a plain request is tried after ~128
+depth ≥ 1 of a drafting request (and than depth 0, which is a plain step plus snapshots).
+Until plain steps were timed, they are taken to be ``PLAIN_PRIOR_GAIN`` × as fast as depth-0
+cycles, and a plain request is tried after ~128
 tokens unless drafting wins by ``UNMEASURED_PLAIN_MARGIN`` × or more (a depth-0 rate from the
 opening trials' few cycles is too noisy to decide alone). The losing way is run again after
 ``CHECK_EVERY_TOKENS`` tokens (more, the more clearly it lost: a check costs the whole request's
