@@ -46,12 +46,12 @@ draft, because a rejected draft could not be rolled back. So the policy keeps on
 of those plain steps, and runs requests plainly while plain decoding is faster than the best
 depth ≥ 1 of a drafting request (and than depth 0, which is a plain step plus snapshots).
 Until plain steps were timed, they are taken to be ``PLAIN_PRIOR_GAIN`` × as fast as depth-0
-cycles, and a plain request is tried after ~128
-tokens unless drafting wins by ``UNMEASURED_PLAIN_MARGIN`` × or more (a depth-0 rate from the
-opening trials' few cycles is too noisy to decide alone). The losing way is run again after
-``CHECK_EVERY_TOKENS`` tokens (more, the more clearly it lost: a check costs the whole request's
-difference), a drafting check opening with a trial at depth 1, so a machine, model or text
-where drafting starts to pay is noticed.
+cycles, and a plain request is tried after ~128 tokens unless drafting wins by
+``UNMEASURED_PLAIN_MARGIN`` × or more (a depth-0 rate from the opening trials' few cycles is
+too noisy to decide alone). The losing way is run again after ``CHECK_EVERY_TOKENS`` tokens
+(more, the more clearly it lost: a check costs the whole request's difference), a drafting
+check opening with a trial at depth 1, so a machine, model or text where drafting starts to
+pay is noticed.
 
 Cycle costs belong to the machine and the model, not to one request, so the worker keeps one
 policy per loaded model and maximum depth (:class:`DepthPolicies`), and saves its state after
