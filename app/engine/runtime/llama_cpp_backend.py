@@ -75,9 +75,10 @@ def _initialise_once() -> None:
         _backend_initialised = True
 
 
-def _machine_fingerprint(threads: int, gpu_layers: int) -> str:
+def _machine_fingerprint(threads: int, gpu_layers: int, clock: str) -> str:
     """A short hash of the CPU, the llama.cpp build (its system info names the CPU features and
-    GPU backends it uses), the llama-cpp-python version, threads and GPU offload."""
+    GPU backends it uses), the llama-cpp-python version, threads, GPU offload and the clock
+    cycles are timed with (times on different clocks cannot be compared)."""
     cpu = platform.processor()
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
@@ -92,6 +93,7 @@ def _machine_fingerprint(threads: int, gpu_layers: int) -> str:
         llama_cpp.llama_print_system_info().decode("utf-8", "replace"),
         f"threads={threads}",
         f"gpu_layers={gpu_layers}",
+        f"clock={clock}",
     )
     digest = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
     return f"{BACKEND_NAME}:{digest}"
@@ -121,11 +123,13 @@ class LlamaCppBackend(DecodeBackend):
         trained = llama_cpp.llama_model_n_ctx_train(self._model)
         context = settings.context_length or min(DEFAULT_CONTEXT, trained or DEFAULT_CONTEXT)
         threads = settings.threads or default_threads()
-        self._fingerprint = _machine_fingerprint(threads, settings.gpu_layers)
         depth = settings.max_draft_depth if mtp_reason is None else 0
         self._context_size, self._threads = context, threads
         self._on_cpu_alone = threads == 1 and (
             settings.gpu_layers == 0 or not llama_cpp.llama_supports_gpu_offload()
+        )
+        self._fingerprint = _machine_fingerprint(
+            threads, settings.gpu_layers, self.cycle_clock.__name__
         )
 
         self._target = self._new_context(context, threads, rollback_depth=depth, other=None)
