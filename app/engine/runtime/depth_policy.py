@@ -33,7 +33,10 @@ with the most expected tokens per second:
 - a change of depth has a price of its own (llama.cpp rebuilds its compute graph for a new
   batch shape, and the head's cache is caught up after a depth-0 stretch): on a CPU it is most
   of a plain step. The first cycle after a change measures it, and trials are spaced so that
-  their changes cost at most ``EXPLORATION_SHARE`` of the decoding time;
+  their changes cost at most ``EXPLORATION_SHARE`` of the decoding time. Steady cycles leave
+  their depth only for one at least ``SWITCH_MARGIN`` faster: on the stand-in depths 1 and 2
+  measured within noise of each other, and flipping between them cost a 1–4 ms rebuild on a
+  ~17 ms cycle each time;
 - after more than ``SHORT_STRETCH`` cycles at depth 0 it stays there until the next request,
   trials included: drafting resumes by catching the head's cache up on every token since it
   last drafted, a cost in proportion to the stretch (measured: ~8 % of the stretch's time on
@@ -86,6 +89,7 @@ TIMED_WINDOW = 6
 EXPLORATION_SHARE = 0.01
 SHORT_STRETCH = 8
 STALE_AFTER = 2 * EXPLORE_EVERY
+SWITCH_MARGIN = 0.03
 PLAIN_PRIOR_GAIN = 1.1
 CHECK_EVERY_TOKENS = 1024.0
 CHECK_SPACING_POWER = 6
@@ -145,6 +149,7 @@ class AdaptiveDepth:
             for _ in range(CYCLES_PER_TRIAL)
         ]
         self._previous_depth: int | None = None
+        self._steady: int | None = None  # the depth steady cycles last ran at
         self._stretch = 0  # cycles at depth 0 since this request last drafted
         self._since_trial = 0
         self._explore_up = True
@@ -282,6 +287,16 @@ class AdaptiveDepth:
         if self._pending:
             return min(self._pending.pop(0), limit)
         best = self._best(rates, limit)
+        steady = self._steady
+        if (
+            steady is not None
+            and steady != best
+            and steady <= limit
+            and (rate := rates[steady]) is not None
+            and rates[best] < rate * (1.0 + SWITCH_MARGIN)
+        ):
+            best = steady  # not worth a change of depth
+        self._steady = best
         return best if best == 0 or self._may_draft() else 0
 
     def _may_draft(self) -> bool:
