@@ -133,7 +133,8 @@ def render(benchmark: DecodeBenchmark) -> str:
         f"{benchmark.prompts} prompts × {benchmark.repeats} repeats, {benchmark.max_tokens} "
         f"tokens each, temperature {benchmark.temperature}",
         "",
-        f"{'mode':<18}{'tok/s':>9}{'TTFT ms':>9}{'speedup':>9}{'expected':>10}{'ratio':>7}"
+        f"{'mode':<18}{'tok/s':>9}{'CPU tok/s':>10}{'TTFT ms':>9}{'speedup':>9}{'expected':>10}"
+        f"{'ratio':>7}"
         f"{'parts':>8}{'loop':>6}{'tok/cyc':>9}{'c':>7}{'α':>6}  acceptance by depth",
     ]
     for row in benchmark.rows:
@@ -153,6 +154,7 @@ def render(benchmark: DecodeBenchmark) -> str:
             )
         lines.append(
             f"{row.label:<18}{row.decode_tokens_per_second:>9.1f}"
+            f"{row.clock_tokens_per_second:>10.1f}"
             f"{row.mean_ttft_seconds * 1000:>9.1f}{row.speedup:>8.2f}×{cycle_columns}"
         )
     step_ms = benchmark.ar_seconds_per_token * 1000
@@ -168,8 +170,17 @@ def render(benchmark: DecodeBenchmark) -> str:
         "ratio = speedup / expected",
         "parts = tok/cyc × plain step / (K·draft step + verify call); loop = 1 − speedup / parts",
         f"auto = depth chosen before each cycle (0–{AUTO_MAX_DEPTH}) from the acceptance and "
-        "cycle times measured so far (kept per model and machine across runs); default = no "
-        f"flags (--mtp-depth {DEFAULT_MTP_DEPTH})",
+        "cycle times measured so far (kept per model and machine across runs); a request where "
+        "drafting loses runs plainly, without rollback snapshots; default = no flags "
+        f"(--mtp-depth {DEFAULT_MTP_DEPTH})",
+        "CPU tok/s = tokens per second of the decoding thread's CPU time (one-thread CPU "
+        "backends; elsewhere wall time): the same runs without other processes' load",
+        "default, auto / max(plain, best fixed depth): "
+        + ", ".join(
+            f"{mode} {benchmark.to_best(mode):.3f} (CPU time "
+            f"{benchmark.to_best(mode, clock=True):.3f})"
+            for mode in ("default", "auto")
+        ),
         "ratio = (plain step / verify call) × (1 − loop): Leviathan takes a verify call to cost "
         f"one plain step; here it costs {best.verify_to_step:.2f}× at K={best.depth}, so the ratio "
         f"cannot exceed {best.expected_ceiling:.2f} with a loop that costs nothing",

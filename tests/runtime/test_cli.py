@@ -128,12 +128,13 @@ def test_bench_decode_compares_every_mode_in_one_run(
     default = report["modes"][-1]
     assert default["adaptive"] is True and default["depth"] == AUTO_MAX_DEPTH
     assert "default ≥ 0.98 × max(plain, best fixed depth)" in report["checks"]
+    assert report["to_best"]["default"]["wall"] > 0 and report["to_best"]["default"]["clock"] > 0
     assert report["llama_server"] == []
     assert report["greedy_identical"] == {"1": True, "2": True, "auto": True}
     assert report["checks"]["greedy MTP identical to plain decoding"] is True
     for mode in report["modes"]:
         assert mode["requests"] == 6 and mode["generated_tokens"] > 0
-        assert mode["decode_tokens_per_second"] > 0
+        assert mode["decode_tokens_per_second"] > 0 and mode["clock_tokens_per_second"] > 0
         if mode["depth"]:
             assert len(mode["acceptance_by_depth"]) == mode["depth"]
             assert 1.0 <= mode["tokens_per_cycle"] <= mode["depth"] + 1

@@ -48,6 +48,9 @@ CPU_LIKE = Machine(1.0, 0.35, 0.25, (0.85, 0.6, 0.5, 0.4))  # verify rows cost c
 HARD_TEXT = Machine(1.0, 0.45, 0.3, (0.35, 0.3, 0.3, 0.3))  # drafts rarely kept
 
 
+PLAIN_STEP = 0.9  # a step of a request without drafts, in depth-0 cycles: no snapshots kept
+
+
 def _drive(policy: AdaptiveDepth, machine: Machine, cycles: int, seed: int = 0) -> list[int]:
     rng = np.random.default_rng(seed)
     chosen = []
@@ -57,9 +60,20 @@ def _drive(policy: AdaptiveDepth, machine: Machine, cycles: int, seed: int = 0) 
         while accepted < depth and rng.random() < machine.acceptance[accepted]:
             accepted += 1
         noise = 1.0 + rng.exponential(0.05)  # other work only ever adds time
-        policy.observe(depth, accepted, machine.seconds(depth) * noise * 1e-3)
+        seconds = machine.seconds(depth) * (1.0 if policy.drafts_this_request else PLAIN_STEP)
+        policy.observe(depth, accepted, seconds * noise * 1e-3)
         chosen.append(depth)
     return chosen
+
+
+def _serve(policy: AdaptiveDepth, machine: Machine, requests: int, cycles: int) -> list[bool]:
+    """Requests of ``cycles`` cycles each; whether each one drafted."""
+    drafted = []
+    for request in range(requests):
+        policy.new_request()
+        drafted.append(policy.drafts_this_request)
+        _drive(policy, machine, cycles, seed=request)
+    return drafted
 
 
 @pytest.mark.parametrize(
@@ -104,13 +118,44 @@ def test_what_it_learned_carries_over_to_the_next_request() -> None:
 
 def test_leaving_depth_zero_waits_for_the_next_request() -> None:
     """Drafting after a depth-0 stretch first catches the head up on the whole stretch, so a
-    trial from depth 0 runs at a request's start, where that stretch is empty."""
+    trial from depth 0 runs at a request's start, where that stretch is empty. Where depth 0
+    won, the next requests decode plainly, and drafting is checked again at the start of a
+    later one."""
     policy = AdaptiveDepth(4)
     _drive(policy, HARD_TEXT, cycles=300)
     assert policy.best_depth(4) == 0
     assert set(_drive(policy, HARD_TEXT, cycles=1000, seed=1)) == {0}
     policy.new_request()
-    assert policy.choose(4) == 1  # long overdue: the first cycle of the request tries depth 1
+    assert not policy.drafts_this_request and policy.choose(4) == 0
+    for _ in range(200):
+        _drive(policy, HARD_TEXT, cycles=100)
+        policy.new_request()
+        if policy.drafts_this_request:
+            break
+    assert policy.drafts_this_request
+    assert policy.choose(4) == 1  # the check's first cycle tries depth 1
+
+
+@pytest.mark.parametrize(
+    ("machine", "drafting"),
+    [(GPU_LIKE, True), (HARD_TEXT, False)],
+    ids=["drafting pays: drafting requests", "drafting loses: plain requests"],
+)
+def test_each_request_drafts_or_decodes_plainly_whichever_is_faster(
+    machine: Machine, drafting: bool
+) -> None:
+    """A request without drafts runs on a context without rollback snapshots (PLAIN_STEP of a
+    depth-0 cycle); the policy runs requests that way where drafting loses, checking drafting
+    again now and then, and never where drafting wins clearly."""
+    policy = AdaptiveDepth(4)
+    drafted = _serve(policy, machine, requests=200, cycles=60)[10:]
+    share = drafted.count(drafting) / len(drafted)
+    assert share > 0.9
+    if not drafting:
+        assert share < 1.0  # drafting is re-checked: a text where it pays would be noticed
+        assert policy.plain_tokens_per_second() > max(
+            rate for rate in policy.tokens_per_second() if rate is not None
+        )
 
 
 def test_trials_are_spaced_by_what_a_change_of_depth_costs() -> None:

@@ -13,6 +13,7 @@ position and the head's own cache); ``rollback`` decides which verified rows bec
 from __future__ import annotations
 
 import os
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -122,6 +123,13 @@ class DecodeBackend(ABC):
         """What decode speed depends on besides the model (machine, build, threads): the
         adaptive depth keeps what it learned per model and fingerprint."""
         return self.info.backend
+
+    @property
+    def cycle_clock(self) -> Callable[[], float]:
+        """The clock the adaptive depth times cycles with: wall time, unless the backend knows
+        a clock that other work on the machine does not advance and that still sees all of a
+        cycle's work."""
+        return time.perf_counter
 
     # --- decoding ---------------------------------------------------------------------------
 

@@ -14,10 +14,16 @@ with the most expected tokens per second:
   only a few times is neither written off nor overrated;
 - time(K) is the fastest of the last ``TIMED_WINDOW`` timed cycles at K: other work on the
   machine only ever adds time, so the minimum is the cost the depth really has, and one slow
-  cycle cannot shut a depth out. A cycle at K = 0 includes bringing the head's cache up to date,
+  cycle cannot shut a depth out. The window holds one visit's cycles: a depth last timed more
+  than ``STALE_AFTER`` cycles ago starts a new window, because on a shared machine the load
+  changes, and a minimum kept from a quiet moment long ago made a depth look faster than the
+  one just measured under today's load (measured: the stand-in at load 5 settled on depth 3,
+  13 % slower than depth 2). A cycle at K = 0 includes bringing the head's cache up to date,
   so deferring that work does not flatter it. Only a cycle that follows one of the same depth
   is timed: the first after a change pays for llama.cpp rebuilding its compute graph, which
-  steady decoding at that depth does not;
+  steady decoding at that depth does not. Times come from the backend's cycle clock: on a
+  one-thread CPU backend the decoding thread's CPU time, which other processes do not advance
+  (wall times of one cycle varied 3× under load, CPU times ~1.3×);
 - it starts with ``CYCLES_PER_TRIAL`` cycles each at depths 1, 2 and 0 (the first of each is
   not timed, so three give two timings: one alone let a single noisy cycle decide, and on the
   memory-bound stand-in sent it to depth 0 for a whole reply), and from then on tries
@@ -27,11 +33,28 @@ with the most expected tokens per second:
 - a change of depth has a price of its own (llama.cpp rebuilds its compute graph for a new
   batch shape, and the head's cache is caught up after a depth-0 stretch): on a CPU it is most
   of a plain step. The first cycle after a change measures it, and trials are spaced so that
-  their changes cost at most ``EXPLORATION_SHARE`` of the decoding time;
+  their changes cost at most ``EXPLORATION_SHARE`` of the decoding time. Steady cycles leave
+  their depth only for one at least ``SWITCH_MARGIN`` faster: on the stand-in depths 1 and 2
+  measured within noise of each other, and flipping between them cost a 1–4 ms rebuild on a
+  ~17 ms cycle each time;
 - after more than ``SHORT_STRETCH`` cycles at depth 0 it stays there until the next request,
   trials included: drafting resumes by catching the head's cache up on every token since it
   last drafted, a cost in proportion to the stretch (measured: ~8 % of the stretch's time on
   the demo model), which spacing trials cannot shrink but a short stretch avoids.
+
+Whether a request drafts at all is decided before it starts, once per request: a request without
+drafts runs on a target context that keeps no recurrent-state snapshots (a plain step there is
+faster than a depth-0 cycle of a drafting request, ~10 % on the demo model), but it cannot
+draft, because a rejected draft could not be rolled back. So the policy keeps one more timing,
+of those plain steps, and runs requests plainly while plain decoding is faster than the best
+depth ≥ 1 of a drafting request (and than depth 0, which is a plain step plus snapshots).
+Until plain steps were timed, they are taken to be ``PLAIN_PRIOR_GAIN`` × as fast as depth-0
+cycles, and a plain request is tried after ~128 tokens unless drafting wins by
+``UNMEASURED_PLAIN_MARGIN`` × or more (a depth-0 rate from the opening trials' few cycles is
+too noisy to decide alone). The losing way is run again after ``CHECK_EVERY_TOKENS`` tokens
+(more, the more clearly it lost: a check costs the whole request's difference), a drafting
+check opening with a trial at depth 1, so a machine, model or text where drafting starts to
+pay is noticed.
 
 Cycle costs belong to the machine and the model, not to one request, so the worker keeps one
 policy per loaded model and maximum depth (:class:`DepthPolicies`), and saves its state after
@@ -46,11 +69,10 @@ and greedy output equals plain decoding whatever depths are chosen.
 from __future__ import annotations
 
 import logging
+import statistics
 from collections import deque
 from pathlib import Path
 from typing import Any, Protocol
-
-import numpy as np
 
 from app.engine.runtime.depth_memory import DepthMemory, model_identity
 
@@ -66,12 +88,23 @@ ACCEPTANCE_MEMORY = 0.97
 TIMED_WINDOW = 6
 EXPLORATION_SHARE = 0.01
 SHORT_STRETCH = 8
+STALE_AFTER = 2 * EXPLORE_EVERY
+SWITCH_MARGIN = 0.03
+PLAIN_PRIOR_GAIN = 1.1
+CHECK_EVERY_TOKENS = 1024.0
+CHECK_SPACING_POWER = 6
+UNMEASURED_PLAIN_MARGIN = 1.5
 
 log = logging.getLogger(__name__)
 
 
 class DepthPolicy(Protocol):
     """Picks each cycle's draft depth and learns from the cycle's outcome."""
+
+    @property
+    def drafts_this_request(self) -> bool:
+        """False: the request decodes plainly (prefill without the head; every depth is 0)."""
+        ...
 
     def choose(self, limit: int) -> int:
         """The depth of the next cycle, at most ``limit``."""
@@ -88,6 +121,10 @@ class FixedDepth:
     def __init__(self, depth: int) -> None:
         self._depth = depth
 
+    @property
+    def drafts_this_request(self) -> bool:
+        return self._depth > 0
+
     def choose(self, limit: int) -> int:
         return min(self._depth, limit)
 
@@ -103,6 +140,8 @@ class AdaptiveDepth:
         self._trials = [0.0] * (max_depth + 1)  # index j: cycles that tried depth j
         self._kept = [0.0] * (max_depth + 1)  # ... and kept the draft at depth j
         self._timed: dict[int, deque[float]] = {}
+        self._cycles = 0
+        self._last_timed: dict[int, int] = {}  # depth → the cycle it was last timed at
         self._change_costs: deque[float] = deque(maxlen=TIMED_WINDOW)
         self._pending = [
             depth
@@ -110,9 +149,13 @@ class AdaptiveDepth:
             for _ in range(CYCLES_PER_TRIAL)
         ]
         self._previous_depth: int | None = None
+        self._steady: int | None = None  # the depth steady cycles last ran at
         self._stretch = 0  # cycles at depth 0 since this request last drafted
         self._since_trial = 0
         self._explore_up = True
+        self._plain_timed: deque[float] = deque(maxlen=TIMED_WINDOW)  # plain requests' steps
+        self._since_check = 0.0  # tokens since the losing way (plain / drafting) last ran
+        self._drafting = True  # this request drafts
 
     def to_state(self) -> dict[str, Any]:
         """What was learned, as JSON-ready values (see :meth:`restore`)."""
@@ -121,6 +164,7 @@ class AdaptiveDepth:
             "kept": self._kept,
             "timed": {str(depth): list(times) for depth, times in self._timed.items()},
             "change_costs": list(self._change_costs),
+            "plain_timed": list(self._plain_timed),
         }
 
     def restore(self, state: dict[str, Any]) -> bool:
@@ -138,6 +182,7 @@ class AdaptiveDepth:
                 for depth, times in state["timed"].items()
             }
             change_costs = [float(cost) for cost in state.get("change_costs", [])]
+            plain_timed = [float(t) for t in state.get("plain_timed", [])]
         except (KeyError, TypeError, ValueError, AttributeError):
             return False
         if (
@@ -145,18 +190,64 @@ class AdaptiveDepth:
             or len(kept) != size
             or not all(0 <= depth < size and times for depth, times in timed.items())
             or any(t <= 0 for times in timed.values() for t in times)
+            or any(t <= 0 for t in plain_timed)
         ):
             return False
         self._trials, self._kept, self._timed = trials, kept, timed
         self._change_costs = deque(change_costs, maxlen=TIMED_WINDOW)
+        self._plain_timed = deque(plain_timed, maxlen=TIMED_WINDOW)
         if len(timed) >= 2:
             self._pending = []
         return True
 
     def new_request(self) -> None:
-        """The next cycle follows a prefill, not a cycle: don't time it as a steady one."""
+        """Decide whether the next request drafts; its first cycle follows a prefill, not a
+        cycle, so it is not timed as a steady one."""
         self._previous_depth = None
         self._stretch = 0
+        drafting = self._drafting_wins()
+        if len(self._timed) < 2 or drafting is None:
+            self._drafting = True  # the opening trials
+            return
+        winner, loser, wins_by = drafting
+        spacing = min(wins_by**CHECK_SPACING_POWER, MAX_TRIAL_SPACING)
+        if not self._plain_timed and wins_by < UNMEASURED_PLAIN_MARGIN:
+            spacing = 1 / 8  # plain steps never timed and the estimate not far off: find out
+        check = self._since_check >= CHECK_EVERY_TOKENS * spacing
+        self._drafting = loser if check else winner
+        if check:
+            self._since_check = 0.0
+        if not self._drafting:
+            self._pending = []  # a trial left over from the last request waits for a check
+        elif check and not winner:  # a check of drafting opens with a trial of depth 1
+            self._pending = [1] * CYCLES_PER_TRIAL
+
+    @property
+    def drafts_this_request(self) -> bool:
+        return self._drafting
+
+    def plain_tokens_per_second(self) -> float | None:
+        """Tokens per second of plain requests: measured, else estimated from depth 0."""
+        if self._plain_timed:
+            return 1.0 / min(self._plain_timed)
+        depth_zero = self._timed.get(0)
+        return PLAIN_PRIOR_GAIN / min(depth_zero) if depth_zero else None
+
+    def _drafting_wins(self) -> tuple[bool, bool, float] | None:
+        """(winner, loser, winner's rate / loser's) of drafting (True: its best depth ≥ 1) vs
+        plain requests, or None before both can be rated."""
+        rates = self.tokens_per_second()
+        drafted = [rate for rate in rates[1:] if rate is not None]
+        plain = self.plain_tokens_per_second()
+        if not drafted or plain is None:
+            return None
+        # A plain request does a depth-0 cycle's work minus the snapshots, so it is never
+        # slower than one: a depth-0 cycle timed faster only saw a quieter moment.
+        plain = max(plain, rates[0] or 0.0)
+        best = max(drafted)
+        if best > plain:
+            return True, False, best / plain
+        return False, True, plain / best
 
     def tokens_per_second(self) -> list[float | None]:
         """Expected tokens per second at each depth 0..max_depth (None until a cycle at it was
@@ -179,6 +270,8 @@ class AdaptiveDepth:
         return self._best(self.tokens_per_second(), limit)
 
     def choose(self, limit: int) -> int:
+        if not self._drafting:
+            return 0
         rates = self.tokens_per_second()
         if not self._pending:
             self._since_trial += 1
@@ -194,6 +287,16 @@ class AdaptiveDepth:
         if self._pending:
             return min(self._pending.pop(0), limit)
         best = self._best(rates, limit)
+        steady = self._steady
+        if (
+            steady is not None
+            and steady != best
+            and steady <= limit
+            and (rate := rates[steady]) is not None
+            and rates[best] < rate * (1.0 + SWITCH_MARGIN)
+        ):
+            best = steady  # not worth a change of depth
+        self._steady = best
         return best if best == 0 or self._may_draft() else 0
 
     def _may_draft(self) -> bool:
@@ -201,6 +304,12 @@ class AdaptiveDepth:
         return self._stretch <= SHORT_STRETCH
 
     def observe(self, depth: int, accepted: int, seconds: float) -> None:
+        self._since_check += accepted + 1
+        if not self._drafting:
+            if self._previous_depth == 0 and seconds > 0:
+                self._plain_timed.append(seconds)
+            self._previous_depth = 0
+            return
         for level in range(1, depth + 1):
             self._trials[level] = self._trials[level] * ACCEPTANCE_MEMORY + 1.0
             kept = 1.0 if level <= accepted else 0.0
@@ -208,8 +317,12 @@ class AdaptiveDepth:
             if not kept:
                 break
         self._stretch = self._stretch + 1 if depth == 0 else 0
+        self._cycles += 1
         if depth == self._previous_depth and seconds > 0:
-            self._timed.setdefault(depth, deque(maxlen=TIMED_WINDOW)).append(seconds)
+            if self._cycles - self._last_timed.get(depth, -STALE_AFTER) > STALE_AFTER:
+                self._timed[depth] = deque(maxlen=TIMED_WINDOW)  # a new visit
+            self._timed[depth].append(seconds)
+            self._last_timed[depth] = self._cycles
         elif self._previous_depth is not None and self._timed.get(depth):
             self._change_costs.append(max(0.0, seconds - min(self._timed[depth])))
         self._previous_depth = depth
@@ -220,7 +333,7 @@ class AdaptiveDepth:
         steady = self._timed.get(best)
         if not self._change_costs or not steady:
             return 0.0
-        change = float(np.median(self._change_costs))
+        change = statistics.median(self._change_costs)
         cycles = 2 * change / (EXPLORATION_SHARE * min(steady))
         return min(cycles, EXPLORE_EVERY * MAX_TRIAL_SPACING)
 

@@ -137,16 +137,9 @@ def generate(
         depth=depth,
         prompt_tokens=len(tokens),
         adaptive=request.adaptive_depth and depth > 0,
+        clock=backend.cycle_clock,
     )
     output = _Output(backend, request, recorder, emit)
-
-    backend.reset()
-    logits = backend.prefill(tokens, with_mtp=depth > 0)
-    recorder.prefill_seconds = time.perf_counter() - recorder.started_at
-    last = sample(logits, request.sampler, rng)
-    output.commit([last])
-
-    decoder = SpeculativeDecoder(backend, request.sampler, request.accept, rng, recorder)
     policies = depth_policies or DepthPolicies(remember=False)
     policy = policies.for_request(
         depth,
@@ -154,7 +147,17 @@ def generate(
         model=backend.info.path,
         machine=backend.performance_fingerprint,
     )
+    drafting = depth > 0 and policy.drafts_this_request
+
+    backend.reset()
+    logits = backend.prefill(tokens, with_mtp=drafting)
+    recorder.prefill_done()
+    last = sample(logits, request.sampler, rng)
+    output.commit([last])
+
+    decoder = SpeculativeDecoder(backend, request.sampler, request.accept, rng, recorder)
     context = backend.info.context_length
+    clock = backend.cycle_clock
     while output.finish_reason is None:
         if cancelled():
             output.stop("cancelled")
@@ -167,10 +170,19 @@ def generate(
             last = sample(backend.step(last), request.sampler, rng)
             output.commit([last])
             continue
+        if not drafting:  # an adaptive request the policy runs plainly: time its steps
+            started, wall_started = clock(), time.perf_counter()
+            last = sample(backend.step(last), request.sampler, rng)
+            policy.observe(0, 0, clock() - started)
+            recorder.verify_seconds += time.perf_counter() - wall_started
+            recorder.verify_calls += 1
+            recorder.record_cycle(0, 0)
+            output.commit([last])
+            continue
         cycle_depth = policy.choose(min(room, output.remaining - 1))
-        started = time.perf_counter()
+        started = clock()
         cycle = decoder.cycle(last, cycle_depth)
-        policy.observe(cycle_depth, cycle.accepted, time.perf_counter() - started)
+        policy.observe(cycle_depth, cycle.accepted, clock() - started)
         last = cycle.tokens[-1]
         output.commit(cycle.tokens)
 

@@ -21,6 +21,13 @@ The head's cache is kept behind to save decodes: rows for tokens committed by a 
 plain steps while the head is idle (depth-0 stretches of the adaptive depth), are queued and
 decoded in one batch together with the next cycle's first draft row. A step therefore costs
 what a plain step costs, plus copying one hidden-state row.
+
+A request decoded without drafts (``prefill(..., with_mtp=False)``) runs on a second target
+context with no recurrent-state snapshots and no hidden-state export: keeping snapshots makes
+every step of a hybrid model slower (measured: ~10 % of a demo-model step, from the extra state
+copies and graph nodes), which plain decoding need not pay. That context is created the first
+time a request runs plainly, so a model only ever decoded with drafts does not hold a second
+KV cache; a model loaded without a usable head has only the one context, without snapshots.
 """
 
 from __future__ import annotations
@@ -29,7 +36,8 @@ import ctypes
 import hashlib
 import os
 import platform
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import llama_cpp
@@ -67,9 +75,10 @@ def _initialise_once() -> None:
         _backend_initialised = True
 
 
-def _machine_fingerprint(threads: int, gpu_layers: int) -> str:
+def _machine_fingerprint(threads: int, gpu_layers: int, clock: str) -> str:
     """A short hash of the CPU, the llama.cpp build (its system info names the CPU features and
-    GPU backends it uses), the llama-cpp-python version, threads and GPU offload."""
+    GPU backends it uses), the llama-cpp-python version, threads, GPU offload and the clock
+    cycles are timed with (times on different clocks cannot be compared)."""
     cpu = platform.processor()
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
@@ -84,6 +93,7 @@ def _machine_fingerprint(threads: int, gpu_layers: int) -> str:
         llama_cpp.llama_print_system_info().decode("utf-8", "replace"),
         f"threads={threads}",
         f"gpu_layers={gpu_layers}",
+        f"clock={clock}",
     )
     digest = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
     return f"{BACKEND_NAME}:{digest}"
@@ -97,7 +107,7 @@ class LlamaCppBackend(DecodeBackend):
         _initialise_once()
         self._path = Path(path)
         self._summary = summary
-        self._model = self._target = self._draft_ctx = None
+        self._model = self._target = self._draft_ctx = self._plain_ctx = None
         try:
             self._open(settings)
         except BaseException:
@@ -113,8 +123,14 @@ class LlamaCppBackend(DecodeBackend):
         trained = llama_cpp.llama_model_n_ctx_train(self._model)
         context = settings.context_length or min(DEFAULT_CONTEXT, trained or DEFAULT_CONTEXT)
         threads = settings.threads or default_threads()
-        self._fingerprint = _machine_fingerprint(threads, settings.gpu_layers)
         depth = settings.max_draft_depth if mtp_reason is None else 0
+        self._context_size, self._threads = context, threads
+        self._on_cpu_alone = threads == 1 and (
+            settings.gpu_layers == 0 or not llama_cpp.llama_supports_gpu_offload()
+        )
+        self._fingerprint = _machine_fingerprint(
+            threads, settings.gpu_layers, self.cycle_clock.__name__
+        )
 
         self._target = self._new_context(context, threads, rollback_depth=depth, other=None)
         if mtp_reason is None and llama_cpp.llama_model_n_embd_inp(self._model) != self._width:
@@ -132,6 +148,12 @@ class LlamaCppBackend(DecodeBackend):
             else:
                 llama_cpp_ext.llama_set_embeddings_nextn(self._draft_ctx, True, False)
         self._target_memory = llama_cpp.llama_get_memory(self._target)
+        if depth == 0:  # no snapshots anyway: plain requests share the one context
+            self._plain_ctx = self._target
+        self._plain_memory = (
+            llama_cpp.llama_get_memory(self._plain_ctx) if self._plain_ctx is not None else None
+        )
+        self._active, self._active_memory = self._target, self._target_memory
         self._draft_memory = (
             llama_cpp.llama_get_memory(self._draft_ctx) if self._draft_ctx is not None else None
         )
@@ -215,13 +237,22 @@ class LlamaCppBackend(DecodeBackend):
             self.draft(0, 1, lambda _index, _logits: 0)
         self.reset()
 
+    def _open_plain_context(self) -> None:
+        """The target context of plain requests: no snapshots, no hidden-state export."""
+        self._plain_ctx = self._new_context(
+            self._context_size, self._threads, rollback_depth=0, other=None
+        )
+        self._plain_memory = llama_cpp.llama_get_memory(self._plain_ctx)
+        self._decode(self._plain_ctx, self._batch.fill([0], 0, outputs="last"), "a warm-up row")
+        llama_cpp.llama_memory_clear(self._plain_memory, True)
+
     def close(self) -> None:
-        for ctx in (self._draft_ctx, self._target):
-            if ctx:
-                llama_cpp.llama_free(ctx)
+        contexts = (self._draft_ctx, self._target, self._plain_ctx)
+        for ctx in dict.fromkeys(ctx for ctx in contexts if ctx):
+            llama_cpp.llama_free(ctx)
         if self._model:
             llama_cpp.llama_model_free(self._model)
-        self._draft_ctx = self._target = self._model = None
+        self._draft_ctx = self._target = self._plain_ctx = self._model = None
 
     # --- text -------------------------------------------------------------------------------
 
@@ -286,6 +317,14 @@ class LlamaCppBackend(DecodeBackend):
     def performance_fingerprint(self) -> str:
         return self._fingerprint
 
+    @property
+    def cycle_clock(self) -> Callable[[], float]:
+        """On the CPU with one thread, every cycle's work runs on the calling thread, so its CPU
+        time is the cycle's cost without the time other processes took the core: on a shared
+        machine the wall time of a cycle varied 3× with the load and misled the adaptive depth.
+        With more threads or a GPU, the work runs elsewhere: wall time."""
+        return time.thread_time if self._on_cpu_alone else time.perf_counter
+
     # --- decoding ---------------------------------------------------------------------------
 
     @property
@@ -293,9 +332,9 @@ class LlamaCppBackend(DecodeBackend):
         return self._n_past
 
     def reset(self) -> None:
-        llama_cpp.llama_memory_clear(self._target_memory, True)
-        if self._draft_memory is not None:
-            llama_cpp.llama_memory_clear(self._draft_memory, True)
+        for memory in dict.fromkeys((self._target_memory, self._plain_memory, self._draft_memory)):
+            if memory is not None:
+                llama_cpp.llama_memory_clear(memory, True)
         self._n_past = 0
         self._head_active = False
         self._head_queue_start = 0
@@ -308,14 +347,20 @@ class LlamaCppBackend(DecodeBackend):
             raise RuntimeBackendError(
                 f"{self._path.name} has no usable MTP head: {self.info.mtp_unavailable_reason}"
             )
-        llama_cpp_ext.llama_set_embeddings_nextn(self._target, with_mtp, False)
+        if not with_mtp and self._plain_ctx is None:
+            self._open_plain_context()
+        if with_mtp:
+            self._active, self._active_memory = self._target, self._target_memory
+            llama_cpp_ext.llama_set_embeddings_nextn(self._target, True, False)
+        else:
+            self._active, self._active_memory = self._plain_ctx, self._plain_memory
         self._check_room(len(tokens))
         previous_hidden = np.zeros(self._width, dtype=np.float32)
         for start in range(0, len(tokens), BATCH_SIZE):
             chunk = tokens[start : start + BATCH_SIZE]
             is_last_chunk = start + len(chunk) == len(tokens)
             self._decode(
-                self._target,
+                self._active,
                 self._batch.fill(chunk, start, outputs="last" if is_last_chunk else "none"),
                 "the prompt",
             )
@@ -332,12 +377,12 @@ class LlamaCppBackend(DecodeBackend):
         self._head_active = with_mtp
         self._hidden_last = previous_hidden
         self._head_queue_start = len(tokens)
-        return self._logits_rows(self._target, 1)[0].copy()
+        return self._logits_rows(self._active, 1)[0].copy()
 
     def step(self, token: int) -> np.ndarray:
         self._check_room(1)
         self._decode(
-            self._target, self._batch.fill([token], self._n_past, outputs="all"), "a token"
+            self._active, self._batch.fill([token], self._n_past, outputs="all"), "a token"
         )
         if self._head_active:
             # The head's row for ``token`` pairs it with the hidden state before it; it is
@@ -346,9 +391,10 @@ class LlamaCppBackend(DecodeBackend):
             self._head_queue_hidden.append(self._hidden_last[None, :])
             self._hidden_last = self._hidden_rows(self._target, 1)[0].copy()
         self._n_past += 1
-        return self._logits_rows(self._target, 1)[0].copy()
+        return self._logits_rows(self._active, 1)[0].copy()
 
     def draft(self, last_token: int, depth: int, choose: DraftChooser) -> DraftResult:
+        self._require_head("draft")
         if depth == 0:
             self._flush_head_queue(keep_last_rows=0)
             return DraftResult((), np.zeros((0, self._vocab_size), dtype=np.float32))
@@ -384,6 +430,7 @@ class LlamaCppBackend(DecodeBackend):
         return DraftResult(tuple(drafts), logits_rows)
 
     def verify(self, tokens: Sequence[int]) -> VerifyResult:
+        self._require_head("verify drafts")
         self._check_room(len(tokens))
         start = self._n_past
         self._decode(self._target, self._batch.fill(tokens, start, outputs="all"), "a verify batch")
@@ -443,6 +490,13 @@ class LlamaCppBackend(DecodeBackend):
             del self._head_queue_tokens[:count]
             del self._head_queue_hidden[:count]
             self._head_queue_start += count
+
+    def _require_head(self, action: str) -> None:
+        if not self._head_active:
+            raise RuntimeBackendError(
+                f"cannot {action}: this request was prefilled without the MTP head "
+                "(prefill with_mtp=True first); the decoding loop is out of order"
+            )
 
     def _check_room(self, count: int) -> None:
         if self._n_past + count > self.info.context_length:

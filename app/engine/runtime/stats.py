@@ -19,7 +19,7 @@ Definitions:
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -74,6 +74,10 @@ class DecodeStats:
     verify_calls: int
     adaptive: bool = False
     """The depth was chosen before each cycle (``depth`` is then the most it could draft)."""
+    decode_clock_seconds: float = 0.0
+    """Decode time on the backend's cycle clock (:attr:`DecodeBackend.cycle_clock`): on a
+    one-thread CPU backend the decoding thread's CPU time, which other processes' load on the
+    machine does not inflate; elsewhere the same as :attr:`decode_seconds`."""
 
     @property
     def acceptance_by_depth(self) -> tuple[float, ...]:
@@ -102,6 +106,12 @@ class DecodeStats:
     @property
     def decode_tokens_per_second(self) -> float:
         seconds = self.decode_seconds
+        return self.generated_tokens / seconds if seconds > 0 else 0.0
+
+    @property
+    def decode_tokens_per_clock_second(self) -> float:
+        """Generated tokens per second of :attr:`decode_clock_seconds`."""
+        seconds = self.decode_clock_seconds
         return self.generated_tokens / seconds if seconds > 0 else 0.0
 
     @property
@@ -137,6 +147,7 @@ class DecodeStats:
             tokens_per_cycle=self.tokens_per_cycle,
             decode_seconds=self.decode_seconds,
             decode_tokens_per_second=self.decode_tokens_per_second,
+            decode_tokens_per_clock_second=self.decode_tokens_per_clock_second,
             prefill_tokens_per_second=self.prefill_tokens_per_second,
             draft_verify_cost_ratio=self.draft_verify_cost_ratio,
             alpha=self.alpha,
@@ -171,6 +182,7 @@ def combined_stats(requests: Sequence[DecodeStats]) -> DecodeStats:
         verify_seconds=total("verify_seconds"),
         verify_calls=total("verify_calls"),
         adaptive=first.adaptive,
+        decode_clock_seconds=total("decode_clock_seconds"),
     )
 
 
@@ -192,11 +204,20 @@ class StatsRecorder:
     verify_seconds: float = 0.0
     verify_calls: int = 0
     adaptive: bool = False
+    clock: Callable[[], float] = time.perf_counter
+    """The backend's cycle clock; decode time is also kept on it (``decode_clock_seconds``)."""
     started_at: float = field(default_factory=time.perf_counter)
 
     def __post_init__(self) -> None:
         self.drafted_by_depth = [0] * self.depth
         self.accepted_by_depth = [0] * self.depth
+        self._clock_started_at = self.clock()
+        self._prefill_clock_seconds = 0.0
+
+    def prefill_done(self) -> None:
+        """The prompt is in: decode time starts now (on both clocks)."""
+        self.prefill_seconds = time.perf_counter() - self.started_at
+        self._prefill_clock_seconds = self.clock() - self._clock_started_at
 
     def record_cycle(self, drafted: int, accepted: int) -> None:
         self.cycles += 1
@@ -222,4 +243,7 @@ class StatsRecorder:
             verify_seconds=self.verify_seconds,
             verify_calls=self.verify_calls,
             adaptive=self.adaptive,
+            decode_clock_seconds=max(
+                self.clock() - self._clock_started_at - self._prefill_clock_seconds, 0.0
+            ),
         )
