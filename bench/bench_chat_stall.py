@@ -3,9 +3,9 @@ Chat page opens and a model loads, while 500 tokens stream, and while a long rep
 blocks streams fast.
 ``python bench/bench_chat_stall.py [--model PATH | --tiny] [--tokens 500]``.
 
-A precise 2 ms timer runs on the GUI thread of the real main window (the chat is its page); every gap between two of its
-ticks longer than the interval is time the event loop could not run (a stall the user would feel
-as a frozen window). The model loads in the runtime's worker process and replies stream from it
+A precise 2 ms timer runs on the GUI thread of the real main window (the chat is its page);
+every gap between two of its ticks longer than the interval is time the event loop could not run
+(a stall the user would feel as a frozen window). The model loads in the runtime's worker process and replies stream from it
 exactly as in the app, rendered as Markdown with their live statistics. Target: the longest
 stall ≤ 50 ms.
 
