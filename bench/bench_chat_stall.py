@@ -6,8 +6,8 @@ blocks streams fast.
 A precise 2 ms timer runs on the GUI thread of the real main window (the chat is its page);
 every gap between two of its ticks longer than the interval is time the event loop could not run
 (a stall the user would feel as a frozen window). The model loads in the runtime's worker process
-and replies stream from it exactly as in the app, rendered as Markdown with their live statistics. Target: the longest
-stall ≤ 50 ms.
+and replies stream from it exactly as in the app, rendered as Markdown with their live statistics.
+Target: the longest stall ≤ 50 ms.
 
 With no --model the bundled demo model answers; it ends its turns on its own, so the streaming
 phase sends "Continue." until --tokens tokens have streamed. ``--tiny`` uses the random test model
