@@ -25,8 +25,9 @@ import sys
 from pathlib import Path
 
 ARCHITECTURES = ("qwen35moe", "qwen3next", "glm4moe", "deepseek2")
-COSMETIC_KEYS = {"general.size_label"}
-"""The converter counts the MTP parameters in the size label; the graft keeps the base's."""
+COSMETIC_KEYS = {"general.size_label", "mtp_studio.graft.alignment_padding"}
+"""The converter counts the MTP parameters in the size label; the graft keeps the base's, and
+pads its header so the copied data stays page-aligned (app.engine.graft.writer.PADDING_KEY)."""
 
 
 def _configs() -> dict[str, tuple[str, dict]]:
