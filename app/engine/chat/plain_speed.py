@@ -20,28 +20,24 @@ parsed is ignored with a log line (the next measurement replaces it): nothing he
 from __future__ import annotations
 
 import hashlib
-import json
-import logging
 import math
 import os
 import platform
 import statistics
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from app.engine.learned_state import cpu_name, read_section, write_section
 from app.engine.runtime.depth_memory import model_identity
 from app.engine.runtime.stats import DecodeStats
 
 STORE_FILE_NAME = "plain-speed.json"
 STORE_VERSION = 1
+SECTION = "plain_tokens_per_second"
 MIN_MEASURED_TOKENS = 16
 KEPT_MEASUREMENTS = 5
 BADGE_MIN_SPEEDUP = 1.1
 """Below this a speedup is within the noise of two measurements: no badge."""
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -95,13 +91,7 @@ def speed_key(model: Path, backend: str) -> str:
 
 
 def _machine() -> str:
-    cpu = platform.processor()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            cpu = next((line for line in cpuinfo if line.startswith("model name")), cpu)
-    except OSError:
-        pass
-    parts = (platform.node(), platform.machine(), cpu.strip(), str(os.cpu_count()))
+    parts = (platform.node(), platform.machine(), cpu_name(), str(os.cpu_count()))
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
@@ -134,48 +124,10 @@ class PlainSpeedStore:
         return True
 
     def _write(self, entries: dict[str, list[float]]) -> None:
-        document = {"version": STORE_VERSION, "plain_tokens_per_second": entries}
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(
-                prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent
-            )
-            try:
-                with os.fdopen(handle, "w", encoding="utf-8") as file:
-                    json.dump(document, file)
-                os.replace(temporary, self.path)
-            except BaseException:
-                Path(temporary).unlink(missing_ok=True)
-                raise
-        except OSError as exc:
-            log.warning("could not save the measured plain speed to %s: %s", self.path, exc)
+        write_section(self.path, STORE_VERSION, SECTION, entries)
 
     def _read(self) -> dict[str, list[float]]:
-        try:
-            text = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return {}
-        except OSError as exc:
-            log.warning("ignoring %s (cannot read it: %s)", self.path, exc)
-            return {}
-        try:
-            document: Any = json.loads(text)
-        except ValueError as exc:
-            log.warning(
-                "ignoring %s (not valid JSON: %s); plain speed is measured afresh", self.path, exc
-            )
-            return {}
-        if (
-            not isinstance(document, dict)
-            or document.get("version") != STORE_VERSION
-            or not isinstance(entries := document.get("plain_tokens_per_second"), dict)
-        ):
-            log.warning(
-                "ignoring %s (not a version-%d plain speed file); plain speed is measured afresh",
-                self.path,
-                STORE_VERSION,
-            )
-            return {}
+        entries = read_section(self.path, STORE_VERSION, SECTION, "plain speed")
         return {
             key: [float(value) for value in values if _positive_number(value)]
             for key, values in entries.items()

@@ -16,18 +16,16 @@ session starts at the depth that was fastest last time instead of repeating the 
 from __future__ import annotations
 
 import hashlib
-import json
-import logging
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from app.engine.learned_state import read_section, write_section
+
 STORE_FILE_NAME = "adaptive-depth.json"
 STORE_VERSION = 1
+SECTION = "policies"
 _IDENTITY_BYTES = 1 << 20
-
-log = logging.getLogger(__name__)
 
 
 def model_identity(path: Path) -> str:
@@ -58,44 +56,7 @@ class DepthMemory:
         """Store ``state`` under ``key``, keeping the other keys; atomic replace."""
         entries = self._read()
         entries[key] = state
-        document = {"version": STORE_VERSION, "policies": entries}
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(
-                prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent
-            )
-            try:
-                with os.fdopen(handle, "w", encoding="utf-8") as file:
-                    json.dump(document, file)
-                os.replace(temporary, self.path)
-            except BaseException:
-                Path(temporary).unlink(missing_ok=True)
-                raise
-        except OSError as exc:
-            log.warning("could not save the adaptive depth's state to %s: %s", self.path, exc)
+        write_section(self.path, STORE_VERSION, SECTION, entries)
 
     def _read(self) -> dict[str, Any]:
-        try:
-            text = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return {}
-        except OSError as exc:
-            log.warning("ignoring %s (cannot read it: %s)", self.path, exc)
-            return {}
-        try:
-            document = json.loads(text)
-        except ValueError as exc:
-            log.warning("ignoring %s (not valid JSON: %s); learning starts afresh", self.path, exc)
-            return {}
-        if (
-            not isinstance(document, dict)
-            or document.get("version") != STORE_VERSION
-            or not isinstance(document.get("policies"), dict)
-        ):
-            log.warning(
-                "ignoring %s (not a version-%d adaptive depth file); learning starts afresh",
-                self.path,
-                STORE_VERSION,
-            )
-            return {}
-        return document["policies"]
+        return read_section(self.path, STORE_VERSION, SECTION, "adaptive depth")

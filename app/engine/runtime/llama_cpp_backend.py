@@ -45,6 +45,7 @@ import numpy as np
 from llama_cpp import llama_cpp_ext
 
 from app.engine.errors import RuntimeBackendError
+from app.engine.learned_state import cpu_name
 from app.engine.runtime import llama_cpp_log
 from app.engine.runtime.backend import (
     DecodeBackend,
@@ -79,15 +80,9 @@ def _machine_fingerprint(threads: int, gpu_layers: int, clock: str) -> str:
     """A short hash of the CPU, the llama.cpp build (its system info names the CPU features and
     GPU backends it uses), the llama-cpp-python version, threads, GPU offload and the clock
     cycles are timed with (times on different clocks cannot be compared)."""
-    cpu = platform.processor()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            cpu = next((line for line in cpuinfo if line.startswith("model name")), cpu)
-    except OSError:
-        pass
     parts = (
         platform.machine(),
-        cpu.strip(),
+        cpu_name(),
         str(os.cpu_count()),
         llama_cpp.__version__,
         llama_cpp.llama_print_system_info().decode("utf-8", "replace"),

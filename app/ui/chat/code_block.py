@@ -23,18 +23,18 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexer import Lexer
 from pygments.lexers import TextLexer, get_lexer_by_name
 from pygments.util import ClassNotFound
-from PySide6.QtCore import QEvent, QSize, Qt
-from PySide6.QtGui import QFontDatabase, QGuiApplication, QPalette, QResizeEvent
+from PySide6.QtCore import QEvent
+from PySide6.QtGui import QFontDatabase, QGuiApplication, QPalette
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
-    QSizePolicy,
-    QTextBrowser,
     QToolButton,
     QVBoxLayout,
     QWidget,
 )
+
+from app.ui.chat.fitted_text import FittedTextView
 
 LIGHT_STYLE = "default"
 DARK_STYLE = "github-dark"
@@ -81,39 +81,18 @@ def _formatter(style: str) -> HtmlFormatter:
     return HtmlFormatter(style=style, noclasses=True, nobackground=True)
 
 
-class CodeView(QTextBrowser):
+class CodeView(FittedTextView):
     """The highlighted code: read-only, selectable, as tall as its text, long lines wrapped."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
+        super().__init__(parent, margin=6)
         self.setObjectName("codeView")
-        self.setFrameShape(QFrame.Shape.NoFrame)
         self.setOpenLinks(False)
-        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
-        self.viewport().setAutoFillBackground(False)
-        self.document().setDocumentMargin(6)
         self.document().setDefaultFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
 
     def show_html(self, html: str) -> None:
         self.setHtml(html)
-        self._fit_height()
-
-    def resizeEvent(self, event: QResizeEvent) -> None:
-        super().resizeEvent(event)
-        if event.size().width() != event.oldSize().width():
-            self._fit_height()
-
-    def sizeHint(self) -> QSize:
-        return QSize(super().sizeHint().width(), self.height())
-
-    def _fit_height(self) -> None:
-        document = self.document()
-        document.setTextWidth(self.viewport().width())
-        height = int(document.size().height()) + 2
-        if height != self.height():
-            self.setFixedHeight(height)
+        self.fit_height()
 
 
 class CodeBlock(QFrame):

@@ -10,11 +10,9 @@ transcript scrolls instead).
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import (
     QColor,
     QFontDatabase,
-    QResizeEvent,
     QTextBlockFormat,
     QTextCharFormat,
     QTextCursor,
@@ -22,7 +20,9 @@ from PySide6.QtGui import (
     QTextFormat,
     QTextOption,
 )
-from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser, QWidget
+from PySide6.QtWidgets import QWidget
+
+from app.ui.chat.fitted_text import FittedTextView
 
 MARKDOWN_FEATURES = QTextDocument.MarkdownFeature(
     QTextDocument.MarkdownFeature.MarkdownDialectGitHub.value
@@ -31,18 +31,12 @@ MARKDOWN_FEATURES = QTextDocument.MarkdownFeature(
 CODE_BACKGROUND = QColor(127, 127, 127, 38)
 
 
-class MarkdownView(QTextBrowser):
+class MarkdownView(FittedTextView):
     """Read-only rendered Markdown whose height follows its content."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
+        super().__init__(parent, margin=2)
         self.setOpenExternalLinks(True)
-        self.setFrameShape(QFrame.Shape.NoFrame)
-        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
-        self.viewport().setAutoFillBackground(False)
-        self.document().setDocumentMargin(2)
         self.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
         self._markdown = ""
 
@@ -54,27 +48,12 @@ class MarkdownView(QTextBrowser):
         self._markdown = text
         self.document().setMarkdown(text, MARKDOWN_FEATURES)
         _box_code_blocks(self.document())
-        self._fit_height()
+        self.fit_height()
 
     def set_plain(self, text: str) -> None:
         self._markdown = text
         self.setPlainText(text)
-        self._fit_height()
-
-    def resizeEvent(self, event: QResizeEvent) -> None:
-        super().resizeEvent(event)
-        if event.size().width() != event.oldSize().width():
-            self._fit_height()
-
-    def sizeHint(self) -> QSize:
-        return QSize(super().sizeHint().width(), self.height())
-
-    def _fit_height(self) -> None:
-        document = self.document()
-        document.setTextWidth(self.viewport().width())
-        height = int(document.size().height()) + 2 * self.frameWidth() + 2
-        if height != self.height():
-            self.setFixedHeight(height)
+        self.fit_height()
 
 
 def _box_code_blocks(document: QTextDocument) -> None:
