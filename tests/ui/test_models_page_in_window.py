@@ -40,6 +40,15 @@ def _scanned(qtbot, window: MainWindow) -> None:
     )
 
 
+def _trunk_selected(qtbot, window: MainWindow, models_folder: Path) -> tuple[MainWindow, Path]:
+    """The Models page shown, scanned, with the head-less demo trunk selected."""
+    window.show_page("models")
+    _scanned(qtbot, window)
+    base = models_folder / "demo-trunk.gguf"
+    assert window.library.select(base)
+    return window, base
+
+
 def test_chat_on_the_models_page_opens_the_chat_on_that_model(
     qtbot, main_window: MainWindow
 ) -> None:
@@ -61,11 +70,7 @@ def test_chat_on_the_models_page_opens_the_chat_on_that_model(
 def test_add_mtp_head_grafts_the_paired_sidecar_as_a_job(
     qtbot, models_folder: Path, open_window: Callable[[], MainWindow]
 ) -> None:
-    window = open_window()
-    window.show_page("models")
-    _scanned(qtbot, window)
-    base = models_folder / "demo-trunk.gguf"
-    assert window.library.select(base)
+    window, base = _trunk_selected(qtbot, open_window(), models_folder)
     assert window.library.graft_action.isEnabled()
     window.library.graft_action.trigger()
     qtbot.waitUntil(lambda: window.graft.confirmation is not None, timeout=30_000)
@@ -99,11 +104,7 @@ def test_download_sidecar_opens_the_wizard_on_the_sidecar_repo(
 def test_the_model_loaded_in_the_chat_is_not_deleted_under_it(
     qtbot, models_folder: Path, open_window: Callable[[], MainWindow]
 ) -> None:
-    window = open_window()
-    window.show_page("models")
-    _scanned(qtbot, window)
-    base = models_folder / "demo-trunk.gguf"
-    assert window.library.select(base)
+    window, base = _trunk_selected(qtbot, open_window(), models_folder)
     window.library.chat_action.trigger()
     chat = window.chat_window
     assert chat is not None
