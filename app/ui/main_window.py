@@ -143,8 +143,7 @@ class MainWindow(QMainWindow):
         }
         self.pages = QStackedWidget()
         for spec in PAGES:
-            if spec.key in self.page_widgets:
-                self.pages.addWidget(self.page_widgets[spec.key])
+            self.pages.addWidget(self.page_widgets[spec.key])
         self.sidebar = Sidebar()
         central = QWidget()
         layout = QHBoxLayout(central)
