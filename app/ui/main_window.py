@@ -672,7 +672,7 @@ class MainWindow(QMainWindow):
                 self,
                 "Jobs are running",
                 f"{running} job(s) are running. Quit anyway? They are marked interrupted and can "
-                "be retried from the job monitor; downloads continue where they stopped.",
+                "be retried from the Jobs page; downloads continue where they stopped.",
             )
             return answer == QMessageBox.StandardButton.Yes
         return True

@@ -160,7 +160,7 @@ def test_a_failure_reads_as_a_fix_and_the_monitor_retries_it(
     summary = wizard.result_page.summary.text()
     assert "no MTP head tensors found in" in summary
     assert "Traceback" not in summary
-    assert "Retry it from the job monitor" in summary
+    assert "Retry it from the Jobs page" in summary
     assert (
         not local_hub.store.exists("acme/qwen3-6b-mtp")
         if hasattr(local_hub.store, "exists")

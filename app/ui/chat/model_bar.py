@@ -260,7 +260,7 @@ class ModelBar(QWidget):
             self.graft_button.setText(f"Add the MTP head from {sidecar_label(model.sidecar)}…")
             self.graft_button.setToolTip(
                 f"Writes a copy of {model.name} with the MTP head of {model.sidecar} added, "
-                "so llama.cpp can draft with it (a job: progress and cancel in the Jobs panel)"
+                "so llama.cpp can draft with it (a job: progress and cancel on the Jobs page)"
             )
             self.graft_button.show()
         else:

@@ -246,7 +246,7 @@ class RunPage(JobRunPage):
             wizard.jobs,
             title="Downloading",
             subtitle=(
-                "You can close this window: the download goes on in the job monitor, and an "
+                "You can close this window: the download goes on in Jobs, and an "
                 "interrupted download continues from where it stopped."
             ),
             cancel_text="Cancel download",
@@ -289,7 +289,7 @@ class RunPage(JobRunPage):
         elif state == JobState.SUCCEEDED:
             self.setSubTitle("Done. The files are verified and in place.")
         else:
-            self.setSubTitle(f"The download {state}. Retry it from the job monitor to continue.")
+            self.setSubTitle(f"The download {state}. Retry it from the Jobs page to continue.")
 
 
 class DownloadWizard(QWizard):

@@ -272,7 +272,7 @@ class RunPage(JobRunPage):
             wizard.jobs,
             title="Publishing",
             subtitle=(
-                "You can close this window: the publish goes on in the job monitor. A failure "
+                "You can close this window: the publish goes on in Jobs. A failure "
                 "after extraction keeps the sidecar in scratch, and a retry reuses it."
             ),
             cancel_text="Cancel publish",
@@ -333,7 +333,7 @@ class ResultPage(QWizardPage):
             self.setSubTitle(f"The publish {run.state}.")
             self.summary.setText(
                 f"<p style='{tone_style('error')}'>{html.escape(run.message)}</p>"
-                "<p>Retry it from the job monitor (Jobs panel) once the cause is fixed.</p>"
+                "<p>Retry it from the Jobs page (Ctrl+5) once the cause is fixed.</p>"
             )
             return
         row = self._wizard.jobs.job(run.job_id or -1)
