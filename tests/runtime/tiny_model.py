@@ -20,6 +20,7 @@ from pathlib import Path
 
 import gguf
 import numpy as np
+from gguf.vocab import bytes_to_unicode
 
 CHATML_TEMPLATE = (
     "{%- for message in messages %}"
@@ -49,20 +50,8 @@ class TinyModelShape:
 
 def _byte_symbols() -> list[str]:
     """GPT-2's reversible byte → printable-character table (the ``gpt2`` BPE model's alphabet)."""
-    printable = (
-        list(range(ord("!"), ord("~") + 1))
-        + list(range(ord("¡"), ord("¬") + 1))
-        + list(range(ord("®"), ord("ÿ") + 1))
-    )
-    codes = printable[:]
-    extra = 0
-    for byte in range(256):
-        if byte not in printable:
-            printable.append(byte)
-            codes.append(256 + extra)
-            extra += 1
-    table = dict(zip(printable, codes, strict=True))
-    return [chr(table[byte]) for byte in range(256)]
+    table = bytes_to_unicode()
+    return [table[byte] for byte in range(256)]
 
 
 def vocabulary() -> tuple[list[str], list[int]]:

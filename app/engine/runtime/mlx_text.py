@@ -10,23 +10,13 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from gguf.vocab import bytes_to_unicode
+
 
 @lru_cache(maxsize=1)
 def _unicode_to_byte() -> dict[str, int]:
     """The inverse of GPT-2's ``bytes_to_unicode`` table used by byte-level BPE vocabularies."""
-    printable = (
-        list(range(ord("!"), ord("~") + 1))
-        + list(range(ord("¡"), ord("¬") + 1))
-        + list(range(ord("®"), ord("ÿ") + 1))
-    )
-    codes = list(printable)
-    extra = 0
-    for byte in range(256):
-        if byte not in printable:
-            printable.append(byte)
-            codes.append(256 + extra)
-            extra += 1
-    return {chr(code): byte for byte, code in zip(printable, codes, strict=True)}
+    return {char: byte for byte, char in bytes_to_unicode().items()}
 
 
 class HfText:
