@@ -10,4 +10,5 @@ from tests.localhub.fixtures import configure_client_environment
 
 configure_client_environment()
 
+from tests.llama_server import llama_server_binary  # noqa: E402, F401
 from tests.localhub.fixtures import hf_api, local_hub, local_hub_server  # noqa: E402, F401

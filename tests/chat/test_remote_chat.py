@@ -14,12 +14,9 @@ import os
 import re
 import socket
 import stat
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx2
 import pytest
 from PySide6.QtCore import Qt
 
@@ -27,22 +24,19 @@ from app.engine.chat.connections import CONNECTIONS_FILE_NAME, ConnectionStore
 from app.engine.chat.conversation import MessageState
 from app.engine.chat.remote_reply import NOT_REPORTED
 from app.engine.remote.acceptance import LLAMA_SERVER, MTP_STUDIO
-from app.engine.runtime.demo_model import demo_model_path
 from app.engine.settings import Settings, SettingsStore, app_dirs
 from app.ui.chat import ChatWindow
 from app.ui.chat.connect_dialog import ConnectDialog
 from app.ui.chat.model_bar import CONNECT_ITEM
 from app.ui.chat.remote_controls import REMOTE_COMPARE_REASON, REMOTE_MTP_REASON
 from app.ui.logsetup import configure_logging
+from tests.llama_server import running_llama_server
 from tests.server.server_process import ServerProcess, running_server
 
 pytestmark = pytest.mark.slow
 
 KEY = "sk-remote-chat-secret-0123456789"
 CONNECT_TIMEOUT_MS = 30_000
-LLAMA_SERVER_BINARY = (
-    Path.home() / ".cache" / "mtp-studio" / "llama-server" / "0.3.36" / "bin" / "llama-server"
-)
 
 
 @pytest.fixture(scope="module")
@@ -265,35 +259,10 @@ def test_choosing_a_local_model_again_gives_back_the_local_controls(
 
 
 @pytest.fixture(scope="module")
-def llama_server() -> Iterator[str]:
-    if not LLAMA_SERVER_BINARY.is_file():
-        pytest.skip(
-            f"llama-server is not built at {LLAMA_SERVER_BINARY} "
-            "(packaging/build_llama_server.sh builds it)"
-        )
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    command = [str(LLAMA_SERVER_BINARY), "-m", str(demo_model_path()), "--host", "127.0.0.1"]
-    command += ["--port", str(port), "-c", "2048", "-t", "2"]
-    command += ["--spec-type", "draft-mtp", "--spec-draft-n-max", "3"]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert process.poll() is None, "llama-server exited while starting"
-            assert time.monotonic() < deadline, "llama-server did not become ready"
-            try:
-                if httpx2.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx2.HTTPError:
-                pass
-            time.sleep(0.2)
-        yield f"{url}/v1"
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
+def llama_server(llama_server_binary: Path) -> Iterator[str]:
+    yield from running_llama_server(
+        llama_server_binary, "--spec-type", "draft-mtp", "--spec-draft-n-max", "3"
+    )
 
 
 def test_llama_server_replies_with_its_timings_acceptance(chat, llama_server: str) -> None:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-import llama_cpp
 import pytest
 
 from app.engine.errors import RuntimeBackendError
@@ -14,25 +12,9 @@ from app.engine.runtime.llama_server_bench import LlamaServerPool, parse_timings
 from app.engine.runtime.sampling import SamplerSettings
 
 
-def _cached_llama_server() -> Path:
-    """Where packaging/build_llama_server.sh caches the binary for this llama-cpp-python."""
-    root = os.environ.get("MTP_STUDIO_LLAMA_SERVER_CACHE") or (
-        Path.home() / ".cache" / "mtp-studio" / "llama-server"
-    )
-    return Path(root) / llama_cpp.__version__ / "bin" / "llama-server"
-
-
-LLAMA_SERVER = _cached_llama_server()
-needs_llama_server = pytest.mark.skipif(
-    not LLAMA_SERVER.is_file(),
-    reason=f"no llama-server at {LLAMA_SERVER}: build it with packaging/build_llama_server.sh",
-)
-
-
-@needs_llama_server
 @pytest.mark.slow
-def test_plain_and_draft_mtp_servers_report_their_timings() -> None:
-    pool = LlamaServerPool(LLAMA_SERVER, demo_model_path(), depths=[2], threads=1)
+def test_plain_and_draft_mtp_servers_report_their_timings(llama_server_binary: Path) -> None:
+    pool = LlamaServerPool(llama_server_binary, demo_model_path(), depths=[2], threads=1)
     try:
         greedy = SamplerSettings(temperature=0.0, seed=1)
         for _ in range(2):
