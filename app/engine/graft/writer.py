@@ -83,7 +83,7 @@ def write_graft(plan: GraftPlan, out: Path, ctx: JobContext) -> int:
         head_places.append(Placement(head.name, head.dims, int(tensor.ggml_type), offset))
         offset += tensor.nbytes
     places = kept_places + head_places
-    header = _header(plan, places, _page_padding(plan, places, alignment))
+    header = _header(plan, places, alignment)
     data_start = _align(len(header), alignment)
     total = data_start + offset
     temporary = partial_path(out)
@@ -138,24 +138,14 @@ def _place_base(
     return places, runs, position
 
 
-def _page_padding(plan: GraftPlan, places: list[Placement], alignment: int) -> NewEntry:
-    """The padding entry that makes the data section start at the base's offset modulo a page
-    (so the copied runs keep the base's page alignment)."""
-    empty = NewEntry(PADDING_KEY, GGUFValueType.STRING, "")
-    unpadded = len(_header(plan, places, empty))
-    wanted = _align(unpadded, alignment)
-    wanted += (plan.layout.data_start - wanted) % PAGE
-    return NewEntry(PADDING_KEY, GGUFValueType.STRING, " " * (wanted - unpadded))
-
-
-def _header(plan: GraftPlan, places: list[Placement], padding: NewEntry) -> bytes:
+def _header(plan: GraftPlan, places: list[Placement], alignment: int) -> bytes:
+    """The output's header. Its last metadata entry is the padding string, sized so the data
+    section starts at the base's offset modulo a page (the copied runs keep their alignment)."""
     layout = plan.layout
     changed = plan.metadata.replaced
-    appended = (*plan.metadata.appended, padding)
-    parts = [
-        GGUF_MAGIC,
-        struct.pack("<IQQ", GGUF_VERSION, len(places), len(layout.entries) + len(appended)),
-    ]
+    appended = plan.metadata.appended
+    kv_count = len(layout.entries) + len(appended) + 1
+    parts = [GGUF_MAGIC, struct.pack("<IQQ", GGUF_VERSION, len(places), kv_count)]
     with open(layout.path, "rb") as handle:
         for entry in layout.entries:
             if entry.key in changed:
@@ -164,12 +154,20 @@ def _header(plan: GraftPlan, places: list[Placement], padding: NewEntry) -> byte
                 handle.seek(entry.start)
                 parts.append(handle.read(entry.end - entry.start))
     parts.extend(encode_entry(entry) for entry in appended)
+    tensor_infos = []
     for place in places:
         name = place.name.encode("utf-8")
-        parts.append(struct.pack("<Q", len(name)) + name + struct.pack("<I", len(place.dims)))
-        parts.append(struct.pack(f"<{len(place.dims)}Q", *place.dims))
-        parts.append(struct.pack("<IQ", place.ggml_type, place.offset))
-    return b"".join(parts)
+        tensor_infos.append(
+            struct.pack("<Q", len(name)) + name + struct.pack("<I", len(place.dims))
+        )
+        tensor_infos.append(struct.pack(f"<{len(place.dims)}Q", *place.dims))
+        tensor_infos.append(struct.pack("<IQ", place.ggml_type, place.offset))
+    unpadded = sum(map(len, parts)) + sum(map(len, tensor_infos))
+    unpadded += len(encode_entry(NewEntry(PADDING_KEY, GGUFValueType.STRING, "")))
+    wanted = _align(unpadded, alignment)
+    wanted += (layout.data_start - wanted) % PAGE
+    padding = NewEntry(PADDING_KEY, GGUFValueType.STRING, " " * (wanted - unpadded))
+    return b"".join([*parts, encode_entry(padding), *tensor_infos])
 
 
 def _copy_runs(
