@@ -234,7 +234,7 @@ class MainWindow(QMainWindow):
     def refresh_home(self) -> None:
         """Recent conversations (read in the background) and the sign-in state."""
         status = token_status()
-        self.home.set_account(token_summary(), status.signed_in)
+        self.home.set_account(token_summary(status), status.signed_in)
         run_in_background(
             self.history.conversations,
             self.home.set_conversations,

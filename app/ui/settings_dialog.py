@@ -32,6 +32,7 @@ from app.engine.settings import (
     DEFAULT_ENDPOINT,
     Settings,
     SettingsStore,
+    TokenStatus,
     hf_hub_cache,
     sign_in,
     token_status,
@@ -41,8 +42,8 @@ from app.ui.errors import readable
 from app.ui.look.tones import tone_style
 
 
-def token_summary() -> str:
-    status = token_status()
+def token_summary(status: TokenStatus | None = None) -> str:
+    status = status or token_status()
     if not status.signed_in:
         return "Not signed in — public repos only, publishing needs a token."
     origin = "the HF_TOKEN variable" if status.source == "HF_TOKEN" else str(status.token_file)
