@@ -221,8 +221,10 @@ class MainWindow(QMainWindow):
 
     def show_page(self, key: str) -> None:
         """Switch to page ``key`` (the chat is created the first time it is shown)."""
-        self.sidebar.select(key)
-        self._show_chosen_page(key)
+        if self.sidebar.current_key == key:
+            self._show_chosen_page(key)
+        else:
+            self.sidebar.select(key)  # its page_chosen signal shows the page
 
     def _show_chosen_page(self, key: str) -> None:
         if key == CHAT:
@@ -382,7 +384,7 @@ class MainWindow(QMainWindow):
                 self.dirs, self.settings, self.chat_page, jobs=self.runner, embedded=True
             )
             self.chat_page.layout().addWidget(self.chat_window)
-            self.window_state.restore_splitters(self._splitters())
+            self.window_state.restore_splitters({"chat": self.chat_window.splitter})
         return self.chat_window
 
     def _splitters(self) -> dict[str, QSplitter]:
