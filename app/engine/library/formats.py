@@ -16,12 +16,12 @@ an error (the chat's description already carries the readable problem).
 from __future__ import annotations
 
 import json
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gguf import LlamaFileType
+from safetensors import SafetensorError, safe_open
 
 from app.engine.chat.model_files import GGUF, ModelDescription
 from app.engine.errors import MtpStudioError
@@ -31,8 +31,6 @@ GGUF_FORMAT = "GGUF"
 MLX_FORMAT = "MLX"
 HF_FORMAT = "Safetensors (Hugging Face)"
 UNKNOWN = ""
-SAFETENSORS_HEADER_LIMIT = 100_000_000
-"""The header size the safetensors library itself accepts."""
 
 _DTYPES = {
     "bfloat16": "BF16",
@@ -91,20 +89,13 @@ def _is_mlx(folder: Path, config: dict[str, Any]) -> bool:
 
 
 def safetensors_metadata(path: Path) -> dict[str, str]:
-    """The ``__metadata__`` block of a safetensors file (empty when absent or unreadable)."""
+    """The ``__metadata__`` block of a safetensors file (empty when absent or unreadable), read
+    by the safetensors library's own bounded header parser."""
     try:
-        with open(path, "rb") as handle:
-            length_bytes = handle.read(8)
-            if len(length_bytes) != 8:
-                return {}
-            (length,) = struct.unpack("<Q", length_bytes)
-            if length > SAFETENSORS_HEADER_LIMIT:
-                return {}
-            header = json.loads(handle.read(length))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        with safe_open(str(path), framework="numpy") as handle:
+            return handle.metadata() or {}
+    except (OSError, SafetensorError):
         return {}
-    metadata = header.get("__metadata__") if isinstance(header, dict) else None
-    return metadata if isinstance(metadata, dict) else {}
 
 
 def _dtype(config: dict[str, Any]) -> str:
