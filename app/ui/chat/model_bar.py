@@ -121,7 +121,7 @@ class ModelBar(QWidget):
         self.picker.setSizeAdjustPolicy(
             QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
         )
-        self.picker.setMinimumContentsLength(36)
+        self.picker.setMinimumContentsLength(24)  # the Chat page fits a 1024-px screen
         self.picker.setPlaceholderText("Looking for models…")
         self.picker.activated.connect(self._on_activated)
         self.open_file_button = QPushButton("Open GGUF…")
@@ -147,6 +147,7 @@ class ModelBar(QWidget):
         self.info.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.state = QLabel("No model loaded")
         self.state.setObjectName("loadState")
+        self.state.setWordWrap(True)  # a long model name wraps instead of widening the window
         self.busy = QProgressBar()
         self.busy.setRange(0, 0)
         self.busy.setMaximumWidth(80)

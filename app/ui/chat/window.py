@@ -154,7 +154,7 @@ class ChatWindow(QMainWindow):
         settings_scroll.setWidgetResizable(True)
         settings_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         settings_scroll.setWidget(self.settings_panel)
-        settings_scroll.setMinimumWidth(280)
+        settings_scroll.setMinimumWidth(250)  # with the sidebar, the page fits a 1024-px screen
         self.splitter = QSplitter()
         self.splitter.addWidget(self.conversations)
         self.splitter.addWidget(middle)
