@@ -188,3 +188,32 @@ def test_a_better_depth_found_during_a_long_depth_zero_stretch_waits_too() -> No
     assert policy.choose(4) == 0  # mid-stretch: the catch-up would cost more than it gains
     policy.new_request()
     assert policy.choose(4) == 1
+
+
+WIDE_LIKE = Machine(1.0, 0.2, 0.15, (0.8, 0.7, 0.6, 0.5))  # weight streaming: drafting pays ~1.25×
+
+
+def test_a_slow_moment_does_not_lock_requests_into_plain_decoding() -> None:
+    """A whole request decoded while the machine was twice as slow (measured on this VM: another
+    tenant's burst doubled a cycle's CPU time for a request or two) makes drafting look slower
+    than the plain steps timed before it. The next requests may run plainly, but drafting is
+    checked again soon after such a flip, not after the thousands of tokens a clear loss
+    earns, so nearly every later request drafts again."""
+    policy = AdaptiveDepth(4)
+    _serve(policy, WIDE_LIKE, requests=60, cycles=60)  # learned: drafting wins by ~1.25×
+
+    class Slow(Machine):
+        def seconds(self, depth: int) -> float:
+            return 2.0 * WIDE_LIKE.seconds(depth)
+
+    slow = Slow(
+        *[getattr(WIDE_LIKE, field) for field in ("step", "per_row", "per_draft")],
+        WIDE_LIKE.acceptance,
+    )
+    policy.new_request()
+    while not policy.drafts_this_request:  # the slow moment hits a drafting request
+        _drive(policy, WIDE_LIKE, 60)
+        policy.new_request()
+    _drive(policy, slow, 60)
+    drafted = _serve(policy, WIDE_LIKE, requests=60, cycles=60)
+    assert drafted[10:].count(True) / len(drafted[10:]) > 0.9

@@ -51,10 +51,16 @@ depth ≥ 1 of a drafting request (and than depth 0, which is a plain step plus 
 Until plain steps were timed, they are taken to be ``PLAIN_PRIOR_GAIN`` × as fast as depth-0
 cycles, and a plain request is tried after ~128 tokens unless drafting wins by
 ``UNMEASURED_PLAIN_MARGIN`` × or more (a depth-0 rate from the opening trials' few cycles is
-too noisy to decide alone). The losing way is run again after ``CHECK_EVERY_TOKENS`` tokens
-(more, the more clearly it lost: a check costs the whole request's difference), a drafting
-check opening with a trial at depth 1, so a machine, model or text where drafting starts to
-pay is noticed.
+too noisy to decide alone). The losing way is run again now and then, a drafting check opening
+with a trial at depth 1, so a machine, model or text where it starts to pay is noticed. A check
+costs the whole request's difference, so checks come after ``CHECK_EVERY_TOKENS`` tokens, more
+the more clearly the loser lost — but a new winner must first be confirmed: the first check
+after the winner changes comes after ``FIRST_CHECK_TOKENS`` tokens, and each check the loser
+loses again doubles the wait until that spacing is reached. Without it one slow moment locked requests into the
+wrong way: measured on this 2-core VM, another tenant's burst doubled the CPU time of every
+cycle of a drafting request, the plain steps timed before it then looked 1.6× faster than
+drafting, and that "clear" loss put drafting's next check 16 K tokens away — the stand-in ran
+44 requests in a row plainly at 0.85× the speed drafting had.
 
 Cycle costs belong to the machine and the model, not to one request, so the worker keeps one
 policy per loaded model and maximum depth (:class:`DepthPolicies`), and saves its state after
@@ -94,6 +100,8 @@ PLAIN_PRIOR_GAIN = 1.1
 CHECK_EVERY_TOKENS = 1024.0
 CHECK_SPACING_POWER = 6
 UNMEASURED_PLAIN_MARGIN = 1.5
+FIRST_CHECK_TOKENS = 256.0
+SETTLED = 8  # confirmations after which FIRST_CHECK_TOKENS × 2^n exceeds every check spacing
 
 log = logging.getLogger(__name__)
 
@@ -155,6 +163,8 @@ class AdaptiveDepth:
         self._explore_up = True
         self._plain_timed: deque[float] = deque(maxlen=TIMED_WINDOW)  # plain requests' steps
         self._since_check = 0.0  # tokens since the losing way (plain / drafting) last ran
+        self._winner: bool | None = None  # the way (True: drafting) that won the last decision
+        self._confirmations = SETTLED  # checks the loser lost since the winner last changed
         self._drafting = True  # this request drafts
 
     def to_state(self) -> dict[str, Any]:
@@ -165,6 +175,8 @@ class AdaptiveDepth:
             "timed": {str(depth): list(times) for depth, times in self._timed.items()},
             "change_costs": list(self._change_costs),
             "plain_timed": list(self._plain_timed),
+            "winner": self._winner,
+            "confirmations": self._confirmations,
         }
 
     def restore(self, state: dict[str, Any]) -> bool:
@@ -183,6 +195,8 @@ class AdaptiveDepth:
             }
             change_costs = [float(cost) for cost in state.get("change_costs", [])]
             plain_timed = [float(t) for t in state.get("plain_timed", [])]
+            winner = state.get("winner")
+            confirmations = int(state.get("confirmations", SETTLED))
         except (KeyError, TypeError, ValueError, AttributeError):
             return False
         if (
@@ -191,11 +205,14 @@ class AdaptiveDepth:
             or not all(0 <= depth < size and times for depth, times in timed.items())
             or any(t <= 0 for times in timed.values() for t in times)
             or any(t <= 0 for t in plain_timed)
+            or winner not in (None, True, False)
+            or confirmations < 0
         ):
             return False
         self._trials, self._kept, self._timed = trials, kept, timed
         self._change_costs = deque(change_costs, maxlen=TIMED_WINDOW)
         self._plain_timed = deque(plain_timed, maxlen=TIMED_WINDOW)
+        self._winner, self._confirmations = winner, confirmations
         if len(timed) >= 2:
             self._pending = []
         return True
@@ -210,13 +227,18 @@ class AdaptiveDepth:
             self._drafting = True  # the opening trials
             return
         winner, loser, wins_by = drafting
+        if self._winner is not None and winner != self._winner:
+            self._confirmations = 0  # a new winner: confirm it soon
+        self._winner = winner
         spacing = min(wins_by**CHECK_SPACING_POWER, MAX_TRIAL_SPACING)
         if not self._plain_timed and wins_by < UNMEASURED_PLAIN_MARGIN:
             spacing = 1 / 8  # plain steps never timed and the estimate not far off: find out
-        check = self._since_check >= CHECK_EVERY_TOKENS * spacing
+        unconfirmed = FIRST_CHECK_TOKENS * 2.0 ** min(self._confirmations, SETTLED)
+        check = self._since_check >= min(CHECK_EVERY_TOKENS * spacing, unconfirmed)
         self._drafting = loser if check else winner
         if check:
             self._since_check = 0.0
+            self._confirmations = min(self._confirmations + 1, SETTLED)
         if not self._drafting:
             self._pending = []  # a trial left over from the last request waits for a check
         elif check and not winner:  # a check of drafting opens with a trial of depth 1
