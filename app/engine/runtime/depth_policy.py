@@ -57,10 +57,11 @@ costs the whole request's difference, so checks come after ``CHECK_EVERY_TOKENS`
 the more clearly the loser lost — but a new winner must first be confirmed: the first check
 after the winner changes comes after ``FIRST_CHECK_TOKENS`` tokens, and each check the loser
 loses again doubles the wait until that spacing is reached. Without it one slow moment
-locked requests into the wrong way: on this 2-core VM another tenant's burst doubled the CPU
-time of every cycle of a drafting request, the plain steps timed before it then looked 1.6×
-faster than drafting, and that "clear" loss put drafting's next check 16 K tokens away — the
-stand-in ran 44 requests in a row plainly, at 0.85× the speed drafting had.
+locked requests into the wrong way: on this 2-core VM every cycle of one drafting request took
+up to twice its usual CPU time (fixed-depth requests just before and after ran at their usual
+speed; the cause was not pinned down), the plain steps timed earlier then looked 1.6× faster
+than drafting, and that "clear" loss put drafting's next check 16 K tokens away — the stand-in
+ran 44 requests in a row plainly, at 0.85× the speed drafting had.
 
 Cycle costs belong to the machine and the model, not to one request, so the worker keeps one
 policy per loaded model and maximum depth (:class:`DepthPolicies`), and saves its state after
