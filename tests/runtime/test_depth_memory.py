@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from app.engine.runtime.backend import LoadSettings
+from app.engine.runtime.backends import LLAMA_CPP
+from app.engine.runtime.client import RuntimeClient
 from app.engine.runtime.depth_memory import STORE_FILE_NAME, DepthMemory, model_identity
 from app.engine.runtime.depth_policy import CYCLES_PER_TRIAL, AdaptiveDepth, DepthPolicies
-from app.engine.runtime.generation import generate
 from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
 from app.engine.runtime.request import GenerationRequest
 from tests.runtime.test_depth_policy import CPU_LIKE, _drive
@@ -126,21 +128,18 @@ def test_a_saved_state_of_the_wrong_shape_is_ignored(
     assert "ignoring the saved adaptive depth state" in caplog.text
 
 
-def test_the_worker_default_saves_in_the_app_data_folder(
-    backend: LlamaCppBackend, app_home: Path
+def test_the_worker_saves_in_the_app_data_folder_after_each_reply(
+    backend: LlamaCppBackend, tiny_models: dict[str, Path], app_home: Path
 ) -> None:
-    """What the worker does: ``DepthPolicies()`` saved after a reply, read by a restart."""
+    """The inference worker saves what its adaptive depth learned once a reply is sent (the
+    write is not in the reply's timings), in the app's data folder, where a restart reads it."""
     request = GenerationRequest(
         prompt="Remember me", max_tokens=40, mtp_depth=4, adaptive_depth=True
     )
-
-    def reply(policies: DepthPolicies) -> None:
-        generate(
-            backend, request, emit=lambda _c: None, cancelled=lambda: False, depth_policies=policies
-        )
-
-    first = DepthPolicies()
-    reply(first)
+    settings = LoadSettings(threads=1, context_length=1024)
+    with RuntimeClient(tiny_models["mtp"], backend=LLAMA_CPP, settings=settings) as client:
+        client.generate(request)
+        client.generate(GenerationRequest(prompt="Plain", max_tokens=4))  # the save is done
     files = list(app_home.rglob(STORE_FILE_NAME))
     assert len(files) == 1
     entries = json.loads(files[0].read_text())["policies"]

@@ -115,8 +115,9 @@ def generate(
     """Run ``request`` on ``backend``, calling ``emit`` after each step or cycle.
 
     ``depth_policies`` carries what an adaptive depth learned about ``backend`` from earlier
-    requests and sessions (the worker keeps one per loaded model, saved after each request);
-    without it each request starts afresh.
+    requests and sessions (the worker keeps one per loaded model and saves it after sending
+    each reply, so the write is neither in the reply's wait nor in its timings); without it
+    each request starts afresh.
     """
     tokens = prompt_tokens(backend, request)
     note = None
@@ -186,8 +187,6 @@ def generate(
         last = cycle.tokens[-1]
         output.commit(cycle.tokens)
 
-    if request.adaptive_depth:
-        policies.save()
     return GenerationResult(
         text="".join(output.text_parts),
         token_ids=tuple(output.token_ids),
