@@ -135,3 +135,32 @@ def test_the_dark_toggle_switches_the_look_and_is_kept(
     assert again.themes.choice == "dark" and again.themes.scheme == "dark"
     assert SettingsStore().load().theme == "dark"
     again.set_theme("system")
+
+
+SMALL_SCREEN_WIDTH = 1024
+
+
+def test_the_chat_page_fits_a_1024_px_screen_while_and_after_a_model_loads(
+    qtbot, main_window: MainWindow
+) -> None:
+    """The window's minimum width (what it grows to, and never shrinks back from) stays within
+    a 1024-px screen on the Chat page in every state of the model bar: before, while and
+    after the demo model loads."""
+    widths = []
+
+    def record() -> bool:
+        widths.append(main_window.minimumSizeHint().width())
+        return False
+
+    qtbot.mouseClick(main_window.home.demo_button, Qt.MouseButton.LeftButton)
+    chat = main_window.chat_window
+    qtbot.waitUntil(lambda: chat.model_bar.busy.isVisible() or record(), timeout=LOAD_TIMEOUT_MS)
+    record()  # loading: the busy bar is shown
+    qtbot.waitUntil(
+        lambda: record() or chat.model_bar.state.text() == "Ready: demo-mtp.gguf",
+        timeout=LOAD_TIMEOUT_MS,
+    )
+    record()
+    assert max(widths) <= SMALL_SCREEN_WIDTH, widths
+    main_window.shutdown()
+    qtbot.waitUntil(lambda: chat.shut_down, timeout=LOAD_TIMEOUT_MS)

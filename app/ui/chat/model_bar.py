@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QSizePolicy,
+    QVBoxLayout,
     QWidget,
 )
 
@@ -170,13 +171,19 @@ class ModelBar(QWidget):
         layout.addWidget(self.open_file_button, 0, 2)
         layout.addWidget(self.open_folder_button, 0, 3)
         layout.addWidget(self.refresh_button, 0, 4)
-        layout.addWidget(self.busy, 0, 5)
-        layout.addWidget(self.state, 0, 6)
-        layout.addWidget(self.info, 1, 1, 1, 6)
+        # The busy bar sits under the load state, not beside it: beside it, showing it while a
+        # model loaded widened the window by 84 px past a 1024-px screen, and a window that
+        # grows to its minimum width does not shrink back.
+        status = QVBoxLayout()
+        status.setSpacing(2)
+        status.addWidget(self.state)
+        status.addWidget(self.busy)
+        layout.addLayout(status, 0, 5)
+        layout.addWidget(self.info, 1, 1, 1, 5)
         layout.addWidget(self.graft_button, 2, 1, 1, 1, Qt.AlignmentFlag.AlignLeft)
-        layout.addWidget(self.backend, 3, 1, 1, 6)
+        layout.addWidget(self.backend, 3, 1, 1, 5)
         layout.setColumnStretch(1, 1)
-        layout.setColumnStretch(6, 1)
+        layout.setColumnStretch(5, 1)
 
     @property
     def models(self) -> list[ModelDescription]:
