@@ -20,6 +20,7 @@ from pathlib import Path
 from app.commands.chat import add_model_arguments, describe_backend, open_client
 from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.backend import LoadSettings, default_threads
+from app.engine.runtime.bench_interval import RESAMPLES
 from app.engine.runtime.decode_bench import DecodeBenchmark, run_decode_benchmark
 from app.engine.runtime.demo_model import demo_model_path
 from app.engine.runtime.depth_policy import AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
@@ -174,13 +175,17 @@ def render(benchmark: DecodeBenchmark) -> str:
         "drafting loses runs plainly, without rollback snapshots; default = no flags "
         f"(--mtp-depth {DEFAULT_MTP_DEPTH})",
         "CPU tok/s = tokens per second of the decoding thread's CPU time (one-thread CPU "
-        "backends; elsewhere wall time): the same runs without other processes' load",
+        "backends; elsewhere wall time): the same runs without the time other processes took "
+        "the core (their contention for memory still counts)",
         "default, auto / max(plain, best fixed depth): "
         + ", ".join(
             f"{mode} {benchmark.to_best(mode):.3f} (CPU time "
-            f"{benchmark.to_best(mode, clock=True):.3f})"
+            f"{benchmark.to_best(mode, clock=True):.3f}{_interval_text(benchmark, mode)})"
             for mode in ("default", "auto")
         ),
+        f"90 % interval = {RESAMPLES} resamplings of the {benchmark.prompts * benchmark.repeats} "
+        "prompt × repeat pairs, every mode's requests on a pair moving together: how far the "
+        "ratio could move with other prompts of the kind (more --repeats narrow it)",
         "ratio = (plain step / verify call) × (1 − loop): Leviathan takes a verify call to cost "
         f"one plain step; here it costs {best.verify_to_step:.2f}× at K={best.depth}, so the ratio "
         f"cannot exceed {best.expected_ceiling:.2f} with a loop that costs nothing",
@@ -191,6 +196,11 @@ def render(benchmark: DecodeBenchmark) -> str:
     if benchmark.llama_server_rows:
         lines += ["", *_llama_server_lines(benchmark)]
     return "\n".join(lines)
+
+
+def _interval_text(benchmark: DecodeBenchmark, mode: str) -> str:
+    interval = benchmark.to_best_intervals.get(mode)
+    return "" if interval is None else f"; 90 % interval {interval.low:.3f}–{interval.high:.3f}"
 
 
 def _llama_server_lines(benchmark: DecodeBenchmark) -> list[str]:

@@ -129,6 +129,8 @@ def test_bench_decode_compares_every_mode_in_one_run(
     assert default["adaptive"] is True and default["depth"] == AUTO_MAX_DEPTH
     assert "default ≥ 0.98 × max(plain, best fixed depth)" in report["checks"]
     assert report["to_best"]["default"]["wall"] > 0 and report["to_best"]["default"]["clock"] > 0
+    low, high = report["to_best"]["default"]["wall_interval_90"]
+    assert 0 < low <= high
     assert report["llama_server"] == []
     assert report["greedy_identical"] == {"1": True, "2": True, "auto": True}
     assert report["checks"]["greedy MTP identical to plain decoding"] is True

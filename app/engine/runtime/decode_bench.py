@@ -19,11 +19,12 @@ the better of plain decoding and the best fixed depth. Optionally llama.cpp's ow
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.acceptance import AcceptMode
+from app.engine.runtime.bench_interval import Interval, to_best_interval
 from app.engine.runtime.client import RuntimeClient
 from app.engine.runtime.depth_policy import AUTO, AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
 from app.engine.runtime.llama_server_bench import LlamaServerPool, ServerFigures
@@ -118,6 +119,9 @@ class DecodeBenchmark:
     ar_seconds_per_token: float
     rows: tuple[ModeFigures, ...]
     llama_server_rows: tuple[ServerFigures, ...] = ()
+    to_best_intervals: dict[str, Interval] = field(default_factory=dict)
+    """Per adaptive mode ("default", "auto"): the 90 % paired-bootstrap interval of
+    :meth:`to_best` in wall time (:mod:`bench_interval`)."""
 
     def row(self, mode: str, depth: int) -> ModeFigures:
         return next(r for r in self.rows if r.mode == mode and r.depth == depth)
@@ -181,7 +185,15 @@ class DecodeBenchmark:
             "best_depth": self.best_depth,
             "checks": self.checks,
             "to_best": {
-                mode: {"wall": self.to_best(mode), "clock": self.to_best(mode, clock=True)}
+                mode: {
+                    "wall": self.to_best(mode),
+                    "clock": self.to_best(mode, clock=True),
+                    "wall_interval_90": (
+                        [self.to_best_intervals[mode].low, self.to_best_intervals[mode].high]
+                        if mode in self.to_best_intervals
+                        else None
+                    ),
+                }
                 for mode in ("default", "auto")
             },
             "modes": [
@@ -363,4 +375,21 @@ def run_decode_benchmark(
         ar_seconds_per_token=1.0 / ar_rate if ar_rate > 0 else 0.0,
         rows=rows,
         llama_server_rows=llama_server.figures() if llama_server is not None else (),
+        to_best_intervals=_to_best_intervals(requests, modes),
     )
+
+
+def _to_best_intervals(
+    requests: dict[_Mode, list[DecodeStats]], modes: Sequence[_Mode]
+) -> dict[str, Interval]:
+    """The paired-bootstrap interval of each adaptive mode / max(plain, each fixed LC depth)."""
+
+    def pairs(mode: _Mode) -> list[tuple[int, float]]:
+        return [(stats.generated_tokens, stats.decode_seconds) for stats in requests[mode]]
+
+    baselines = [pairs(mode) for mode in modes if mode.mode in ("ar", "lc")]
+    return {
+        mode.mode: to_best_interval(pairs(mode), baselines)
+        for mode in modes
+        if mode.mode in ("auto", "default")
+    }
