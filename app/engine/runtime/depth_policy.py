@@ -12,13 +12,14 @@ with the most expected tokens per second:
 - a_j is the acceptance at depth j given depths < j were accepted, from counts that decay so
   the estimate follows the text, starting from a_{j−1} (two pseudo-counts) so a depth tried
   only a few times is neither written off nor overrated;
-- time(K) is the fastest of the last ``TIMED_WINDOW`` timed cycles at K: other work on the
-  machine only ever adds time, so the minimum is the cost the depth really has, and one slow
-  cycle cannot shut a depth out. The window holds one visit's cycles: a depth last timed more
-  than ``STALE_AFTER`` cycles ago starts a new window, because on a shared machine the load
-  changes, and a minimum kept from a quiet moment long ago made a depth look faster than the
-  one just measured under today's load (measured: the stand-in at load 5 settled on depth 3,
-  13 % slower than depth 2). A cycle at K = 0 includes bringing the head's cache up to date,
+- time(K) is the fastest timed cycle at K within the last few hundred cycles, or of its latest
+  visit (:mod:`cycle_times`): other work on the machine only ever adds time, so the minimum is
+  the cost the depth really has, and a slow moment cannot make a depth look slower while a
+  quicker cycle of the last few hundred remains; older costs give way, so a machine that
+  really became slower is followed (a minimum kept from a quiet moment long ago once made the
+  stand-in at load 5 settle on depth 3, 13 % slower than depth 2; keeping only the latest
+  visit's six cycles instead let one slow visit poison a depth). A cycle at K = 0 includes
+  bringing the head's cache up to date,
   so deferring that work does not flatter it. Only a cycle that follows one of the same depth
   is timed: the first after a change pays for llama.cpp rebuilding its compute graph, which
   steady decoding at that depth does not. Times come from the backend's cycle clock: on a
@@ -81,6 +82,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Protocol
 
+from app.engine.runtime.cycle_times import CycleTimes
 from app.engine.runtime.depth_memory import DepthMemory, model_identity
 
 AUTO = "auto"
@@ -92,10 +94,9 @@ MAX_TRIAL_SPACING = 16.0
 CYCLES_PER_TRIAL = 3
 PRIOR_WEIGHT = 2.0
 ACCEPTANCE_MEMORY = 0.97
-TIMED_WINDOW = 6
 EXPLORATION_SHARE = 0.01
 SHORT_STRETCH = 8
-STALE_AFTER = 2 * EXPLORE_EVERY
+CHANGES_KEPT = 6
 SWITCH_MARGIN = 0.03
 PLAIN_PRIOR_GAIN = 1.1
 CHECK_EVERY_TOKENS = 1024.0
@@ -148,10 +149,9 @@ class AdaptiveDepth:
         self.max_depth = max_depth
         self._trials = [0.0] * (max_depth + 1)  # index j: cycles that tried depth j
         self._kept = [0.0] * (max_depth + 1)  # ... and kept the draft at depth j
-        self._timed: dict[int, deque[float]] = {}
-        self._cycles = 0
-        self._last_timed: dict[int, int] = {}  # depth → the cycle it was last timed at
-        self._change_costs: deque[float] = deque(maxlen=TIMED_WINDOW)
+        self._timed: dict[int, CycleTimes] = {}
+        self._observed = 0  # cycles and plain steps observed: the age of a timing
+        self._change_costs: deque[float] = deque(maxlen=CHANGES_KEPT)
         self._pending = [
             depth
             for depth in (*range(1, min(max_depth, 2) + 1), 0)
@@ -162,7 +162,7 @@ class AdaptiveDepth:
         self._stretch = 0  # cycles at depth 0 since this request last drafted
         self._since_trial = 0
         self._explore_up = True
-        self._plain_timed: deque[float] = deque(maxlen=TIMED_WINDOW)  # plain requests' steps
+        self._plain_timed = CycleTimes()  # plain requests' steps
         self._since_check = 0.0  # tokens since the losing way (plain / drafting) last ran
         self._winner: bool | None = None  # the way (True: drafting) that won the last decision
         self._confirmations = SETTLED  # checks the loser lost since the winner last changed
@@ -173,9 +173,9 @@ class AdaptiveDepth:
         return {
             "trials": self._trials,
             "kept": self._kept,
-            "timed": {str(depth): list(times) for depth, times in self._timed.items()},
+            "timed": {str(depth): times.saved() for depth, times in self._timed.items()},
             "change_costs": list(self._change_costs),
-            "plain_timed": list(self._plain_timed),
+            "plain_timed": self._plain_timed.saved(),
             "winner": self._winner,
             "confirmations": self._confirmations,
         }
@@ -191,8 +191,7 @@ class AdaptiveDepth:
             trials = [float(value) for value in state["trials"]]
             kept = [float(value) for value in state["kept"]]
             timed = {
-                int(depth): deque((float(t) for t in times), maxlen=TIMED_WINDOW)
-                for depth, times in state["timed"].items()
+                int(depth): [float(t) for t in times] for depth, times in state["timed"].items()
             }
             change_costs = [float(cost) for cost in state.get("change_costs", [])]
             plain_timed = [float(t) for t in state.get("plain_timed", [])]
@@ -210,9 +209,10 @@ class AdaptiveDepth:
             or confirmations < 0
         ):
             return False
-        self._trials, self._kept, self._timed = trials, kept, timed
-        self._change_costs = deque(change_costs, maxlen=TIMED_WINDOW)
-        self._plain_timed = deque(plain_timed, maxlen=TIMED_WINDOW)
+        self._trials, self._kept = trials, kept
+        self._timed = {depth: CycleTimes(times) for depth, times in timed.items()}
+        self._change_costs = deque(change_costs, maxlen=CHANGES_KEPT)
+        self._plain_timed = CycleTimes(plain_timed)
         self._winner, self._confirmations = winner, confirmations
         if len(timed) >= 2:
             self._pending = []
@@ -252,9 +252,9 @@ class AdaptiveDepth:
     def plain_tokens_per_second(self) -> float | None:
         """Tokens per second of plain requests: measured, else estimated from depth 0."""
         if self._plain_timed:
-            return 1.0 / min(self._plain_timed)
+            return 1.0 / self._plain_timed.fastest(self._observed)
         depth_zero = self._timed.get(0)
-        return PLAIN_PRIOR_GAIN / min(depth_zero) if depth_zero else None
+        return PLAIN_PRIOR_GAIN / depth_zero.fastest(self._observed) if depth_zero else None
 
     def _drafting_wins(self) -> tuple[bool, bool, float] | None:
         """(winner, loser, winner's rate / loser's) of drafting (True: its best depth ≥ 1) vs
@@ -286,7 +286,7 @@ class AdaptiveDepth:
                 kept_through *= acceptance
                 tokens += kept_through
             timed = self._timed.get(depth)
-            rates.append(tokens / min(timed) if timed else None)
+            rates.append(tokens / timed.fastest(self._observed) if timed else None)
         return rates
 
     def best_depth(self, limit: int) -> int:
@@ -328,9 +328,10 @@ class AdaptiveDepth:
 
     def observe(self, depth: int, accepted: int, seconds: float) -> None:
         self._since_check += accepted + 1
+        self._observed += 1
         if not self._drafting:
             if self._previous_depth == 0 and seconds > 0:
-                self._plain_timed.append(seconds)
+                self._plain_timed.add(seconds, self._observed)
             self._previous_depth = 0
             return
         for level in range(1, depth + 1):
@@ -340,14 +341,13 @@ class AdaptiveDepth:
             if not kept:
                 break
         self._stretch = self._stretch + 1 if depth == 0 else 0
-        self._cycles += 1
+        timed = self._timed.get(depth)
         if depth == self._previous_depth and seconds > 0:
-            if self._cycles - self._last_timed.get(depth, -STALE_AFTER) > STALE_AFTER:
-                self._timed[depth] = deque(maxlen=TIMED_WINDOW)  # a new visit
-            self._timed[depth].append(seconds)
-            self._last_timed[depth] = self._cycles
-        elif self._previous_depth is not None and self._timed.get(depth):
-            self._change_costs.append(max(0.0, seconds - min(self._timed[depth])))
+            if timed is None:
+                timed = self._timed[depth] = CycleTimes()
+            timed.add(seconds, self._observed)
+        elif self._previous_depth is not None and timed:
+            self._change_costs.append(max(0.0, seconds - timed.fastest(self._observed)))
         self._previous_depth = depth
 
     def _changes_allow(self, best: int) -> float:
@@ -357,7 +357,7 @@ class AdaptiveDepth:
         if not self._change_costs or not steady:
             return 0.0
         change = statistics.median(self._change_costs)
-        cycles = 2 * change / (EXPLORATION_SHARE * min(steady))
+        cycles = 2 * change / (EXPLORATION_SHARE * steady.fastest(self._observed))
         return min(cycles, EXPLORE_EVERY * MAX_TRIAL_SPACING)
 
     def _best(self, rates: list[float | None], limit: int) -> int:
