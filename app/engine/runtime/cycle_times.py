@@ -29,10 +29,11 @@ _MAX_BUCKETS = HORIZON_CYCLES // BUCKET_CYCLES + 2
 class CycleTimes:
     """The fastest timed cycle of each recent bucket; :meth:`fastest` is the cost to use."""
 
-    def __init__(self, saved: Iterable[float] = (), *, now: int = 0) -> None:
+    def __init__(self, saved: Iterable[float] = ()) -> None:
+        """``saved``: :meth:`saved` of an earlier session, each a bucket starting at cycle 0."""
         self._buckets: deque[list[float]] = deque(maxlen=_MAX_BUCKETS)  # [start, fastest]
         for seconds in saved:
-            self._buckets.append([float(now), float(seconds)])
+            self._buckets.append([0.0, float(seconds)])
         self._fastest = self._fastest_bucket()  # kept up to date: read before every cycle
 
     def __bool__(self) -> bool:
@@ -60,11 +61,12 @@ class CycleTimes:
         return [bucket[1] for bucket in self._buckets]
 
     def _forget_before(self, now: int) -> None:
-        if len(self._buckets) < 2 or now - self._buckets[0][0] <= HORIZON_CYCLES:
-            return
+        forgot = False
         while len(self._buckets) > 1 and now - self._buckets[0][0] > HORIZON_CYCLES:
             self._buckets.popleft()
-        self._fastest = self._fastest_bucket()
+            forgot = True
+        if forgot:
+            self._fastest = self._fastest_bucket()
 
     def _fastest_bucket(self) -> float:
         return min((bucket[1] for bucket in self._buckets), default=float("inf"))
