@@ -11,10 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from PySide6.QtCore import (
-    QAbstractTableModel,
     QModelIndex,
     QObject,
-    QPersistentModelIndex,
     Qt,
     QTimer,
 )
@@ -23,9 +21,9 @@ from app.engine.jobs import JobEvent, ProgressEvent, ResultEvent, StageEvent
 from app.engine.store import JobRecord, JobState
 from app.engine.transfer_rate import TransferRate, format_duration
 from app.engine.units import format_bytes, format_rate
+from app.ui.column_table import ColumnTableModel, ModelIndex
 from app.ui.jobs.runner import JobRunner
 
-ModelIndex = QModelIndex | QPersistentModelIndex
 COLUMNS = ("Job", "State", "Stage", "Progress", "Speed", "Time left", "Started")
 PROGRESS_COLUMN = COLUMNS.index("Progress")
 STALLED_AFTER_SECONDS = 3.0
@@ -115,8 +113,10 @@ def state_text(row: JobRow) -> str:
     return row.state.value
 
 
-class JobTableModel(QAbstractTableModel):
+class JobTableModel(ColumnTableModel):
     """Newest job first; rows for running jobs change as their events arrive."""
+
+    columns = COLUMNS
 
     def __init__(self, runner: JobRunner, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -134,16 +134,6 @@ class JobTableModel(QAbstractTableModel):
 
     def rowCount(self, parent: ModelIndex = QModelIndex()) -> int:  # noqa: B008
         return 0 if parent.isValid() else len(self._rows)
-
-    def columnCount(self, parent: ModelIndex = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(COLUMNS)
-
-    def headerData(
-        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
-    ) -> Any:
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return COLUMNS[section]
-        return None
 
     def data(self, index: ModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():

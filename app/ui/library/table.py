@@ -11,10 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import (
-    QAbstractTableModel,
     QModelIndex,
     QObject,
-    QPersistentModelIndex,
     QSortFilterProxyModel,
     Qt,
 )
@@ -22,8 +20,8 @@ from PySide6.QtCore import (
 from app.engine.library.inventory import SIDECAR_PAIRED, LibraryModel
 from app.engine.units import format_bytes
 from app.ui.chat.model_bar import sidecar_label
+from app.ui.column_table import ColumnTableModel, ModelIndex
 
-ModelIndex = QModelIndex | QPersistentModelIndex
 COLUMNS = ("Name", "Format", "Quantisation", "Size", "MTP", "Location")
 SIZE_COLUMN = COLUMNS.index("Size")
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -37,7 +35,9 @@ def mtp_text(model: LibraryModel) -> str:
     return model.mtp.label
 
 
-class LibraryTableModel(QAbstractTableModel):
+class LibraryTableModel(ColumnTableModel):
+    columns = COLUMNS
+
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._models: list[LibraryModel] = []
@@ -53,16 +53,6 @@ class LibraryTableModel(QAbstractTableModel):
 
     def rowCount(self, parent: ModelIndex = QModelIndex()) -> int:  # noqa: B008
         return 0 if parent.isValid() else len(self._models)
-
-    def columnCount(self, parent: ModelIndex = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(COLUMNS)
-
-    def headerData(
-        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
-    ) -> Any:
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return COLUMNS[section]
-        return None
 
     def data(self, index: ModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
