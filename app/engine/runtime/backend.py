@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+DEFAULT_STATE_CACHE_MIB = 1024
 
 @dataclass(frozen=True)
 class LoadSettings:
@@ -37,6 +38,13 @@ class LoadSettings:
     threads: int = 0
     max_draft_depth: int = 4
     gpu_layers: int = -1
+    kv_cache_type: str = "f16"
+    """The attention KV cache's element type: ``f16``, ``q8_0`` or ``q4_0`` (llama.cpp)."""
+    flash_attention: str = "auto"
+    """``auto``, ``on`` or ``off`` (llama.cpp; a quantised V cache needs it on)."""
+    state_cache_mib: int = DEFAULT_STATE_CACHE_MIB
+    """Memory for the states kept between requests (checkpoints inside a conversation and
+    whole saved conversations) so a later prompt that shares a prefix prefills only the rest."""
 
 
 def default_threads() -> int:
@@ -78,6 +86,22 @@ class VerifyResult:
 
     logits: np.ndarray
     hidden: np.ndarray
+
+
+@dataclass(frozen=True)
+class PrefixReuse:
+    """How the last prefill started: prompt tokens whose state was kept from earlier requests
+    (``reused_tokens``) and tokens run through the model (``computed_tokens``).
+
+    ``source``: ``""`` nothing was reused, ``"live"`` the state the previous request left,
+    ``"checkpoint"`` a state kept inside the conversation (recurrent layers cannot be rewound,
+    so a divergence resumes from the nearest checkpoint before it), ``"saved"`` a whole state
+    kept when another conversation took the model.
+    """
+
+    reused_tokens: int = 0
+    computed_tokens: int = 0
+    source: str = ""
 
 
 DraftChooser = Callable[[int, np.ndarray], int]
@@ -140,14 +164,28 @@ class DecodeBackend(ABC):
 
     @abstractmethod
     def reset(self) -> None:
-        """Forget every token: the next call is a prefill."""
+        """Forget every token and every kept state: the next prefill computes from scratch."""
 
     @abstractmethod
     def prefill(self, tokens: Sequence[int], *, with_mtp: bool) -> np.ndarray:
         """Feed the prompt; return the logits row of its last token.
 
-        With ``with_mtp`` the MTP head's cache and pending hidden state are prepared too.
+        With ``with_mtp`` the MTP head's cache and pending hidden state are prepared too. The
+        longest prefix of ``tokens`` whose state the backend still holds (from the previous
+        request, a checkpoint or a saved conversation) is reused and only the rest is run; the
+        result is the one a fresh prefill gives. :attr:`last_prefix_reuse` says what was reused.
+        After :meth:`reset` nothing is reused.
         """
+
+    @property
+    def last_prefix_reuse(self) -> PrefixReuse:
+        """What the last :meth:`prefill` reused."""
+        return PrefixReuse()
+
+    @property
+    def kept_state_bytes(self) -> int:
+        """Memory held by states kept for later prompts (checkpoints, saved conversations)."""
+        return 0
 
     @abstractmethod
     def step(self, token: int) -> np.ndarray:

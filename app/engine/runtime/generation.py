@@ -150,8 +150,8 @@ def generate(
     )
     drafting = depth > 0 and policy.drafts_this_request
 
-    backend.reset()
     logits = backend.prefill(tokens, with_mtp=drafting)
+    recorder.prompt_reused_tokens = backend.last_prefix_reuse.reused_tokens
     recorder.prefill_done()
     last = sample(logits, request.sampler, rng)
     output.commit([last])

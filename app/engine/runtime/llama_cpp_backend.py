@@ -342,6 +342,7 @@ class LlamaCppBackend(DecodeBackend):
             raise RuntimeBackendError(
                 f"{self._path.name} has no usable MTP head: {self.info.mtp_unavailable_reason}"
             )
+        self.reset()
         if not with_mtp and self._plain_ctx is None:
             self._open_plain_context()
         if with_mtp:

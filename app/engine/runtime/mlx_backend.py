@@ -180,6 +180,7 @@ class MlxBackend(DecodeBackend):
             raise RuntimeBackendError(
                 f"{self._path.name} has no usable MTP head: {self.info.mtp_unavailable_reason}"
             )
+        self.reset()
         self._check_room(len(tokens))
         previous: mx.array | None = None
         hidden = None

@@ -78,6 +78,8 @@ class DecodeStats:
     """Decode time on the backend's cycle clock (:attr:`DecodeBackend.cycle_clock`): on a
     one-thread CPU backend the decoding thread's CPU time, which other processes' load on the
     machine does not inflate; elsewhere the same as :attr:`decode_seconds`."""
+    prompt_reused_tokens: int = 0
+    """Prompt tokens whose state was kept from an earlier request (not computed again)."""
 
     @property
     def acceptance_by_depth(self) -> tuple[float, ...]:
@@ -115,8 +117,15 @@ class DecodeStats:
         return self.generated_tokens / seconds if seconds > 0 else 0.0
 
     @property
+    def prompt_computed_tokens(self) -> int:
+        """Prompt tokens the prefill ran through the model."""
+        return self.prompt_tokens - self.prompt_reused_tokens
+
+    @property
     def prefill_tokens_per_second(self) -> float:
-        return self.prompt_tokens / self.prefill_seconds if self.prefill_seconds > 0 else 0.0
+        """Computed prompt tokens per second of prefill (reused tokens cost nothing)."""
+        computed = self.prompt_computed_tokens
+        return computed / self.prefill_seconds if self.prefill_seconds > 0 else 0.0
 
     @property
     def draft_verify_cost_ratio(self) -> float:
@@ -149,6 +158,7 @@ class DecodeStats:
             decode_tokens_per_second=self.decode_tokens_per_second,
             decode_tokens_per_clock_second=self.decode_tokens_per_clock_second,
             prefill_tokens_per_second=self.prefill_tokens_per_second,
+            prompt_computed_tokens=self.prompt_computed_tokens,
             draft_verify_cost_ratio=self.draft_verify_cost_ratio,
             alpha=self.alpha,
             expected_speedup=self.expected_speedup,
@@ -183,6 +193,7 @@ def combined_stats(requests: Sequence[DecodeStats]) -> DecodeStats:
         verify_calls=total("verify_calls"),
         adaptive=first.adaptive,
         decode_clock_seconds=total("decode_clock_seconds"),
+        prompt_reused_tokens=total("prompt_reused_tokens"),
     )
 
 
@@ -204,6 +215,7 @@ class StatsRecorder:
     verify_seconds: float = 0.0
     verify_calls: int = 0
     adaptive: bool = False
+    prompt_reused_tokens: int = 0
     clock: Callable[[], float] = time.perf_counter
     """The backend's cycle clock; decode time is also kept on it (``decode_clock_seconds``)."""
     started_at: float = field(default_factory=time.perf_counter)
@@ -246,4 +258,5 @@ class StatsRecorder:
             decode_clock_seconds=max(
                 self.clock() - self._clock_started_at - self._prefill_clock_seconds, 0.0
             ),
+            prompt_reused_tokens=self.prompt_reused_tokens,
         )
