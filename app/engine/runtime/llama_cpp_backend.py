@@ -63,6 +63,16 @@ BACKEND_NAME = "llama.cpp"
 DEFAULT_CONTEXT = 4096
 BATCH_SIZE = 512
 _GPU_LAYERS_ALL = 999
+KV_CACHE_TYPES = {
+    "f16": llama_cpp.GGML_TYPE_F16,
+    "q8_0": llama_cpp.GGML_TYPE_Q8_0,
+    "q4_0": llama_cpp.GGML_TYPE_Q4_0,
+}
+FLASH_ATTENTION_MODES = {
+    "auto": llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO,
+    "on": llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED,
+    "off": llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED,
+}
 
 
 _backend_initialised = False
@@ -110,6 +120,21 @@ class LlamaCppBackend(DecodeBackend):
             raise
 
     def _open(self, settings: LoadSettings) -> None:
+        if settings.kv_cache_type not in KV_CACHE_TYPES:
+            raise RuntimeBackendError(
+                f"unknown KV cache type {settings.kv_cache_type!r}; use one of "
+                f"{', '.join(KV_CACHE_TYPES)}"
+            )
+        if settings.flash_attention not in FLASH_ATTENTION_MODES:
+            raise RuntimeBackendError(
+                f"unknown flash attention mode {settings.flash_attention!r}; use one of "
+                f"{', '.join(FLASH_ATTENTION_MODES)}"
+            )
+        if settings.kv_cache_type != "f16" and settings.flash_attention == "off":
+            raise RuntimeBackendError(
+                f"a {settings.kv_cache_type} KV cache needs flash attention (llama.cpp cannot "
+                "quantise the V cache without it); set flash attention to auto or on"
+            )
         mtp_reason = self._summary.mtp_unavailable_reason
         self._model = self._load_model(load_mtp=mtp_reason is None, gpu_layers=settings.gpu_layers)
         self._vocab = llama_cpp.llama_model_get_vocab(self._model)
@@ -120,6 +145,7 @@ class LlamaCppBackend(DecodeBackend):
         threads = settings.threads or default_threads()
         depth = settings.max_draft_depth if mtp_reason is None else 0
         self._context_size, self._threads = context, threads
+        self._settings = settings
         self._on_cpu_alone = threads == 1 and (
             settings.gpu_layers == 0 or not llama_cpp.llama_supports_gpu_offload()
         )
@@ -210,6 +236,8 @@ class LlamaCppBackend(DecodeBackend):
         params.n_threads = threads
         params.n_threads_batch = threads
         params.no_perf = True
+        params.type_k = params.type_v = KV_CACHE_TYPES[self._settings.kv_cache_type]
+        params.flash_attn_type = FLASH_ATTENTION_MODES[self._settings.flash_attention]
         if other is None:
             params.n_rs_seq = rollback_depth
         else:
