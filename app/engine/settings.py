@@ -22,6 +22,7 @@ from typing import Any
 import platformdirs
 
 from app.engine.errors import HubError, MtpStudioError
+from app.engine.load_options import DEFAULT_STATE_CACHE_MIB, LoadOptions, load_options_problem
 
 APP_NAME = "mtp-studio"
 HOME_OVERRIDE_ENV = "MTP_STUDIO_HOME"
@@ -95,6 +96,10 @@ class Settings:
     default_backend: str = "auto"
     catalog_files: tuple[str, ...] = ()  # empty: the bundled catalog only
     theme: str = "system"
+    context_length: int = 0  # 0: chosen from the model and the machine's memory
+    kv_cache_type: str = "f16"
+    flash_attention: str = "auto"
+    state_cache_mib: int = DEFAULT_STATE_CACHE_MIB
 
     @property
     def endpoint(self) -> str:
@@ -105,6 +110,16 @@ class Settings:
     def models_path(self) -> Path:
         """Where downloads go by default: a Hugging Face cache folder, shared with other tools."""
         return Path(self.models_dir).expanduser() if self.models_dir else hf_hub_cache()
+
+    @property
+    def load_options(self) -> LoadOptions:
+        """How the chat window loads a local model."""
+        return LoadOptions(
+            context_length=self.context_length,
+            kv_cache_type=self.kv_cache_type,
+            flash_attention=self.flash_attention,
+            state_cache_mib=self.state_cache_mib,
+        )
 
     def validated(self) -> Settings:
         """Return self, or raise :class:`SettingsError` naming the bad field and the fix."""
@@ -122,6 +137,9 @@ class Settings:
             raise SettingsError(
                 f"theme {self.theme!r} is unknown; choose one of {', '.join(THEMES)}"
             )
+        problem = load_options_problem(self.load_options)
+        if problem is not None:
+            raise SettingsError(problem)
         return self
 
 
@@ -143,6 +161,10 @@ _FIELD_TYPES: dict[str, type] = {
     "default_backend": str,
     "catalog_files": list,
     "theme": str,
+    "context_length": int,
+    "kv_cache_type": str,
+    "flash_attention": str,
+    "state_cache_mib": int,
 }
 
 
@@ -152,8 +174,10 @@ def _from_document(raw: dict[str, Any], path: Path) -> Settings:
         expected = _FIELD_TYPES.get(name)
         if expected is None:
             continue  # "version", or a field of a newer release: ignored, not an error
-        if not isinstance(value, expected) or (
-            expected is list and not all(isinstance(item, str) for item in value)
+        if (
+            not isinstance(value, expected)
+            or (expected is int and isinstance(value, bool))
+            or (expected is list and not all(isinstance(item, str) for item in value))
         ):
             kind = "list of paths" if expected is list else expected.__name__
             raise SettingsError(

@@ -3,14 +3,16 @@
 Desktop LLM apps are often blamed for wrong memory estimates, usually because they show the file
 size alone. Loaded for chat with MTP, a model also holds:
 
-- the KV cache of every full-attention layer for the whole context (F16 keys and values);
+- the KV cache of every full-attention layer for the whole context (keys and values in the
+  chosen KV cache type: f16, or q8_0 / q4_0 at about 53 % / 28 % of its size);
 - for hybrid models (gated-delta-net / SSM layers) a recurrent state per layer, kept once plus
   one snapshot per draft position so a rejected draft can be rolled back;
 - the MTP draft context's own KV cache for the nextn block(s);
-- compute buffers, dominated by one batch of logits (batch × vocabulary, F32) per context.
+- compute buffers, dominated by one batch of logits (batch × vocabulary, F32) per context;
+- the states kept between requests for prefix reuse, counted at their whole budget.
 
-The figures follow how the runtime loads a model (``LoadSettings`` defaults: a context of
-min(4096, trained), 512-token batches, four draft snapshots).
+The figures follow how the runtime loads a model (512-token batches, four draft snapshots; with
+no context given, the backend's min(4096, trained)).
 """
 
 from __future__ import annotations
@@ -18,14 +20,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from app.engine.load_options import KV_BYTES_PER_ELEMENT
 from app.engine.units import format_bytes
 
 RUNTIME_DEFAULT_CONTEXT = 4096
 """The context the runtime gives a model when none is set (llama_cpp_backend.DEFAULT_CONTEXT)."""
 RUNTIME_BATCH = 512
 RUNTIME_DRAFT_SNAPSHOTS = 4
-_F16 = 2
 _F32 = 4
+_MIB = 1 << 20
 _COMPUTE_ACTIVATIONS_PER_ROW = 6
 """Hidden-width F32 vectors per batch row held by the graph's scratch besides the logits."""
 
@@ -50,33 +53,60 @@ class ModelShape:
 @dataclass(frozen=True)
 class MemoryEstimate:
     weights_bytes: int
-    cache_bytes: int
+    kv_bytes: int
+    """The attention KV caches (trunk and MTP head) for ``context`` tokens."""
+    recurrent_bytes: int
+    """Recurrent-layer states and their draft snapshots (independent of the context)."""
     compute_bytes: int
     context: int
+    kv_cache_type: str = "f16"
+    kept_state_bytes: int = 0
+    """The budget for states kept between requests."""
+
+    @property
+    def cache_bytes(self) -> int:
+        return self.kv_bytes + self.recurrent_bytes
 
     @property
     def total_bytes(self) -> int:
-        return self.weights_bytes + self.cache_bytes + self.compute_bytes
+        return self.weights_bytes + self.cache_bytes + self.compute_bytes + self.kept_state_bytes
 
 
 def chat_context(trained_context: int) -> int:
     return min(RUNTIME_DEFAULT_CONTEXT, trained_context or RUNTIME_DEFAULT_CONTEXT)
 
 
-def estimate_memory(weights_bytes: int, shape: ModelShape, *, with_mtp: bool) -> MemoryEstimate:
-    """Memory for chat with the runtime's default load settings."""
-    context = chat_context(shape.trained_context)
-    kv_per_token_layer = shape.kv_heads * (shape.key_length + shape.value_length) * _F16
-    cache = context * shape.attention_layers * kv_per_token_layer
+def estimate_memory(
+    weights_bytes: int,
+    shape: ModelShape,
+    *,
+    with_mtp: bool,
+    context: int = 0,
+    kv_cache_type: str = "f16",
+    state_cache_mib: int = 0,
+) -> MemoryEstimate:
+    """Memory for chat with a ``context``-token window (0: the runtime's default) whose KV cache
+    holds ``kv_cache_type`` elements, plus ``state_cache_mib`` MiB of kept states."""
+    context = context or chat_context(shape.trained_context)
+    element = KV_BYTES_PER_ELEMENT[kv_cache_type]
+    kv_per_token_layer = shape.kv_heads * (shape.key_length + shape.value_length) * element
+    kv_layers = shape.attention_layers
     snapshots = RUNTIME_DRAFT_SNAPSHOTS if with_mtp else 0
-    cache += shape.recurrent_layers * shape.recurrent_state_bytes * (1 + snapshots)
+    recurrent = shape.recurrent_layers * shape.recurrent_state_bytes * (1 + snapshots)
     contexts = 1
     if with_mtp and shape.mtp_layers:
-        cache += context * shape.mtp_layers * kv_per_token_layer
+        kv_layers += shape.mtp_layers
         contexts = 2
     per_row = (shape.vocab_size + _COMPUTE_ACTIVATIONS_PER_ROW * shape.embedding_length) * _F32
-    compute = contexts * RUNTIME_BATCH * per_row
-    return MemoryEstimate(weights_bytes, cache, compute, context)
+    return MemoryEstimate(
+        weights_bytes=weights_bytes,
+        kv_bytes=round(context * kv_layers * kv_per_token_layer),
+        recurrent_bytes=recurrent,
+        compute_bytes=contexts * RUNTIME_BATCH * per_row,
+        context=context,
+        kv_cache_type=kv_cache_type,
+        kept_state_bytes=state_cache_mib * _MIB,
+    )
 
 
 def physical_memory_bytes() -> int | None:

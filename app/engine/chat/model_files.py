@@ -46,6 +46,9 @@ class ModelDescription:
     mtp_note: str | None = None
     """Why MTP will not run for this model (None: it will)."""
     memory: MemoryEstimate | None = None
+    """At the runtime's default context; :mod:`context_choice` re-estimates for load options."""
+    shape: ModelShape | None = None
+    """What the memory estimate is computed from (None when the model cannot be read)."""
     chat_template: str | None = None
     repo_id: str | None = None
     sidecar: Path | None = None
@@ -123,6 +126,7 @@ def _describe_gguf(path: Path, origin: str) -> ModelDescription:
     )
     size = sum(part.stat().st_size for part in parts)
     mtp_note = summary.mtp_unavailable_reason
+    shape = _gguf_shape(metadata, number)
     return ModelDescription(
         path=path,
         kind=GGUF,
@@ -132,7 +136,8 @@ def _describe_gguf(path: Path, origin: str) -> ModelDescription:
         architecture=architecture,
         mtp_blocks=summary.nextn_layers,
         mtp_note=mtp_note,
-        memory=estimate_memory(size, _gguf_shape(metadata, number), with_mtp=mtp_note is None),
+        memory=estimate_memory(size, shape, with_mtp=mtp_note is None),
+        shape=shape,
         chat_template=template,
         backend=BackendChoice(LLAMA_CPP, GGUF_REASON),
     )
@@ -203,6 +208,7 @@ def _describe_folder(path: Path, origin: str) -> ModelDescription:
     architecture = str(architectures[0] if architectures else merged.get("model_type", "unknown"))
     size = sum(file.stat().st_size for file in path.glob("*.safetensors"))
     mtp_blocks, mtp_note = _folder_mtp(path)
+    shape = _config_shape(merged)
     backend = None
     try:
         backend = choose_backend("auto", path)
@@ -218,7 +224,8 @@ def _describe_folder(path: Path, origin: str) -> ModelDescription:
         architecture=architecture,
         mtp_blocks=mtp_blocks,
         mtp_note=mtp_note,
-        memory=estimate_memory(size, _config_shape(merged), with_mtp=mtp_blocks > 0),
+        memory=estimate_memory(size, shape, with_mtp=mtp_blocks > 0),
+        shape=shape,
         chat_template=_folder_template(path),
         runnable_reason=runnable_reason,
         backend=backend,
