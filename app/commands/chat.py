@@ -16,10 +16,21 @@ from pathlib import Path
 from app.commands.chat_remote import add_arguments as add_remote_arguments
 from app.commands.chat_remote import run_remote
 from app.commands.chat_session import converse
+from app.engine.chat.context_choice import LoadPlan, plan_load
 from app.engine.chat.discovery import default_model_roots, paired_sidecar
+from app.engine.chat.memory import physical_memory_bytes
+from app.engine.chat.model_files import describe_model
+from app.engine.errors import MtpStudioError, RuntimeBackendError
+from app.engine.load_options import (
+    DEFAULT_STATE_CACHE_MIB,
+    FLASH_ATTENTION_MODES,
+    KV_CACHE_TYPES,
+    LoadOptions,
+    load_options_problem,
+)
 from app.engine.runtime.acceptance import AcceptMode
 from app.engine.runtime.backend import LoadSettings, ModelInfo
-from app.engine.runtime.backends import BACKEND_CHOICES, MLX, choose_backend
+from app.engine.runtime.backends import BACKEND_CHOICES, LLAMA_CPP, MLX, choose_backend
 from app.engine.runtime.client import GenerationStream, RuntimeClient
 from app.engine.runtime.demo_model import demo_model_path
 from app.engine.runtime.depth_policy import AUTO, AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
@@ -33,6 +44,14 @@ from app.engine.runtime.request import (
 from app.engine.runtime.sampling import SamplerSettings
 from app.engine.runtime.stats import DecodeStats
 from app.engine.settings import SettingsStore, hf_hub_cache
+from app.engine.units import format_bytes
+
+CLI_OPTION_NAMES = {
+    "context_length": "--ctx",
+    "kv_cache_type": "--kv-type",
+    "flash_attention": "--flash-attn",
+    "state_cache_mib": "--state-cache-mib",
+}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -71,7 +90,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-tokens", type=int, default=512, metavar="N")
     parser.add_argument("--system", metavar="TEXT", help="a system message to start with")
     parser.add_argument("--prompt", metavar="TEXT", help="answer this one message and exit")
-    parser.add_argument("--ctx", type=int, default=0, metavar="N", help="context size in tokens")
+    add_load_arguments(parser)
     parser.add_argument("--threads", type=int, default=0, metavar="N", help="CPU threads")
     parser.add_argument(
         "--json",
@@ -105,6 +124,88 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
             "repo in the Hugging Face cache or the models folder"
         ),
     )
+
+
+def add_load_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--ctx``, ``--kv-type``, ``--flash-attn`` and ``--state-cache-mib`` (shared with
+    ``serve``); the values are checked by :func:`load_plan`, so a bad one is one clear line."""
+    parser.add_argument(
+        "--ctx",
+        type=int,
+        default=0,
+        metavar="N",
+        help="context window in tokens; 0 (default) = the largest that fits this machine's "
+        "memory (up to the model's trained context)",
+    )
+    parser.add_argument(
+        "--kv-type",
+        default="f16",
+        metavar="TYPE",
+        help=f"KV cache element type: {', '.join(KV_CACHE_TYPES)} (default f16; q8_0 about "
+        "halves the cache, q4_0 about quarters it; quantised types need flash attention)",
+    )
+    parser.add_argument(
+        "--flash-attn",
+        default="auto",
+        metavar="MODE",
+        help=f"flash attention: {', '.join(FLASH_ATTENTION_MODES)} (default auto)",
+    )
+    parser.add_argument(
+        "--state-cache-mib",
+        type=int,
+        default=DEFAULT_STATE_CACHE_MIB,
+        metavar="MIB",
+        help="memory for states kept between requests so a prompt that repeats an earlier "
+        f"prefix prefills only the rest; 0 = keep none (default {DEFAULT_STATE_CACHE_MIB})",
+    )
+
+
+def load_plan(
+    args: argparse.Namespace,
+    model: Path,
+    *,
+    max_draft_depth: int,
+    error: type[MtpStudioError] = RuntimeBackendError,
+) -> LoadPlan:
+    """The load settings the arguments ask for, with the context chosen for this machine when
+    ``--ctx`` is 0; a bad option raises ``error`` naming it and its valid values."""
+    options = LoadOptions(
+        context_length=args.ctx,
+        kv_cache_type=args.kv_type,
+        flash_attention=args.flash_attn,
+        state_cache_mib=args.state_cache_mib,
+    )
+    problem = load_options_problem(options, CLI_OPTION_NAMES)
+    if problem is not None:
+        raise error(problem)
+    plan = plan_load(
+        describe_model(model),
+        options,
+        memory_bytes=physical_memory_bytes(),
+        threads=args.threads,
+        max_draft_depth=max_draft_depth,
+    )
+    if plan.kv_note is not None:
+        raise error(f"--kv-type {args.kv_type} cannot be used: {plan.kv_note}; use --kv-type f16")
+    return plan
+
+
+def describe_load(plan: LoadPlan, info: ModelInfo) -> str:
+    """``context 8192 tokens (the largest that fits this machine) · KV cache q8_0 · …``."""
+    settings = plan.settings
+    why = f" ({plan.choice.reason})" if plan.choice.reason else ""
+    parts = [f"context {info.context_length} tokens{why}"]
+    if info.backend == LLAMA_CPP:  # MLX keeps its own cache type and attention
+        parts += [
+            f"KV cache {settings.kv_cache_type}",
+            f"flash attention {settings.flash_attention}",
+        ]
+    parts.append(f"kept states ≤ {settings.state_cache_mib} MiB")
+    if plan.memory is not None:
+        ram = physical_memory_bytes()
+        of_ram = f" of {format_bytes(ram)} RAM" if ram else ""
+        parts.append(f"memory ≈ {format_bytes(plan.memory.total_bytes)}{of_ram}")
+    return " · ".join(parts)
 
 
 def open_client(
@@ -157,16 +258,16 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.endpoint is not None:
         return run_remote(args, sampler)
-    settings = LoadSettings(
-        context_length=args.ctx,
-        threads=args.threads,
-        max_draft_depth=max(_max_depth(args), LoadSettings().max_draft_depth),
+    model = args.model if args.model is not None else demo_model_path()
+    plan = load_plan(
+        args, model, max_draft_depth=max(_max_depth(args), LoadSettings().max_draft_depth)
     )
-    with open_client(args, settings) as client:
+    with open_client(args, plan.settings, model) as client:
         info = client.load()
         if not args.json:
             print(_describe(info, args), file=sys.stderr)
             print(describe_backend(client), file=sys.stderr)
+            print(describe_load(plan, info), file=sys.stderr)
         return converse(args, lambda messages: _answer(client, args, sampler, messages).text)
 
 

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import uvicorn
 
-from app.commands.chat import depth_argument
+from app.commands.chat import add_load_arguments, depth_argument, describe_load, load_plan
+from app.engine.chat.context_choice import LoadPlan
 from app.engine.errors import ServerError
 from app.engine.runtime.backend import LoadSettings, ModelInfo
 from app.engine.runtime.backends import BACKEND_CHOICES
@@ -82,7 +83,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--max-tokens", type=int, default=512, metavar="N", help="when a request sets none"
     )
-    parser.add_argument("--ctx", type=int, default=0, metavar="N", help="context size in tokens")
+    add_load_arguments(parser)
     parser.add_argument("--threads", type=int, default=0, metavar="N", help="CPU threads")
     parser.add_argument(
         "--log-format",
@@ -105,14 +106,15 @@ def run(args: argparse.Namespace) -> int:
         queue_size=args.queue_size,
         default_max_tokens=args.max_tokens,
     )
-    listener = _bind(config.host, config.port)
-    settings = LoadSettings(
-        context_length=args.ctx,
-        threads=args.threads,
+    plan = load_plan(
+        args,
+        model,
         max_draft_depth=max(deepest(config.mtp_depth), LoadSettings().max_draft_depth),
+        error=ServerError,
     )
+    listener = _bind(config.host, config.port)
     emit = _log_writer(args.log_format)
-    with RuntimeClient(model, backend=args.backend, settings=settings) as client:
+    with RuntimeClient(model, backend=args.backend, settings=plan.settings) as client:
         info = client.load()
         metrics = ServerMetrics(lambda: scheduler.waiting, lambda: scheduler.busy)
         scheduler = Scheduler(client, config.queue_size, on_finished=metrics.record_generation)
@@ -120,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
         scheduler.start()
         port = listener.getsockname()[1]
         url = dataclasses.replace(config, port=port).url
-        _announce(args.log_format, url, config, info)
+        _announce(args.log_format, url, config, info, plan)
         server = uvicorn.Server(
             uvicorn.Config(
                 app,
@@ -153,7 +155,9 @@ def _bind(host: str, port: int) -> socket.socket:
     return listener
 
 
-def _announce(log_format: str, url: str, config: ServerConfig, info: ModelInfo) -> None:
+def _announce(
+    log_format: str, url: str, config: ServerConfig, info: ModelInfo, plan: LoadPlan
+) -> None:
     key = "API key required" if config.api_key else "no API key"
     if log_format == "json":
         event = {
@@ -161,6 +165,10 @@ def _announce(log_format: str, url: str, config: ServerConfig, info: ModelInfo) 
             "url": url,
             "model": config.model_id,
             "mtp_depth": config.mtp_depth,
+            "context_length": info.context_length,
+            "kv_cache_type": plan.settings.kv_cache_type,
+            "flash_attention": plan.settings.flash_attention,
+            "state_cache_mib": plan.settings.state_cache_mib,
         }
         print(json.dumps(event), file=sys.stderr)
     else:
@@ -169,6 +177,7 @@ def _announce(log_format: str, url: str, config: ServerConfig, info: ModelInfo) 
             f"{_describe_depth(config, info)} · {key}",
             file=sys.stderr,
         )
+        print(f"mtp-studio serve: {describe_load(plan, info)}", file=sys.stderr)
     sys.stderr.flush()
 
 
