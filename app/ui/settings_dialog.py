@@ -1,6 +1,8 @@
 """The settings dialog and the Hub sign-in dialog.
 
-Settings are validated before they are saved (a bad endpoint is named, not stored). The token is
+Settings are validated before they are saved (a bad endpoint or a quantised KV cache without
+flash attention is named, not stored). The load options (context, KV cache type, flash attention,
+kept-state budget) are what the chat window loads a local model with. The token is
 shown masked with where it comes from; signing in checks the token against the chosen Hub in the
 background and writes the standard token file that every Hugging Face tool reads.
 """
@@ -21,11 +23,13 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
 from app.engine.errors import MtpStudioError
+from app.engine.load_options import FLASH_ATTENTION_MODES, KV_CACHE_TYPES
 from app.engine.scratch import resolve_scratch
 from app.engine.settings import (
     BACKENDS,
@@ -40,6 +44,10 @@ from app.engine.settings import (
 from app.ui.background import run_in_background
 from app.ui.errors import readable
 from app.ui.look.tones import tone_style
+
+AUTO_CONTEXT = 0  # the context box's lowest value reads "auto"
+MAX_CONTEXT_SETTING = 1 << 20
+MAX_STATE_CACHE_MIB = 1 << 20
 
 
 def token_summary(status: TokenStatus | None = None) -> str:
@@ -155,6 +163,36 @@ class SettingsDialog(QDialog):
         self.backend_combo = QComboBox()
         self.backend_combo.addItems(BACKENDS)
         self.backend_combo.setCurrentText(settings.default_backend)
+        self.context_spin = QSpinBox()
+        self.context_spin.setRange(AUTO_CONTEXT, MAX_CONTEXT_SETTING)
+        self.context_spin.setSingleStep(1024)
+        self.context_spin.setSpecialValueText("auto: the largest that fits this machine")
+        self.context_spin.setSuffix(" tokens")
+        self.context_spin.setValue(settings.context_length)
+        self.context_spin.setToolTip(
+            "The context window a local model is loaded with; auto picks the largest that fits "
+            "the machine's memory, up to the model's trained context"
+        )
+        self.kv_type_combo = QComboBox()
+        self.kv_type_combo.addItems(KV_CACHE_TYPES)
+        self.kv_type_combo.setCurrentText(settings.kv_cache_type)
+        self.kv_type_combo.setToolTip(
+            "q8_0 about halves the KV cache's memory, q4_0 about quarters it (with a small "
+            "loss of quality); both need flash attention (llama.cpp models)"
+        )
+        self.flash_combo = QComboBox()
+        self.flash_combo.addItems(FLASH_ATTENTION_MODES)
+        self.flash_combo.setCurrentText(settings.flash_attention)
+        self.state_cache_spin = QSpinBox()
+        self.state_cache_spin.setRange(0, MAX_STATE_CACHE_MIB)
+        self.state_cache_spin.setSingleStep(256)
+        self.state_cache_spin.setSuffix(" MiB")
+        self.state_cache_spin.setSpecialValueText("none")
+        self.state_cache_spin.setValue(settings.state_cache_mib)
+        self.state_cache_spin.setToolTip(
+            "Memory for conversation states kept between replies, so a prompt that repeats an "
+            "earlier one's beginning prefills only the rest"
+        )
         self.error_label = QLabel("")
         self.error_label.setStyleSheet(tone_style("error"))
         self.error_label.setWordWrap(True)
@@ -166,6 +204,10 @@ class SettingsDialog(QDialog):
         form.addRow("Models folder (HF cache)", self.models_field)
         form.addRow("Collections", self.collection_check)
         form.addRow("Default backend", self.backend_combo)
+        form.addRow("Context window", self.context_spin)
+        form.addRow("KV cache type", self.kv_type_combo)
+        form.addRow("Flash attention", self.flash_combo)
+        form.addRow("Kept conversation states", self.state_cache_spin)
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
         )
@@ -184,6 +226,10 @@ class SettingsDialog(QDialog):
             models_dir=self.models_field.text(),
             file_in_collection=self.collection_check.isChecked(),
             default_backend=self.backend_combo.currentText(),
+            context_length=self.context_spin.value(),
+            kv_cache_type=self.kv_type_combo.currentText(),
+            flash_attention=self.flash_combo.currentText(),
+            state_cache_mib=self.state_cache_spin.value(),
         )
 
     def _save(self) -> None:

@@ -1,7 +1,9 @@
 """The strip above the conversation: model picker, what the model is, and what runs it.
 
 For the chosen model it shows size, architecture, whether MTP heads are present (or the sidecar
-paired with it), and the memory estimate with a "fits your machine" hint; beside it, the load
+paired with it), and the memory estimate for the load options in Settings (the context chosen
+for this machine, the KV cache type, the kept-state budget) with a "fits your machine" hint, redone
+when those options change (:meth:`ModelBar.set_load_options`); beside it, the load
 state and the backend indicator (CPU / CUDA / Metal, with the reason when a better accelerator
 exists but is not used).
 """
@@ -25,8 +27,10 @@ from PySide6.QtWidgets import (
 
 from app.engine.chat.accelerator import AcceleratorReport
 from app.engine.chat.connections import Connection
+from app.engine.chat.context_choice import plan_load
 from app.engine.chat.memory import fits_text, physical_memory_bytes
 from app.engine.chat.model_files import DEMO, DOWNLOADED, GGUF, ModelDescription
+from app.engine.load_options import LoadOptions
 from app.engine.runtime.backends import MLX
 from app.engine.units import format_bytes
 from app.ui.look.tones import tone_color, tone_style
@@ -65,8 +69,10 @@ def item_text(model: ModelDescription) -> str:
     return f"{origin}: {where}{model.name}{flag}"
 
 
-def describe_html(model: ModelDescription, memory_bytes: int | None) -> str:
-    """The info line for ``model`` (HTML)."""
+def describe_html(
+    model: ModelDescription, memory_bytes: int | None, options: LoadOptions | None = None
+) -> str:
+    """The info line for ``model`` (HTML) when loaded with ``options`` (default: the defaults)."""
     if model.problem is not None:
         return f"<span style='{tone_style('error')}'>{html.escape(model.problem)}</span>"
     parts = [html.escape(model.architecture), format_bytes(model.size_bytes)]
@@ -76,15 +82,27 @@ def describe_html(model: ModelDescription, memory_bytes: int | None) -> str:
         parts.append(f"MTP heads: {model.mtp_blocks} block(s), unusable here")
     else:
         parts.append("MTP heads: none")
-    if model.memory is not None:
-        memory = model.memory
+    plan = plan_load(model, options or LoadOptions(), memory_bytes=memory_bytes)
+    memory = plan.memory
+    if memory is not None:
+        kv = f"{memory.kv_cache_type} " if model.kind == GGUF else ""
+        kept = (
+            f", kept states ≤ {format_bytes(memory.kept_state_bytes)}"
+            if memory.kept_state_bytes
+            else ""
+        )
         parts.append(
             f"memory ≈ {format_bytes(memory.total_bytes)} (weights "
-            f"{format_bytes(memory.weights_bytes)}, cache {format_bytes(memory.cache_bytes)} for "
-            f"{memory.context} tokens, compute {format_bytes(memory.compute_bytes)}) — "
+            f"{format_bytes(memory.weights_bytes)}, {kv}cache {format_bytes(memory.cache_bytes)} "
+            f"for {memory.context} tokens, compute {format_bytes(memory.compute_bytes)}{kept}) — "
             f"{fits_text(memory, memory_bytes)}"
         )
+        if plan.choice.reason:
+            parts.append(f"context: {html.escape(plan.choice.reason, quote=False)}")
     lines = [" · ".join(parts)]
+    if plan.kv_note is not None:
+        note = f"KV cache f16: {plan.kv_note}"
+        lines.append(f"<span style='{tone_style('warning')}'>{html.escape(note)}</span>")
     if model.sidecar is not None:
         note = f" — {LLAMA_CPP_SIDECAR_NOTE}" if model.kind == GGUF else ""
         lines.append(f"Sidecar paired: {html.escape(str(model.sidecar))}{html.escape(note)}")
@@ -117,6 +135,7 @@ class ModelBar(QWidget):
         self._remote: Connection | None = None
         self._shown: ModelDescription | None = None
         self._memory = physical_memory_bytes()
+        self._load_options = LoadOptions()
         self.picker = QComboBox()
         self.picker.setObjectName("modelPicker")
         self.picker.setSizeAdjustPolicy(
@@ -244,10 +263,16 @@ class ModelBar(QWidget):
         if model is None:
             self.info.setText("Choose a model, or open a GGUF file or a model folder.")
         else:
-            self.info.setText(describe_html(model, self._memory))
+            self.info.setText(describe_html(model, self._memory, self._load_options))
         self._shown = model
         self._update_graft_button()
         self._show_backend(model)
+
+    def set_load_options(self, options: LoadOptions) -> None:
+        """Estimate memory for ``options`` from now on (the shown model's line is redone)."""
+        self._load_options = options
+        if self._remote is None and self._shown is not None:
+            self.show_details(self._shown)
 
     def set_grafting(self, grafting: bool) -> None:
         """While a graft runs its button cancels it; afterwards it offers the graft again."""
