@@ -19,6 +19,7 @@ from app.engine.chat.context_choice import (
 from app.engine.chat.memory import ModelShape, estimate_memory
 from app.engine.chat.model_files import describe_model
 from app.engine.load_options import LoadOptions
+from app.engine.runtime.demo_model import demo_model_path
 from app.engine.settings import Settings
 
 GIB = 1 << 30
@@ -118,21 +119,19 @@ def test_the_kept_state_budget_is_counted() -> None:
     assert _context(12, state_mib=4096) < _context(12, state_mib=0)
 
 
-def test_the_chat_window_loads_with_the_saved_options_and_the_chosen_context(
-    tiny_gguf: Path,
-) -> None:
-    model = describe_model(tiny_gguf)
+def test_the_chat_window_loads_with_the_saved_options_and_the_chosen_context() -> None:
+    model = describe_model(demo_model_path())
     settings = Settings(kv_cache_type="q8_0", flash_attention="on", state_cache_mib=256)
     loaded = load_settings_for(model, settings, memory_bytes=64 * GIB)
     assert loaded.kv_cache_type == "q8_0" and loaded.flash_attention == "on"
     assert loaded.state_cache_mib == 256
-    assert loaded.context_length == model.shape.trained_context  # tiny: it all fits
+    assert loaded.context_length == model.shape.trained_context  # a small model: it all fits
     fixed = load_settings_for(model, replace(settings, context_length=1536), memory_bytes=GIB)
     assert fixed.context_length == 1536
 
 
-def test_the_estimate_follows_the_options(tiny_gguf: Path) -> None:
-    model = describe_model(tiny_gguf)
+def test_the_estimate_follows_the_options() -> None:
+    model = describe_model(demo_model_path())
     f16 = plan_load(model, LoadOptions(context_length=4096), memory_bytes=64 * GIB).memory
     q8 = plan_load(
         model, LoadOptions(context_length=4096, kv_cache_type="q8_0"), memory_bytes=64 * GIB
@@ -140,3 +139,18 @@ def test_the_estimate_follows_the_options(tiny_gguf: Path) -> None:
     assert f16 is not None and q8 is not None
     assert q8.kv_cache_type == "q8_0" and q8.kv_bytes < 0.6 * f16.kv_bytes
     assert q8.recurrent_bytes == f16.recurrent_bytes  # the recurrent states do not change
+
+
+def test_heads_a_quantised_cache_cannot_split_keep_an_f16_cache_and_say_why(
+    tiny_gguf: Path,
+) -> None:
+    """llama.cpp refuses q8_0/q4_0 for heads not a multiple of 32 wide (the tiny model: 16)."""
+    model = describe_model(tiny_gguf)
+    plan = plan_load(model, LoadOptions(kv_cache_type="q4_0"), memory_bytes=64 * GIB)
+    assert plan.settings.kv_cache_type == "f16" and plan.memory.kv_cache_type == "f16"
+    assert plan.kv_note == (
+        "tiny-mtp.gguf's attention heads are 16 values wide, not a multiple of q4_0's "
+        "32-value blocks"
+    )
+    loaded = load_settings_for(model, Settings(kv_cache_type="q4_0"), memory_bytes=64 * GIB)
+    assert loaded.kv_cache_type == "f16"
