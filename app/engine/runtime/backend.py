@@ -23,6 +23,7 @@ import numpy as np
 
 DEFAULT_STATE_CACHE_MIB = 1024
 
+
 @dataclass(frozen=True)
 class LoadSettings:
     """How a backend loads a model.
@@ -95,8 +96,9 @@ class PrefixReuse:
 
     ``source``: ``""`` nothing was reused, ``"live"`` the state the previous request left,
     ``"checkpoint"`` a state kept inside the conversation (recurrent layers cannot be rewound,
-    so a divergence resumes from the nearest checkpoint before it), ``"saved"`` a whole state
-    kept when another conversation took the model.
+    so a divergence resumes from the nearest checkpoint before it), ``"trimmed"`` the live state
+    cut back (attention-only models), ``"saved"`` a whole state kept when another conversation
+    took the model.
     """
 
     reused_tokens: int = 0
@@ -167,14 +169,18 @@ class DecodeBackend(ABC):
         """Forget every token and every kept state: the next prefill computes from scratch."""
 
     @abstractmethod
-    def prefill(self, tokens: Sequence[int], *, with_mtp: bool) -> np.ndarray:
+    def prefill(
+        self, tokens: Sequence[int], *, with_mtp: bool, keep_at: Sequence[int] = ()
+    ) -> np.ndarray:
         """Feed the prompt; return the logits row of its last token.
 
         With ``with_mtp`` the MTP head's cache and pending hidden state are prepared too. The
         longest prefix of ``tokens`` whose state the backend still holds (from the previous
         request, a checkpoint or a saved conversation) is reused and only the rest is run; the
         result is the one a fresh prefill gives. :attr:`last_prefix_reuse` says what was reused.
-        After :meth:`reset` nothing is reused.
+        After :meth:`reset` nothing is reused. ``keep_at``: lengths worth a checkpoint where a
+        backend needs checkpoints to resume (where the last user message starts, so editing it
+        resumes there).
         """
 
     @property

@@ -55,6 +55,34 @@ def prompt_tokens(backend: DecodeBackend, request: GenerationRequest) -> list[in
     return tokens
 
 
+def last_user_message_start(
+    backend: DecodeBackend, request: GenerationRequest, tokens: Sequence[int]
+) -> tuple[int, ...]:
+    """Where the last user message starts in ``tokens`` (empty when it cannot be told).
+
+    The backend keeps a checkpoint there, so editing that message — or sending another one in
+    its place — resumes right before it instead of at the previous checkpoint.
+    """
+    messages = request.messages
+    users = [index for index, message in enumerate(messages) if message.role == "user"]
+    if not users or users[-1] == 0 or backend.chat_template is None:
+        return ()
+    before = render_chat(
+        backend.chat_template,
+        messages[: users[-1]],
+        special_tokens=backend.special_token_texts,
+        model_name=backend.info.path.name,
+        add_generation_prompt=False,
+    )
+    prefix = backend.tokenize(before, parse_special=True)
+    bos = backend.bos_token_id
+    if bos is not None and (not prefix or prefix[0] != bos):
+        prefix.insert(0, bos)
+    if 0 < len(prefix) < len(tokens) and list(tokens[: len(prefix)]) == prefix:
+        return (len(prefix),)
+    return ()
+
+
 class _Output:
     """Collects committed tokens, applies the stop rules and emits chunks."""
 
@@ -150,42 +178,48 @@ def generate(
     )
     drafting = depth > 0 and policy.drafts_this_request
 
-    logits = backend.prefill(tokens, with_mtp=drafting)
+    logits = backend.prefill(
+        tokens, with_mtp=drafting, keep_at=last_user_message_start(backend, request, tokens)
+    )
     recorder.prompt_reused_tokens = backend.last_prefix_reuse.reused_tokens
     recorder.prefill_done()
     last = sample(logits, request.sampler, rng)
     output.commit([last])
 
-    decoder = SpeculativeDecoder(backend, request.sampler, request.accept, rng, recorder)
-    context = backend.info.context_length
-    clock = backend.cycle_clock
-    while output.finish_reason is None:
-        if cancelled():
-            output.stop("cancelled")
-            break
-        room = context - backend.committed_length - 1
-        if room < 0:
-            output.stop("context")
-            break
-        if depth == 0:
-            last = sample(backend.step(last), request.sampler, rng)
-            output.commit([last])
-            continue
-        if not drafting:  # an adaptive request the policy runs plainly: time its steps
-            started, wall_started = clock(), time.perf_counter()
-            last = sample(backend.step(last), request.sampler, rng)
-            policy.observe(0, 0, clock() - started)
-            recorder.verify_seconds += time.perf_counter() - wall_started
-            recorder.verify_calls += 1
-            recorder.record_cycle(0, 0)
-            output.commit([last])
-            continue
-        cycle_depth = policy.choose(min(room, output.remaining - 1))
-        started = clock()
-        cycle = decoder.cycle(last, cycle_depth)
-        policy.observe(cycle_depth, cycle.accepted, clock() - started)
-        last = cycle.tokens[-1]
-        output.commit(cycle.tokens)
+    try:
+        decoder = SpeculativeDecoder(backend, request.sampler, request.accept, rng, recorder)
+        context = backend.info.context_length
+        clock = backend.cycle_clock
+        while output.finish_reason is None:
+            if cancelled():
+                output.stop("cancelled")
+                break
+            room = context - backend.committed_length - 1
+            if room < 0:
+                output.stop("context")
+                break
+            if depth == 0:
+                last = sample(backend.step(last), request.sampler, rng)
+                output.commit([last])
+                continue
+            if not drafting:  # an adaptive request the policy runs plainly: time its steps
+                started, wall_started = clock(), time.perf_counter()
+                last = sample(backend.step(last), request.sampler, rng)
+                policy.observe(0, 0, clock() - started)
+                recorder.verify_seconds += time.perf_counter() - wall_started
+                recorder.verify_calls += 1
+                recorder.record_cycle(0, 0)
+                output.commit([last])
+                continue
+            cycle_depth = policy.choose(min(room, output.remaining - 1))
+            started = clock()
+            cycle = decoder.cycle(last, cycle_depth)
+            policy.observe(cycle_depth, cycle.accepted, clock() - started)
+            last = cycle.tokens[-1]
+            output.commit(cycle.tokens)
+    except BaseException:
+        backend.reset()  # a step that failed half-way leaves a state nothing may reuse
+        raise
 
     return GenerationResult(
         text="".join(output.text_parts),
@@ -195,4 +229,5 @@ def generate(
         stats=recorder.snapshot(),
         seed=seed,
         note=note,
+        kept_state_bytes=backend.kept_state_bytes,
     )

@@ -53,11 +53,29 @@ from app.engine.runtime.backend import (
     DraftResult,
     LoadSettings,
     ModelInfo,
+    PrefixReuse,
     VerifyResult,
     default_threads,
 )
 from app.engine.runtime.gguf_info import read_gguf_summary
 from app.engine.runtime.llama_cpp_batch import NumpyBatch
+from app.engine.runtime.llama_cpp_states import (
+    RECURRENT_ONLY,
+    WHOLE,
+    copy_state,
+    restore_state,
+    state_size,
+)
+from app.engine.runtime.prefix_cache import (
+    SAVE_MIN_TOKENS,
+    KeptState,
+    KeptStates,
+    Session,
+    checkpoint_marks,
+    chunk_ends,
+    common_prefix_length,
+    resume_point,
+)
 
 BACKEND_NAME = "llama.cpp"
 DEFAULT_CONTEXT = 4096
@@ -194,6 +212,14 @@ class LlamaCppBackend(DecodeBackend):
             mtp_unavailable_reason=mtp_reason,
             has_chat_template=self._summary.chat_template is not None,
         )
+        self._recurrent = bool(
+            llama_cpp.llama_model_is_recurrent(self._model)
+            or llama_cpp.llama_model_is_hybrid(self._model)
+        )
+        self._kept = KeptStates(settings.state_cache_mib * 1024 * 1024)
+        self._head_valid: dict[str, bool] = {}
+        self._last_reuse = PrefixReuse()
+        self._active_lane = self._lane_name(with_mtp=True)
         self._n_past = 0
         self._head_active = False
         self._hidden_last = np.zeros(self._width, dtype=np.float32)
@@ -358,6 +384,8 @@ class LlamaCppBackend(DecodeBackend):
         for memory in dict.fromkeys((self._target_memory, self._plain_memory, self._draft_memory)):
             if memory is not None:
                 llama_cpp.llama_memory_clear(memory, True)
+        self._kept.clear()
+        self._head_valid.clear()
         self._n_past = 0
         self._head_active = False
         self._head_queue_start = 0
@@ -365,12 +393,26 @@ class LlamaCppBackend(DecodeBackend):
         self._head_queue_hidden = []
         self._verified = None
 
-    def prefill(self, tokens: Sequence[int], *, with_mtp: bool) -> np.ndarray:
+    @property
+    def last_prefix_reuse(self) -> PrefixReuse:
+        return self._last_reuse
+
+    @property
+    def kept_state_bytes(self) -> int:
+        return self._kept.total_bytes
+
+    def prefill(
+        self, tokens: Sequence[int], *, with_mtp: bool, keep_at: Sequence[int] = ()
+    ) -> np.ndarray:
         if with_mtp and self._draft_ctx is None:
             raise RuntimeBackendError(
                 f"{self._path.name} has no usable MTP head: {self.info.mtp_unavailable_reason}"
             )
-        self.reset()
+        if len(tokens) > self.info.context_length:
+            raise RuntimeBackendError(
+                f"the context window of {self._path.name} ({self.info.context_length} tokens) is "
+                "full; start a new conversation or load the model with a larger context (--ctx)"
+            )
         if not with_mtp and self._plain_ctx is None:
             self._open_plain_context()
         if with_mtp:
@@ -378,29 +420,201 @@ class LlamaCppBackend(DecodeBackend):
             llama_cpp_ext.llama_set_embeddings_nextn(self._target, True, False)
         else:
             self._active, self._active_memory = self._plain_ctx, self._plain_memory
-        self._check_room(len(tokens))
-        previous_hidden = np.zeros(self._width, dtype=np.float32)
-        for start in range(0, len(tokens), BATCH_SIZE):
-            chunk = tokens[start : start + BATCH_SIZE]
-            is_last_chunk = start + len(chunk) == len(tokens)
+        lane = self._lane_name(with_mtp)
+        self._verified = None
+        try:
+            start, source, continuing = self._resume(lane, tokens, with_mtp)
+            logits = self._run_prompt(
+                lane, tokens, start, with_mtp, continuing=continuing, keep_at=keep_at
+            )
+        except BaseException:
+            self._forget_lane(lane)
+            raise
+        self._last_reuse = PrefixReuse(start, len(tokens) - start, source if start else "")
+        return logits
+
+    # --- prefix reuse -----------------------------------------------------------------------
+
+    def _lane_name(self, with_mtp: bool) -> str:
+        """The drafting lane (target and head contexts) or the plain one (its own context)."""
+        return "drafting" if with_mtp or self._plain_ctx is self._target else "plain"
+
+    def _resume(self, lane: str, tokens: Sequence[int], with_mtp: bool) -> tuple[int, str, bool]:
+        """Bring the lane's context to the longest kept prefix of ``tokens``
+        (prefix_cache.resume_point says which lengths qualify); return its length, where it
+        came from (a :class:`PrefixReuse` source) and whether the state was continued as it
+        was kept rather than cut back."""
+        live = self._kept.live_session(lane)
+        usable = not with_mtp or self._head_valid.get(lane, False)
+
+        def point(session: Session) -> int:
+            return resume_point(
+                session.tokens,
+                tokens,
+                rewindable=not self._recurrent,
+                checkpoints=session.checkpoints,
+            )
+
+        live_point = point(live) if usable else 0
+        candidates = [
+            session
+            for session in self._kept.saved_sessions(lane)
+            if not with_mtp or session.saved.payload[1] is not None
+        ]
+        best = max(candidates, key=point, default=None)
+        saved_point = point(best) if best is not None else 0
+        displaced = (
+            len(live.tokens) >= SAVE_MIN_TOKENS
+            and common_prefix_length(live.tokens, tokens) < len(live.tokens) // 2
+        )
+        if displaced and usable:
+            self._save_live(lane)
+        if best is not None and saved_point > live_point:
+            self._restore_saved(best)
+            live, live_point, source = best, saved_point, "saved"
+        else:
+            source = "live"
+        continuing = live_point == len(live.tokens)
+        if not continuing and source == "live":
+            source = "checkpoint" if self._recurrent else "trimmed"
+        return self._rewind(lane, live_point, with_mtp), source, continuing
+
+    def _rewind(self, lane: str, length: int, with_mtp: bool) -> int:
+        """Keep the first ``length`` tokens of the lane's live state (0: clear it)."""
+        live = self._kept.live_session(lane)
+        memory = self._active_memory
+        if length == 0:
+            llama_cpp.llama_memory_clear(memory, True)
+            if with_mtp:
+                llama_cpp.llama_memory_clear(self._draft_memory, True)
+                self._head_queue_tokens, self._head_queue_hidden = [], []
+            self._kept.forget_live(lane)
+            return 0
+        if with_mtp:  # the head keeps its rows 0..length: the queued ones are decoded first
+            self._flush_head_queue(keep_last_rows=0)
+        if length == len(live.tokens):
+            return length
+        if self._recurrent:
+            restore_state(self._active, live.checkpoints[length].payload, RECURRENT_ONLY)
+            self._kept.touch(live.checkpoints[length])
+        if not llama_cpp.llama_memory_seq_rm(memory, 0, length, -1) or (
+            with_mtp and not llama_cpp.llama_memory_seq_rm(self._draft_memory, 0, length + 1, -1)
+        ):
+            raise RuntimeBackendError(
+                f"llama.cpp refused to trim the kept state of {self._path.name} to {length} tokens"
+            )
+        live.keep_first(length)
+        return length
+
+    def _save_live(self, lane: str) -> None:
+        """Keep a copy of the lane's whole live state (trunk, and head on the drafting lane),
+        unless it alone would exceed the budget."""
+        with_head = lane == "drafting" and self._head_valid.get(lane, False)
+        size = state_size(self._active, WHOLE)
+        if with_head:
+            size += state_size(self._draft_ctx, WHOLE)
+        if size > self._kept.budget_bytes:
+            return
+        head = None
+        if with_head:
+            self._flush_head_queue(keep_last_rows=0)
+            head = copy_state(self._draft_ctx, WHOLE)
+        trunk = copy_state(self._active, WHOLE)
+        nbytes = trunk.nbytes + (head.nbytes if head is not None else 0)
+        self._kept.save_copy_of_live(
+            lane, KeptState(nbytes, (trunk, head)), extra=self._hidden_last.copy()
+        )
+
+    def _restore_saved(self, session: Session) -> None:
+        assert session.saved is not None
+        trunk, head = session.saved.payload
+        restore_state(self._active, trunk, WHOLE)
+        if head is not None:
+            restore_state(self._draft_ctx, head, WHOLE)
+            self._hidden_last = session.extra
+        self._head_valid[session.lane] = head is not None
+        self._head_queue_tokens, self._head_queue_hidden = [], []
+        self._kept.restore(session)
+
+    def _forget_lane(self, lane: str) -> None:
+        """After a failure the lane's state is unknown: clear it, keep nothing of it live."""
+        llama_cpp.llama_memory_clear(self._active_memory, True)
+        if lane == "drafting" and self._draft_memory is not None:
+            llama_cpp.llama_memory_clear(self._draft_memory, True)
+        self._kept.forget_live(lane)
+        self._head_valid[lane] = False
+        self._n_past = 0
+
+    def _keep_checkpoint(self, lane: str, length: int) -> None:
+        if state_size(self._active, RECURRENT_ONLY) > self._kept.budget_bytes:
+            return
+        state = copy_state(self._active, RECURRENT_ONLY)
+        self._kept.add_checkpoint(lane, length, KeptState(state.nbytes, state))
+
+    def _run_prompt(
+        self,
+        lane: str,
+        tokens: Sequence[int],
+        start: int,
+        with_mtp: bool,
+        *,
+        continuing: bool,
+        keep_at: Sequence[int],
+    ) -> np.ndarray:
+        """Compute ``tokens[start:]`` after a resume at ``start``; the last row's logits.
+
+        The head's row at p pairs x_p with h_{p-1}: continuing the live state, the first row
+        takes the kept last hidden state; after a rewind the head already holds the row at
+        ``start`` (it keeps one row more than the trunk), so its rows begin at ``start + 1``.
+        """
+        live = self._kept.live_session(lane)
+        continuing = continuing and start > 0
+        marks: list[int] = []
+        if self._recurrent:
+            if continuing and start not in live.checkpoints:
+                self._keep_checkpoint(lane, start)  # the end of the last committed reply
+            marks = sorted(
+                {*checkpoint_marks(start, len(tokens)), *(m for m in keep_at if m > start)}
+            )
+        if start == 0:
+            previous_hidden: np.ndarray | None = np.zeros(self._width, dtype=np.float32)
+        else:
+            previous_hidden = self._hidden_last if continuing else None
+        position = start
+        for end in chunk_ends(start, len(tokens), marks, BATCH_SIZE):
+            chunk = tokens[position:end]
             self._decode(
                 self._active,
-                self._batch.fill(chunk, start, outputs="last" if is_last_chunk else "none"),
+                self._batch.fill(chunk, position, outputs="last" if end == len(tokens) else "none"),
                 "the prompt",
             )
             if with_mtp:
                 hidden = self._hidden_rows(self._target, len(chunk))
-                head_hidden = np.vstack([previous_hidden[None, :], hidden[:-1]])
-                self._decode(
-                    self._draft_ctx,
-                    self._batch.fill(chunk, start, outputs="none", hidden=head_hidden),
-                    "the prompt through the MTP head",
-                )
+                if previous_hidden is None:
+                    head_tokens, head_hidden, head_start = chunk[1:], hidden[:-1], position + 1
+                else:
+                    head_tokens, head_start = chunk, position
+                    head_hidden = np.vstack([previous_hidden[None, :], hidden[:-1]])
+                if len(head_tokens):
+                    self._decode(
+                        self._draft_ctx,
+                        self._batch.fill(
+                            head_tokens, head_start, outputs="none", hidden=head_hidden
+                        ),
+                        "the prompt through the MTP head",
+                    )
                 previous_hidden = hidden[-1].copy()
+            live.tokens.extend(chunk)
+            position = end
+            if end in marks:
+                self._keep_checkpoint(lane, end)
         self._n_past = len(tokens)
         self._head_active = with_mtp
-        self._hidden_last = previous_hidden
-        self._head_queue_start = len(tokens)
+        self._head_valid[lane] = with_mtp
+        self._active_lane = lane
+        if with_mtp:
+            self._hidden_last = previous_hidden
+            self._head_queue_start = len(tokens)
         return self._logits_rows(self._active, 1)[0].copy()
 
     def step(self, token: int) -> np.ndarray:
@@ -414,6 +628,7 @@ class LlamaCppBackend(DecodeBackend):
             self._head_queue_tokens.append(token)
             self._head_queue_hidden.append(self._hidden_last[None, :])
             self._hidden_last = self._hidden_rows(self._target, 1)[0].copy()
+        self._kept.live_session(self._active_lane).tokens.append(token)
         self._n_past += 1
         return self._logits_rows(self._active, 1)[0].copy()
 
@@ -461,6 +676,7 @@ class LlamaCppBackend(DecodeBackend):
         logits = self._logits_rows(self._target, len(tokens)).copy()
         hidden = self._hidden_rows(self._target, len(tokens)).copy()
         self._verified = (start, tuple(tokens), hidden, self._hidden_last)
+        self._kept.live_session(self._active_lane).tokens.extend(tokens)
         self._n_past = start + len(tokens)
         return VerifyResult(logits, hidden)
 
@@ -492,6 +708,7 @@ class LlamaCppBackend(DecodeBackend):
                 hidden_before[None, :] if offset == 0 else hidden[offset - 1 : offset]
             )
         self._hidden_last = hidden[accepted].copy()
+        del self._kept.live_session(self._active_lane).tokens[committed_length:]
         self._n_past = committed_length
 
     # --- helpers ----------------------------------------------------------------------------

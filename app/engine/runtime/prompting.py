@@ -51,14 +51,16 @@ def render_chat(
     *,
     special_tokens: dict[str, str],
     model_name: str,
+    add_generation_prompt: bool = True,
 ) -> str:
-    """The prompt text for ``messages`` followed by the assistant turn's opening."""
+    """The prompt text for ``messages``, followed by the assistant turn's opening unless
+    ``add_generation_prompt`` is False."""
     if template is None:
         return "\n".join(message.content for message in messages)
     try:
         return _compiled(template).render(
             messages=[{"role": m.role, "content": m.content} for m in messages],
-            add_generation_prompt=True,
+            add_generation_prompt=add_generation_prompt,
             **special_tokens,
         )
     except jinja2.TemplateError as exc:

@@ -70,6 +70,9 @@ class GenerationResult:
     answer can be reproduced.
 
     ``note`` explains a fallback the user should know about (e.g. no MTP block → plain decoding).
+
+    ``kept_state_bytes``: memory the backend holds after this request for later prompts that
+    share a prefix (checkpoints and saved conversations; :attr:`DecodeBackend.kept_state_bytes`).
     """
 
     text: str
@@ -79,6 +82,7 @@ class GenerationResult:
     stats: DecodeStats
     seed: int
     note: str | None = None
+    kept_state_bytes: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -88,5 +92,6 @@ class GenerationResult:
             "finish_reason": self.finish_reason,
             "seed": self.seed,
             "note": self.note,
+            "kept_state_bytes": self.kept_state_bytes,
             "stats": self.stats.to_dict(),
         }

@@ -3,7 +3,8 @@
 Requests by endpoint and status, prompt and generated tokens, drafted and accepted tokens by draft
 depth (acceptance at depth i = accepted / drafted, runtime.md §2), MTP cycles and their drafts by
 the requests' depth setting ("auto" or K: drafts ÷ cycles is the mean depth auto chose), the last
-request's decode speed, and how many requests wait. Each server owns its registry, so several can
+request's decode speed, prompt tokens reused from kept state and the memory that state holds,
+and how many requests wait. Each server owns its registry, so several can
 share a process.
 """
 
@@ -38,6 +39,16 @@ class ServerMetrics:
         )
         self._prompt_tokens = Counter(
             f"{PREFIX}_prompt_tokens", "Prompt tokens processed", registry=self.registry
+        )
+        self._cached_tokens = Counter(
+            f"{PREFIX}_prompt_tokens_cached",
+            "Prompt tokens whose state was kept from an earlier request (not computed again)",
+            registry=self.registry,
+        )
+        self._kept_state = Gauge(
+            f"{PREFIX}_kept_state_bytes",
+            "Memory held by states kept for later prompts (checkpoints, saved conversations)",
+            registry=self.registry,
         )
         self._generated_tokens = Counter(
             f"{PREFIX}_generated_tokens", "Tokens generated", registry=self.registry
@@ -92,6 +103,8 @@ class ServerMetrics:
         stats = result.stats
         self._generations.labels(finish_reason=result.finish_reason).inc()
         self._prompt_tokens.inc(stats.prompt_tokens)
+        self._cached_tokens.inc(stats.prompt_reused_tokens)
+        self._kept_state.set(result.kept_state_bytes)
         self._generated_tokens.inc(stats.generated_tokens)
         for depth, (drafted, accepted) in enumerate(
             zip(stats.drafted_by_depth, stats.accepted_by_depth, strict=True), start=1

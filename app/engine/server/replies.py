@@ -37,6 +37,7 @@ def usage(result: GenerationResult) -> dict[str, int]:
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": result.stats.prompt_reused_tokens},
     }
 
 

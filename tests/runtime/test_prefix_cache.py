@@ -1,0 +1,83 @@
+"""The backend-independent rules of prefix reuse: where a prompt may resume, where checkpoints
+go, how prefill batches are cut, and the byte budget over every kept state."""
+
+from __future__ import annotations
+
+from app.engine.runtime.prefix_cache import (
+    KeptState,
+    KeptStates,
+    checkpoint_marks,
+    chunk_ends,
+    common_prefix_length,
+    resume_point,
+)
+
+
+def test_common_prefix_length() -> None:
+    assert common_prefix_length([1, 2, 3], [1, 2, 4]) == 2
+    assert common_prefix_length([1, 2], [1, 2, 3]) == 2
+    assert common_prefix_length([], [1]) == 0
+    assert common_prefix_length([5], [6]) == 0
+
+
+def test_a_prompt_that_extends_the_live_state_continues_it() -> None:
+    assert resume_point([1, 2, 3], [1, 2, 3, 4, 5], rewindable=False, checkpoints=()) == 3
+
+
+def test_the_same_prompt_again_keeps_all_but_its_last_token_where_the_trunk_trims() -> None:
+    # Its logits are needed, so one token is always computed.
+    assert resume_point([1, 2, 3, 9, 9], [1, 2, 3], rewindable=True, checkpoints=()) == 2
+
+
+def test_a_recurrent_trunk_resumes_at_the_latest_checkpoint_before_the_divergence() -> None:
+    cached = list(range(100))
+    prompt = [*range(60), -1, -2]
+    assert resume_point(cached, prompt, rewindable=False, checkpoints=[10, 40, 59, 70]) == 59
+    assert resume_point(cached, prompt, rewindable=False, checkpoints=[70]) == 0
+    # An attention-only trunk trims to one before the divergence (the head keeps one row more).
+    assert resume_point(cached, prompt, rewindable=True, checkpoints=()) == 59
+
+
+def test_nothing_shared_means_nothing_kept() -> None:
+    assert resume_point([1, 2, 3], [7, 8], rewindable=True, checkpoints=[1, 2]) == 0
+    assert resume_point([], [7, 8], rewindable=False, checkpoints=()) == 0
+
+
+def test_checkpoints_every_interval_and_before_the_last_token() -> None:
+    assert checkpoint_marks(0, 2500, interval=1024) == [1024, 2048, 2499]
+    assert checkpoint_marks(1500, 2100, interval=1024) == [2048, 2099]
+    assert checkpoint_marks(10, 11, interval=1024) == []
+
+
+def test_prefill_batches_end_at_every_mark_and_never_exceed_the_batch() -> None:
+    assert chunk_ends(0, 1200, [1024, 1199], 512) == [512, 1024, 1199, 1200]
+    assert chunk_ends(5, 12, [], 4) == [9, 12]
+    assert chunk_ends(5, 12, [3, 12, 40], 100) == [12]
+
+
+def test_kept_states_stay_within_the_budget_evicting_the_least_recently_used() -> None:
+    kept = KeptStates(budget_bytes=100)
+    kept.live_session("a").tokens.extend(range(10))
+    kept.add_checkpoint("a", 3, KeptState(40, "three"))
+    kept.add_checkpoint("a", 6, KeptState(40, "six"))
+    kept.save_copy_of_live("a", KeptState(50, "whole"), extra=None)
+    # 130 bytes asked for: the oldest (checkpoint 3) went; the copy shares checkpoint 6.
+    assert kept.total_bytes == 90
+    assert list(kept.live_session("a").checkpoints) == [6]
+    assert [session.saved.payload for session in kept.saved_sessions("a")] == ["whole"]
+    kept.touch(kept.live_session("a").checkpoints[6])
+    kept.add_checkpoint("b", 2, KeptState(30, "other lane"))
+    # The saved copy was least recently used now.
+    assert kept.saved_sessions("a") == []
+    assert kept.total_bytes == 70
+
+
+def test_a_restored_session_becomes_live() -> None:
+    kept = KeptStates(budget_bytes=1000)
+    kept.live_session("a").tokens.extend([1, 2, 3])
+    kept.save_copy_of_live("a", KeptState(10, "whole"), extra="hidden")
+    kept.forget_live("a")
+    [saved] = kept.saved_sessions("a")
+    kept.restore(saved)
+    assert kept.live_session("a").tokens == [1, 2, 3]
+    assert kept.saved == [] and saved.saved is None
