@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from app.engine.errors import RuntimeBackendError
+from app.engine.runtime.prompting import ChatMessage
 from app.engine.runtime.sampling import SamplerSettings
 
 START_TIMEOUT_SECONDS = 120.0
@@ -70,6 +71,41 @@ def parse_timings(response: dict[str, Any]) -> ServerReply:
 
 
 @dataclass(frozen=True)
+class PromptTimings:
+    """How llama-server took in one reply's prompt: ``cache_n`` tokens from its prompt cache,
+    ``prompt_n`` computed in ``prompt_ms``."""
+
+    cached_tokens: int
+    computed_tokens: int
+    prompt_seconds: float
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.cached_tokens + self.computed_tokens
+
+
+def parse_prompt_timings(response: dict[str, Any]) -> PromptTimings:
+    """The prompt figures of a llama-server reply; a clear error naming a missing field."""
+    timings = response.get("timings")
+    if not isinstance(timings, dict):
+        raise RuntimeBackendError(
+            "llama-server's reply has no 'timings' object; use a llama-server built from the "
+            "llama.cpp that llama-cpp-python vendors (packaging/build_llama_server.sh)"
+        )
+    try:
+        return PromptTimings(
+            cached_tokens=int(timings["cache_n"]),
+            computed_tokens=int(timings["prompt_n"]),
+            prompt_seconds=float(timings["prompt_ms"]) / 1000.0,
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RuntimeBackendError(
+            f"llama-server's 'timings' lack a numeric {exc} (got keys {sorted(timings)}); "
+            "'cache_n' needs a llama-server from 2025 or later"
+        ) from None
+
+
+@dataclass(frozen=True)
 class ServerFigures:
     """One llama-server configuration's replies, pooled."""
 
@@ -94,7 +130,10 @@ class ServerFigures:
 class LlamaServer:
     """One llama-server process on a free local port, serving one model and configuration."""
 
-    def __init__(self, binary: Path, model: Path, *, depth: int, threads: int) -> None:
+    def __init__(
+        self, binary: Path, model: Path, *, depth: int, threads: int, context: int = 0
+    ) -> None:
+        """``context`` 0: llama-server's default context (the model's trained one)."""
         self.depth = depth
         self.label = "llama-server plain" if depth == 0 else f"llama-server MTP K={depth}"
         self._replies: list[ServerReply] = []
@@ -109,6 +148,8 @@ class LlamaServer:
             "-np", "1",
             "--no-webui",
         ]  # fmt: skip
+        if context:
+            command += ["-c", str(context)]
         if depth:
             command += ["--spec-type", "draft-mtp", "--spec-draft-n-max", str(depth)]
         # llama-server logs a lot: into a file, since an unread pipe would fill and stall it.
@@ -137,14 +178,31 @@ class LlamaServer:
     def reply(
         self, prompt: str, sampler: SamplerSettings, max_tokens: int, *, record: bool = True
     ) -> ServerReply:
+        response = self._chat([{"role": "user", "content": prompt}], sampler, max_tokens)
+        reply = parse_timings(response)
+        if record:
+            self._replies.append(reply)
+        return reply
+
+    def prompt_timings(
+        self, messages: Sequence[ChatMessage], sampler: SamplerSettings, max_tokens: int
+    ) -> PromptTimings:
+        """Send a whole conversation with the prompt cache on; how its prompt was taken in."""
+        history = [{"role": m.role, "content": m.content} for m in messages]
+        return parse_prompt_timings(self._chat(history, sampler, max_tokens))
+
+    def _chat(
+        self, messages: list[dict[str, str]], sampler: SamplerSettings, max_tokens: int
+    ) -> dict[str, Any]:
         body = {
-            "messages": [{"role": "user", "content": prompt}],
+            "messages": messages,
             "max_tokens": max_tokens,
             "temperature": sampler.temperature,
             "top_k": sampler.top_k,
             "top_p": sampler.top_p,
             "min_p": sampler.min_p,
             "seed": sampler.seed if sampler.seed is not None else -1,
+            "cache_prompt": True,
             "stream": False,
         }
         request = urllib.request.Request(
@@ -154,12 +212,12 @@ class LlamaServer:
         )
         try:
             with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT_SECONDS) as response:
-                reply = parse_timings(json.loads(response.read()))
+                answer = json.loads(response.read())
         except (urllib.error.URLError, OSError, ValueError) as exc:
             raise RuntimeBackendError(f"{self.label} failed a request: {exc}") from None
-        if record:
-            self._replies.append(reply)
-        return reply
+        if not isinstance(answer, dict):
+            raise RuntimeBackendError(f"{self.label} answered with {type(answer).__name__}")
+        return answer
 
     def figures(self) -> ServerFigures:
         return ServerFigures(

@@ -1,0 +1,231 @@
+"""``mtp-studio bench chat``: time to first token per turn of a growing conversation.
+
+Plays a fixed conversation of ``--turns`` turns whose history grows to about
+``--history-tokens`` (:mod:`app.engine.runtime.chat_bench`) through the inference worker and
+prints, per turn: the prompt tokens, how many were reused from the state kept since the last
+turn and how many computed, and the time to first token — beside the same prompts computed
+from scratch (the cold column; ``--no-cold`` skips it) and, with ``--vs-llama-server PATH``,
+llama-server's prompt cache on the same conversation. Then the memory the kept states hold and
+the median TTFT of turns 2..N with the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import tempfile
+from contextlib import ExitStack
+from pathlib import Path
+
+from app.commands.chat import add_model_arguments, depth_argument, describe_backend, open_client
+from app.engine.errors import RuntimeBackendError
+from app.engine.runtime.backend import LoadSettings, default_threads
+from app.engine.runtime.chat_bench import (
+    COLD_METHOD,
+    ChatBenchmark,
+    ChatBenchSettings,
+    run_chat_benchmark,
+)
+from app.engine.runtime.demo_model import demo_model_path
+from app.engine.runtime.depth_policy import AUTO, AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
+from app.engine.runtime.llama_server_bench import LlamaServer
+from app.engine.runtime.request import check_mtp_depth
+from app.engine.runtime.wide_model import widened_copy
+from app.engine.units import format_bytes
+
+
+def register(benchmarks: argparse._SubParsersAction) -> None:
+    parser = benchmarks.add_parser(
+        "chat",
+        help="time to first token per turn of a growing conversation",
+        description=(
+            "Play a fixed multi-turn conversation (a long first message, short follow-ups, the "
+            "model's own replies kept in the history) and print per turn the prompt tokens "
+            "reused and computed and the time to first token, beside every turn computed from "
+            "scratch and, optionally, llama-server's prompt cache."
+        ),
+    )
+    add_model_arguments(parser)
+    parser.add_argument("--turns", type=int, default=6, metavar="N", help="default 6")
+    parser.add_argument(
+        "--history-tokens",
+        type=int,
+        default=2000,
+        metavar="N",
+        help="about how long the last turn's prompt is (default 2000)",
+    )
+    parser.add_argument(
+        "--max-tokens", type=int, default=32, metavar="N", help="per reply (default 32)"
+    )
+    parser.add_argument(
+        "--mtp-depth",
+        type=depth_argument,
+        default=DEFAULT_MTP_DEPTH,
+        metavar="K|auto",
+        help=f"as chat: 0 = plain decoding (default {DEFAULT_MTP_DEPTH})",
+    )
+    parser.add_argument("--temp", type=float, default=0.6, metavar="T", help="default 0.6")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=0, metavar="N", help="CPU threads")
+    parser.add_argument(
+        "--ctx",
+        type=int,
+        default=0,
+        metavar="N",
+        help="context window; 0 (default) = min(4096, the model's trained context)",
+    )
+    parser.add_argument(
+        "--wide",
+        type=int,
+        default=1,
+        metavar="F",
+        help="run on a memory-bound stand-in: every FFN widened F× with zero channels",
+    )
+    parser.add_argument(
+        "--no-cold",
+        action="store_true",
+        help="skip the column of every turn computed from scratch",
+    )
+    parser.add_argument(
+        "--vs-llama-server",
+        type=Path,
+        metavar="PATH",
+        help="also send every turn to llama-server (prompt cache on) on the same GGUF, context "
+        "and threads (build: packaging/build_llama_server.sh)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    depth = AUTO_MAX_DEPTH if args.mtp_depth == AUTO else int(args.mtp_depth)
+    check_mtp_depth(depth)
+    settings = ChatBenchSettings(
+        turns=args.turns,
+        history_tokens=args.history_tokens,
+        max_tokens=args.max_tokens,
+        mtp_depth=depth,
+        adaptive_depth=args.mtp_depth == AUTO,
+        temperature=args.temp,
+        seed=args.seed,
+    )
+    load = LoadSettings(
+        context_length=args.ctx,
+        threads=args.threads,
+        max_draft_depth=max(depth, LoadSettings().max_draft_depth),
+    )
+    threads = args.threads or default_threads()
+    progress = (lambda _m: None) if args.json else (lambda m: print(f"… {m}", file=sys.stderr))
+    with ExitStack() as stack:
+        model = Path(args.model) if args.model is not None else demo_model_path()
+        if args.wide != 1:
+            progress(f"writing the stand-in: {model.name} with every FFN widened {args.wide}×")
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mtp-wide-")))
+            model = widened_copy(model, args.wide, folder)
+        client = stack.enter_context(open_client(args, load, model))
+        progress(describe_backend(client))
+        info = client.load()
+        server = None
+        if args.vs_llama_server is not None:
+            if not args.vs_llama_server.is_file():
+                raise RuntimeBackendError(
+                    f"--vs-llama-server {args.vs_llama_server}: no such file; build it with "
+                    "`bash packaging/build_llama_server.sh`, which prints its path"
+                )
+            server_depth = depth if info.mtp_available else 0
+            progress("starting llama-server" + (f" (MTP K={server_depth})" if server_depth else ""))
+            server = LlamaServer(
+                args.vs_llama_server,
+                model,
+                depth=server_depth,
+                threads=threads,
+                context=info.context_length,
+            )
+            stack.callback(server.close)
+            server.wait_ready()
+        cold = None
+        if not args.no_cold:
+            cold_load = dataclasses.replace(load, state_cache_mib=0)
+            cold = stack.enter_context(open_client(args, cold_load, model))
+        benchmark = run_chat_benchmark(
+            client,
+            settings,
+            cold_client=cold,
+            llama_server=server,
+            threads=threads,
+            progress=progress,
+        )
+    if args.json:
+        print(json.dumps(benchmark.to_dict(), indent=2))
+    else:
+        print(render(benchmark))
+    return 0
+
+
+def render(benchmark: ChatBenchmark) -> str:
+    """One row per turn, then the kept-state memory and the medians of turns 2..N."""
+    lines = [
+        f"model {benchmark.model} · backend {benchmark.backend} · {benchmark.depth} · "
+        f"{benchmark.threads} threads · context {benchmark.context_length}",
+        f"{len(benchmark.turns)} turns, replies ≤ {benchmark.max_tokens} tokens, history to "
+        f"about {benchmark.history_tokens} tokens",
+        "",
+    ]
+    header = f"{'turn':>4}{'prompt':>8}{'reused':>8}{'computed':>10}{'TTFT ms':>9}"
+    if benchmark.has_cold:
+        header += f"  │{'cold computed':>14}{'cold TTFT ms':>13}"
+    if benchmark.server_label:
+        header += f"  │{'server cached':>14}{'computed':>9}{'prompt ms':>10}"
+    lines.append(header)
+    for turn in benchmark.turns:
+        ours = turn.ours
+        row = (
+            f"{turn.turn:>4}{ours.prompt_tokens:>8}{ours.reused_tokens:>8}"
+            f"{ours.computed_tokens:>10}{ours.ttft_seconds * 1000:>9.1f}"
+        )
+        if turn.cold is not None:
+            row += f"  │{turn.cold.computed_tokens:>14}{turn.cold.ttft_seconds * 1000:>13.1f}"
+        if turn.server is not None:
+            server = turn.server
+            row += (
+                f"  │{server.cached_tokens:>14}{server.computed_tokens:>9}"
+                f"{server.prompt_seconds * 1000:>10.1f}"
+            )
+        lines.append(row)
+    lines += ["", f"kept states after the last turn: {format_bytes(benchmark.kept_state_bytes)}"]
+    if len(benchmark.turns) > 1:
+        lines.append(_medians(benchmark))
+    lines += [
+        "",
+        "reused = prompt tokens whose state was kept from the previous turn; TTFT = request "
+        "start in the worker (template, tokenizing, prefill) to the first token",
+    ]
+    if benchmark.has_cold:
+        lines.append(COLD_METHOD)
+    if benchmark.server_label:
+        lines.append(
+            f"server = {benchmark.server_label}, prompt cache on, sent each turn right after "
+            "ours with the same history (our replies): cached = timings.cache_n, computed = "
+            "timings.prompt_n, prompt ms = timings.prompt_ms (its prefill only; its first "
+            "token and HTTP are not counted)"
+        )
+    return "\n".join(lines)
+
+
+def _medians(benchmark: ChatBenchmark) -> str:
+    ours = benchmark.median_ttft
+    parts = [f"median TTFT of turns 2–{len(benchmark.turns)}: ours {ours * 1000:.1f} ms"]
+    if benchmark.has_cold:
+        cold = benchmark.median_cold_ttft
+        parts.append(
+            f"cold {cold * 1000:.1f} ms (cold / ours {cold / ours:.1f}×)"
+            if ours > 0
+            else f"cold {cold * 1000:.1f} ms"
+        )
+    if benchmark.server_label:
+        server = benchmark.median_server_prompt
+        ratio = f" (ours / server {ours / server:.2f}×)" if server > 0 else ""
+        parts.append(f"llama-server prompt {server * 1000:.1f} ms{ratio}")
+    return " · ".join(parts)

@@ -1,0 +1,84 @@
+"""``bench chat`` on the bundled demo model through the real worker (and real llama-server).
+
+What a user reads off the table: from turn 2 on, the conversation so far is reused and only the
+new tokens are computed; the cold column computes the same prompts from scratch; llama-server's
+column shows its prompt cache at work. Times are printed, never asserted (bench, not tests).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import re
+
+import pytest
+
+from app.cli import main
+from app.commands.bench_chat import render
+from app.engine.runtime.backend import LoadSettings
+from app.engine.runtime.chat_bench import ChatBenchSettings, run_chat_benchmark
+from app.engine.runtime.client import RuntimeClient
+from app.engine.runtime.demo_model import demo_model_path
+
+SETTINGS = LoadSettings(threads=1, context_length=2048)
+COLD_SETTINGS = dataclasses.replace(SETTINGS, state_cache_mib=0)
+FEW = 4  # template tokens around a message that may tokenise differently once it is history
+ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+[\d.]+\b")
+
+
+def test_each_turn_reuses_the_conversation_so_far_and_the_cold_column_does_not() -> None:
+    settings = ChatBenchSettings(turns=3, history_tokens=400, max_tokens=12, mtp_depth=2)
+    with (
+        RuntimeClient(demo_model_path(), settings=SETTINGS) as client,
+        RuntimeClient(demo_model_path(), settings=COLD_SETTINGS) as cold,
+    ):
+        benchmark = run_chat_benchmark(client, settings, cold_client=cold, threads=1)
+
+    turns = benchmark.turns
+    assert [turn.turn for turn in turns] == [1, 2, 3]
+    assert 200 < turns[-1].ours.prompt_tokens < 600  # about the asked history
+    for previous, turn in itertools.pairwise(turns):
+        ours = turn.ours
+        assert ours.prompt_tokens > previous.ours.prompt_tokens
+        assert ours.reused_tokens >= previous.ours.prompt_tokens - FEW, turn.turn
+        assert ours.computed_tokens == ours.prompt_tokens - ours.reused_tokens
+        assert ours.computed_tokens < ours.prompt_tokens / 4, turn.turn
+    for turn in turns:
+        assert turn.cold is not None
+        # The same conversation with a short marker in front, computed from scratch.
+        assert 0 < turn.cold.prompt_tokens - turn.ours.prompt_tokens <= FEW
+        assert turn.cold.computed_tokens >= turn.cold.prompt_tokens - FEW, turn.turn
+    assert benchmark.kept_state_bytes > 0
+
+    table = render(benchmark)
+    rows = [ROW.match(line) for line in table.splitlines()]
+    rows = [row for row in rows if row]
+    assert [int(row[1]) for row in rows] == [1, 2, 3]
+    assert [int(row[3]) for row in rows] == [turn.ours.reused_tokens for turn in turns]
+    assert "cold TTFT ms" in table and "kept states after the last turn: " in table
+    assert "median TTFT of turns 2–3: ours " in table and "cold / ours" in table
+
+
+def test_bench_chat_json_has_a_turn_per_turn_with_its_cold_replay(
+    capsys: pytest.CaptureFixture,
+) -> None:
+    command = ["bench", "chat", "--turns", "2", "--history-tokens", "200", "--max-tokens", "4"]
+    assert main([*command, "--threads", "1", "--mtp-depth", "0", "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert figures["depth"] == "plain decoding"
+    assert [turn["turn"] for turn in figures["turns"]] == [1, 2]
+    second = figures["turns"][1]
+    assert second["ours"]["reused_tokens"] >= figures["turns"][0]["ours"]["prompt_tokens"] - FEW
+    assert second["cold"]["computed_tokens"] >= second["cold"]["prompt_tokens"] - FEW
+    assert second["llama_server"] is None
+    assert figures["median_ttft_turns_2_on"]["ours"] > 0
+
+
+def test_a_history_longer_than_the_context_is_refused_before_the_first_turn(
+    capsys: pytest.CaptureFixture,
+) -> None:
+    command = ["bench", "chat", "--history-tokens", "5000", "--ctx", "1024", "--threads", "1"]
+    assert main([*command, "--no-cold"]) == 2
+    error = capsys.readouterr().err
+    assert "5032 tokens but the context holds 1024" in error and "--history-tokens" in error
