@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from app.engine.runtime.backend import LoadSettings, PrefixReuse
-from app.engine.runtime.generation import generate
+from app.engine.runtime.depth_policy import AdaptiveDepth, DepthPolicies
+from app.engine.runtime.generation import LANE_SWITCH_TOKENS, generate
 from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
 from app.engine.runtime.prefix_cache import CHECKPOINT_INTERVAL
 from app.engine.runtime.prompting import ChatMessage
@@ -240,3 +241,47 @@ def test_with_no_memory_for_kept_states_turns_still_continue_and_nothing_is_kept
         assert greedy_token(again) == greedy_token(fresh)
     finally:
         backend.close()
+
+
+def test_the_adaptive_depth_puts_off_a_check_that_would_recompute_the_conversation(
+    backend: LlamaCppBackend,
+) -> None:
+    """Plain and drafting requests keep their states apart; an adaptive depth that planned a
+    plain check request (drafting wins) runs a long conversation's next turn drafting, where its
+    state is, and checks on a later request that has nothing to lose."""
+    policies = DepthPolicies(remember=False)
+    policy = policies.for_request(4, adaptive=True)
+    assert isinstance(policy, AdaptiveDepth)
+    assert policy.restore(
+        {
+            "trials": [0.0, 50.0, 50.0, 0.0, 0.0],
+            "kept": [0.0, 45.0, 40.0, 0.0, 0.0],
+            "timed": {"0": [1e-3], "1": [1.1e-3], "2": [1.2e-3]},
+            "plain_timed": [1e-3],
+        }
+    )
+    policy._since_check = 1e9  # a check is due: reaching in only to set that up
+
+    def adaptive(messages: list[ChatMessage]) -> GenerationResult:
+        request = GenerationRequest(
+            messages=tuple(messages), max_tokens=16, mtp_depth=4, adaptive_depth=True
+        )
+        return generate(
+            backend,
+            request,
+            emit=lambda _chunk: None,
+            cancelled=lambda: False,
+            depth_policies=policies,
+        )
+
+    backend.reset()
+    messages = [ChatMessage("user", _text(120))]
+    reply = _ask(backend, messages, 2)  # the conversation so far, on the drafting side
+    messages += [ChatMessage("assistant", reply.text), ChatMessage("user", _text(5, 3))]
+    turn = adaptive(messages)
+    assert any(turn.stats.drafted_by_depth), "it ran drafting, where the state is"
+    assert turn.stats.prompt_reused_tokens > LANE_SWITCH_TOKENS
+    assert turn.token_ids == _ask(backend, messages, 0).token_ids[: len(turn.token_ids)]
+
+    unrelated = adaptive([ChatMessage("user", "Something else entirely.")])
+    assert not any(unrelated.stats.drafted_by_depth), "the check ran on the next fresh prompt"

@@ -237,6 +237,43 @@ def test_metrics_count_requests_tokens_and_acceptance_by_depth(server: ServerPro
     assert "mtp_studio_queue_length 0.0" in httpx2.get(f"{server.root_url}/metrics").text
 
 
+def test_a_second_turn_reuses_the_conversation_and_reports_it(server: ServerProcess) -> None:
+    """The next turn of a chat prefills only what is new: usage says how many prompt tokens were
+    cached (OpenAI's ``prompt_tokens_details.cached_tokens``), /metrics counts them and shows the
+    memory the kept states hold, and a conversation displaced by another comes back with the
+    same reply (temperature 0)."""
+    client = client_for(server)
+    messages = [
+        {"role": "system", "content": "You are a patient teacher of the history of the sea."},
+        {"role": "user", "content": "Tell me about the tides, and why there are two a day."},
+    ]
+    first = client.chat.completions.create(
+        model=MODEL, messages=messages, max_tokens=24, temperature=0, extra_body=FIXED
+    )
+    cached_before = metric(server, "mtp_studio_prompt_tokens_cached_total")
+    messages += [
+        {"role": "assistant", "content": first.choices[0].message.content},
+        {"role": "user", "content": "And the moon?"},
+    ]
+    second = client.chat.completions.create(
+        model=MODEL, messages=messages, max_tokens=24, temperature=0, extra_body=FIXED
+    )
+    cached = second.usage.prompt_tokens_details.cached_tokens
+    assert cached >= first.usage.prompt_tokens
+    assert second.usage.prompt_tokens - cached < 20
+    assert metric(server, "mtp_studio_prompt_tokens_cached_total") - cached_before == cached
+    assert metric(server, "mtp_studio_kept_state_bytes") > 0
+
+    # Another conversation takes the model, then this one comes back: the same reply.
+    client.chat.completions.create(
+        model=MODEL, messages=LONG_PROMPT, max_tokens=8, temperature=0, extra_body=FIXED
+    )
+    again = client.chat.completions.create(
+        model=MODEL, messages=messages, max_tokens=24, temperature=0, extra_body=FIXED
+    )
+    assert again.choices[0].message.content == second.choices[0].message.content
+
+
 def test_server_listens_on_loopback_only(server: ServerProcess) -> None:
     assert server.base_url.startswith("http://127.0.0.1:")
     port_hex = f"{server.port:04X}"

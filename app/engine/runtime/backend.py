@@ -183,6 +183,11 @@ class DecodeBackend(ABC):
         resumes there).
         """
 
+    def reusable_prefix(self, tokens: Sequence[int], *, with_mtp: bool) -> int:
+        """How many tokens of ``tokens`` a :meth:`prefill` with ``with_mtp`` would reuse now
+        (a backend may keep drafting and plain requests' states apart)."""
+        return 0
+
     @property
     def last_prefix_reuse(self) -> PrefixReuse:
         """What the last :meth:`prefill` reused."""

@@ -116,6 +116,11 @@ class DepthPolicy(Protocol):
         """False: the request decodes plainly (prefill without the head; every depth is 0)."""
         ...
 
+    def put_off_check(self) -> bool:
+        """This request was to check the losing way (plain vs drafting); run it the winning
+        way instead and check on a later request. False when it was no check."""
+        ...
+
     def choose(self, limit: int) -> int:
         """The depth of the next cycle, at most ``limit``."""
         ...
@@ -134,6 +139,9 @@ class FixedDepth:
     @property
     def drafts_this_request(self) -> bool:
         return self._depth > 0
+
+    def put_off_check(self) -> bool:
+        return False
 
     def choose(self, limit: int) -> int:
         return min(self._depth, limit)
@@ -164,6 +172,7 @@ class AdaptiveDepth:
         self._explore_up = True
         self._plain_timed = CycleTimes()  # plain requests' steps
         self._since_check = 0.0  # tokens since the losing way (plain / drafting) last ran
+        self._check_put_off: tuple[bool, float, int] | None = None
         self._winner: bool | None = None  # the way (True: drafting) that won the last decision
         self._confirmations = SETTLED  # checks the loser lost since the winner last changed
         self._drafting = True  # this request drafts
@@ -221,6 +230,7 @@ class AdaptiveDepth:
     def new_request(self) -> None:
         """Decide whether the next request drafts; its first cycle follows a prefill, not a
         cycle, so it is not timed as a steady one."""
+        self._check_put_off = None
         self._previous_depth = None
         self._stretch = 0
         drafting = self._drafting_wins()
@@ -237,6 +247,7 @@ class AdaptiveDepth:
         unconfirmed = FIRST_CHECK_TOKENS * 2.0 ** min(self._confirmations, SETTLED)
         check = self._since_check >= min(CHECK_EVERY_TOKENS * spacing, unconfirmed)
         self._drafting = loser if check else winner
+        self._check_put_off = (winner, self._since_check, self._confirmations) if check else None
         if check:
             self._since_check = 0.0
             self._confirmations = min(self._confirmations + 1, SETTLED)
@@ -248,6 +259,16 @@ class AdaptiveDepth:
     @property
     def drafts_this_request(self) -> bool:
         return self._drafting
+
+    def put_off_check(self) -> bool:
+        """Used when the check would first recompute a long prompt whose state is kept only on
+        the winner's side (prefix reuse keeps plain and drafting requests' states apart)."""
+        if self._check_put_off is None:
+            return False
+        self._drafting, self._since_check, self._confirmations = self._check_put_off
+        self._check_put_off = None
+        self._pending = []
+        return True
 
     def plain_tokens_per_second(self) -> float | None:
         """Tokens per second of plain requests: measured, else estimated from depth 0."""

@@ -24,6 +24,10 @@ from app.engine.runtime.sampling import sample
 from app.engine.runtime.speculative import SpeculativeDecoder
 from app.engine.runtime.stats import StatsRecorder
 
+LANE_SWITCH_TOKENS = 256
+"""An adaptive depth's check of the losing way (plain vs drafting) waits for a request that
+recomputes fewer than this many more prompt tokens than the winning way would."""
+
 ChunkSink = Callable[[TokenChunk], None]
 CancelCheck = Callable[[], bool]
 
@@ -81,6 +85,14 @@ def last_user_message_start(
     if 0 < len(prefix) < len(tokens) and list(tokens[: len(prefix)]) == prefix:
         return (len(prefix),)
     return ()
+
+
+def _other_way_keeps_more(backend: DecodeBackend, tokens: Sequence[int], drafting: bool) -> bool:
+    """True when running the request the other way (plain vs drafting) would recompute at least
+    :data:`LANE_SWITCH_TOKENS` fewer prompt tokens (a backend may keep their states apart)."""
+    here = backend.reusable_prefix(tokens, with_mtp=drafting)
+    there = backend.reusable_prefix(tokens, with_mtp=not drafting)
+    return there >= here + LANE_SWITCH_TOKENS
 
 
 class _Output:
@@ -177,6 +189,8 @@ def generate(
         machine=backend.performance_fingerprint,
     )
     drafting = depth > 0 and policy.drafts_this_request
+    if depth > 0 and _other_way_keeps_more(backend, tokens, drafting) and policy.put_off_check():
+        drafting = policy.drafts_this_request
 
     logits = backend.prefill(
         tokens, with_mtp=drafting, keep_at=last_user_message_start(backend, request, tokens)

@@ -439,13 +439,16 @@ class LlamaCppBackend(DecodeBackend):
         """The drafting lane (target and head contexts) or the plain one (its own context)."""
         return "drafting" if with_mtp or self._plain_ctx is self._target else "plain"
 
-    def _resume(self, lane: str, tokens: Sequence[int], with_mtp: bool) -> tuple[int, str, bool]:
-        """Bring the lane's context to the longest kept prefix of ``tokens``
-        (prefix_cache.resume_point says which lengths qualify); return its length, where it
-        came from (a :class:`PrefixReuse` source) and whether the state was continued as it
-        was kept rather than cut back."""
+    def reusable_prefix(self, tokens: Sequence[int], *, with_mtp: bool) -> int:
+        if with_mtp and self._draft_ctx is None:
+            return 0
+        return self._plan(self._lane_name(with_mtp), tokens, with_mtp)[1]
+
+    def _plan(self, lane: str, tokens: Sequence[int], with_mtp: bool) -> tuple[Session | None, int]:
+        """The saved session worth restoring for ``tokens`` (None: the live one is as good)
+        and the length the prompt would resume at (prefix_cache.resume_point says which
+        lengths qualify)."""
         live = self._kept.live_session(lane)
-        usable = not with_mtp or self._head_valid.get(lane, False)
 
         def point(session: Session) -> int:
             return resume_point(
@@ -455,29 +458,38 @@ class LlamaCppBackend(DecodeBackend):
                 checkpoints=session.checkpoints,
             )
 
-        live_point = point(live) if usable else 0
+        live_point = point(live) if not with_mtp or self._head_valid.get(lane, False) else 0
         candidates = [
             session
             for session in self._kept.saved_sessions(lane)
             if not with_mtp or session.saved.payload[1] is not None
         ]
         best = max(candidates, key=point, default=None)
-        saved_point = point(best) if best is not None else 0
+        if best is None or point(best) <= live_point:
+            return None, live_point
+        return best, point(best)
+
+    def _resume(self, lane: str, tokens: Sequence[int], with_mtp: bool) -> tuple[int, str, bool]:
+        """Bring the lane's context to the longest kept prefix of ``tokens``; return its
+        length, where it came from (a :class:`PrefixReuse` source) and whether the state was
+        continued as it was kept rather than cut back."""
+        live = self._kept.live_session(lane)
+        best, point = self._plan(lane, tokens, with_mtp)
         displaced = (
             len(live.tokens) >= SAVE_MIN_TOKENS
             and common_prefix_length(live.tokens, tokens) < len(live.tokens) // 2
         )
-        if displaced and usable:
+        if displaced and (not with_mtp or self._head_valid.get(lane, False)):
             self._save_live(lane)
-        if best is not None and saved_point > live_point:
+        if best is not None:
             self._restore_saved(best)
-            live, live_point, source = best, saved_point, "saved"
+            live, source = best, "saved"
         else:
             source = "live"
-        continuing = live_point == len(live.tokens)
+        continuing = point == len(live.tokens)
         if not continuing and source == "live":
             source = "checkpoint" if self._recurrent else "trimmed"
-        return self._rewind(lane, live_point, with_mtp), source, continuing
+        return self._rewind(lane, point, with_mtp), source, continuing
 
     def _rewind(self, lane: str, length: int, with_mtp: bool) -> int:
         """Keep the first ``length`` tokens of the lane's live state (0: clear it)."""
