@@ -329,6 +329,7 @@ def format_stats(stats: DecodeStats, finish_reason: str) -> str:
         f"{stats.generated_tokens} tokens ({finish_reason})",
         f"{stats.decode_tokens_per_second:.1f} tok/s decode",
         f"TTFT {stats.ttft_seconds * 1000:.0f} ms",
+        f"prompt {stats.prompt_tokens} tokens ({stats.prompt_reused_tokens} reused)",
         f"prefill {stats.prefill_tokens_per_second:.0f} tok/s",
     ]
     if stats.depth > 0:

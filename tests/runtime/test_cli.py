@@ -78,6 +78,9 @@ def test_interactive_chat_keeps_the_conversation(
     assert len(answers) == 3
     assert prompt_lengths[1] > prompt_lengths[0] + 3  # the second turn carries the first
     assert prompt_lengths[2] < prompt_lengths[1]  # /reset forgot it
+    # The second turn prefilled only what was new: the first turn's prompt was kept.
+    reused = [answer["stats"]["prompt_reused_tokens"] for answer in answers]
+    assert reused[0] == 0 and reused[1] >= prompt_lengths[0] - 1
 
 
 @pytest.mark.parametrize(
