@@ -21,7 +21,7 @@ from app.commands.chat import add_model_arguments, describe_backend, open_client
 from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.backend import LoadSettings, default_threads
 from app.engine.runtime.bench_interval import RESAMPLES
-from app.engine.runtime.decode_bench import DecodeBenchmark, run_decode_benchmark
+from app.engine.runtime.decode_bench import ADAPTIVE_MODES, DecodeBenchmark, run_decode_benchmark
 from app.engine.runtime.demo_model import demo_model_path
 from app.engine.runtime.depth_policy import AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
 from app.engine.runtime.llama_server_bench import LlamaServerPool
@@ -177,12 +177,15 @@ def render(benchmark: DecodeBenchmark) -> str:
         "CPU tok/s = tokens per second of the decoding thread's CPU time (one-thread CPU "
         "backends; elsewhere wall time): the same runs without the time other processes took "
         "the core (their contention for memory still counts)",
-        "default, auto / max(plain, best fixed depth): "
+        "default, auto, auto-unsure / max(plain, best fixed depth): "
         + ", ".join(
             f"{mode} {benchmark.to_best(mode):.3f} (CPU time "
             f"{benchmark.to_best(mode, clock=True):.3f}{_interval_text(benchmark, mode)})"
-            for mode in ("default", "auto")
+            for mode in ADAPTIVE_MODES
         ),
+        "unsure stop = a cycle's draft ends at a token the head is unsure of when the measured "
+        "acceptance of its confidence band and the draft step's cost say it would not pay "
+        "(threshold learned, not fixed; still exact)",
         f"90 % interval = {RESAMPLES} resamplings of the {benchmark.prompts * benchmark.repeats} "
         "prompt × repeat pairs, every mode's requests on a pair moving together: how far the "
         "ratio could move with other prompts of the kind (more --repeats narrow it)",

@@ -125,7 +125,9 @@ def test_bench_decode_compares_every_mode_in_one_run(
         "MTP match K=1",
         "MTP LC K=2",
         "MTP match K=2",
+        "LC K=2, unsure stop",
         "MTP LC auto",
+        "auto, unsure stop",
         "default (no flags)",
     ]
     default = report["modes"][-1]
@@ -135,7 +137,15 @@ def test_bench_decode_compares_every_mode_in_one_run(
     low, high = report["to_best"]["default"]["wall_interval_90"]
     assert 0 < low <= high
     assert report["llama_server"] == []
-    assert report["greedy_identical"] == {"1": True, "2": True, "auto": True}
+    assert report["greedy_identical"] == {
+        "1": True,
+        "2": True,
+        "auto": True,
+        "auto-unsure": True,
+    }
+    assert report["to_best"]["auto-unsure"]["wall"] > 0
+    unsure = next(mode for mode in report["modes"] if mode["mode"] == "lc-unsure")
+    assert unsure["confidence_stops"] > 0 and unsure["mean_draft_depth"] < 2
     assert report["checks"]["greedy MTP identical to plain decoding"] is True
     for mode in report["modes"]:
         assert mode["requests"] == 6 and mode["generated_tokens"] > 0
@@ -172,7 +182,7 @@ def test_bench_decode_wide_runs_the_table_on_the_widened_stand_in(
     report = json.loads(capsys.readouterr().out)
     assert Path(report["model"]).name == "tiny-mtp-wide3.gguf"
     assert not Path(report["model"]).exists()  # the temporary folder is gone after the run
-    assert report["greedy_identical"] == {"1": True, "auto": True}
+    assert report["greedy_identical"] == {"1": True, "auto": True, "auto-unsure": True}
 
 
 def test_bench_decode_names_a_missing_llama_server(

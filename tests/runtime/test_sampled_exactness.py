@@ -14,6 +14,7 @@ from collections import Counter
 import pytest
 
 from app.engine.runtime.acceptance import AcceptMode
+from app.engine.runtime.depth_policy import DepthPolicies
 from app.engine.runtime.generation import generate
 from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
 from app.engine.runtime.request import GenerationRequest
@@ -23,8 +24,13 @@ from tests.runtime.chi_square import chi_square_critical
 RUNS = 2000
 
 
-def _tokens_at(backend: LlamaCppBackend, depth: int, accept: AcceptMode) -> list[tuple[int, ...]]:
+def _tokens_at(
+    backend: LlamaCppBackend, depth: int, accept: AcceptMode, *, stop_unsure: bool = False
+) -> tuple[list[tuple[int, ...]], int]:
+    """The tokens of every seeded run, and how many cycles ended their draft early."""
     samples = []
+    stops = 0
+    policies = DepthPolicies(remember=False)  # what the confidence bands learn carries over
     for seed in range(RUNS):
         request = GenerationRequest(
             prompt="The sea",
@@ -32,10 +38,18 @@ def _tokens_at(backend: LlamaCppBackend, depth: int, accept: AcceptMode) -> list
             mtp_depth=depth,
             accept=accept,
             sampler=SamplerSettings(temperature=1.0, top_k=6, seed=seed),
+            stop_unsure_drafts=stop_unsure,
         )
-        result = generate(backend, request, emit=lambda _c: None, cancelled=lambda: False)
+        result = generate(
+            backend,
+            request,
+            emit=lambda _c: None,
+            cancelled=lambda: False,
+            depth_policies=policies,
+        )
         samples.append(result.token_ids)
-    return samples
+        stops += result.stats.confidence_stops
+    return samples, stops
 
 
 def _two_sample_chi_square(first: Counter, second: Counter) -> tuple[float, int]:
@@ -45,12 +59,22 @@ def _two_sample_chi_square(first: Counter, second: Counter) -> tuple[float, int]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("accept", [AcceptMode.LEVIATHAN_CHEN, AcceptMode.MATCH])
+@pytest.mark.parametrize(
+    ("accept", "stop_unsure"),
+    [
+        (AcceptMode.LEVIATHAN_CHEN, False),
+        (AcceptMode.MATCH, False),
+        (AcceptMode.LEVIATHAN_CHEN, True),
+    ],
+    ids=["LC", "match", "LC, drafts stopping when unsure"],
+)
 def test_sampled_mtp_tokens_follow_plain_decoding(
-    backend: LlamaCppBackend, accept: AcceptMode
+    backend: LlamaCppBackend, accept: AcceptMode, stop_unsure: bool
 ) -> None:
-    plain = _tokens_at(backend, 0, accept)
-    speculative = _tokens_at(backend, 2, accept)
+    plain, _ = _tokens_at(backend, 0, accept)
+    speculative, stops = _tokens_at(backend, 2, accept, stop_unsure=stop_unsure)
+    if stop_unsure:  # the draft length really varied, and the output still follows plain
+        assert stops > 0
     assert all(len(tokens) == 3 for tokens in plain + speculative)
     for position in (1, 2):
         statistic, dof = _two_sample_chi_square(

@@ -107,7 +107,10 @@ class PrefixReuse:
 
 
 DraftChooser = Callable[[int, np.ndarray], int]
-"""Called by :meth:`DecodeBackend.draft` with (depth index, logits row); returns the draft token."""
+"""Called by :meth:`DecodeBackend.draft` with (depth index, logits row); returns the draft token,
+or :data:`STOP_DRAFTING` to end the draft before this row (fewer drafts than the depth asked)."""
+
+STOP_DRAFTING = -1
 
 
 class DecodeBackend(ABC):

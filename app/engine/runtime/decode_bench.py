@@ -45,6 +45,7 @@ SPEEDUP_TO_EXPECTED_TARGET = 0.9
 LOOP_OVERHEAD_TARGET = 0.1
 DEFAULT_TO_BEST_TARGET = 0.98
 GREEDY_CHECK_TOKENS = 64
+ADAPTIVE_MODES = ("default", "auto", "auto-unsure")
 
 Progress = Callable[[str], None]
 
@@ -76,6 +77,8 @@ class ModeFigures:
     clock_speedup: float = 0.0
     """The speedup on the backend's cycle clock (the decoding thread's CPU time on a one-thread
     CPU backend): what the speedup is without other processes' load."""
+    confidence_stops: int = 0
+    """Cycles whose draft ended early at a token the head was unsure of."""
 
     @property
     def decode_tokens_per_second(self) -> float:
@@ -120,14 +123,14 @@ class DecodeBenchmark:
     rows: tuple[ModeFigures, ...]
     llama_server_rows: tuple[ServerFigures, ...] = ()
     to_best_intervals: dict[str, Interval] = field(default_factory=dict)
-    """Per adaptive mode ("default", "auto"): the 90 % paired-bootstrap interval of
+    """Per adaptive mode (:data:`ADAPTIVE_MODES`): the 90 % paired-bootstrap interval of
     :meth:`to_best` in wall time (:mod:`bench_interval`)."""
 
     def row(self, mode: str, depth: int) -> ModeFigures:
         return next(r for r in self.rows if r.mode == mode and r.depth == depth)
 
     def only(self, mode: str) -> ModeFigures:
-        """The row of a mode that has one: "ar", "auto" or "default"."""
+        """The row of a mode that has one: "ar", "lc-unsure" or one of :data:`ADAPTIVE_MODES`."""
         return next(r for r in self.rows if r.mode == mode)
 
     @property
@@ -194,7 +197,7 @@ class DecodeBenchmark:
                         else None
                     ),
                 }
-                for mode in ("default", "auto")
+                for mode in ADAPTIVE_MODES
             },
             "modes": [
                 {
@@ -228,8 +231,9 @@ def _figures(
     depth = stats.depth
     verify_per_call = stats.verify_seconds / stats.verify_calls if stats.verify_calls else 0.0
     draft_per_step = stats.draft_seconds / stats.draft_steps if stats.draft_steps else 0.0
-    # Leviathan's figures assume one depth for every cycle: not defined for "auto".
-    fixed = not mode.adaptive
+    # Leviathan's figures assume one depth for every cycle: not defined for "auto" or where
+    # drafts stop early.
+    fixed = not mode.adaptive and not mode.stop_unsure
     cycle_parts = depth * draft_per_step + verify_per_call if fixed else 0.0
     return ModeFigures(
         label=mode.label,
@@ -254,6 +258,7 @@ def _figures(
         ),
         speedup=stats.decode_tokens_per_second / ar_rate if ar_rate > 0 else 0.0,
         decode_clock_seconds=stats.decode_clock_seconds,
+        confidence_stops=stats.confidence_stops,
         clock_speedup=(
             stats.decode_tokens_per_clock_second / ar_clock_rate if ar_clock_rate > 0 else 0.0
         ),
@@ -263,10 +268,12 @@ def _figures(
 @dataclass(frozen=True)
 class _Mode:
     label: str
-    mode: str  # "ar", "lc", "match", "auto" (LC, adaptive depth 0..depth) or "default"
+    mode: str  # "ar", "lc", "match", "auto" (LC, adaptive depth 0..depth), "default",
+    # "lc-unsure" / "auto-unsure" (drafts end early where the head is unsure)
     depth: int
     accept: AcceptMode
     adaptive: bool = False
+    stop_unsure: bool = False
 
     def request(self, prompt: str, sampler: SamplerSettings, tokens: int) -> GenerationRequest:
         return GenerationRequest(
@@ -276,11 +283,20 @@ class _Mode:
             mtp_depth=self.depth,
             accept=self.accept,
             adaptive_depth=self.adaptive,
+            stop_unsure_drafts=self.stop_unsure,
         )
 
 
 PLAIN = _Mode("plain (AR)", "ar", 0, AcceptMode.MATCH)
 AUTO_MODE = _Mode("MTP LC auto", "auto", AUTO_MAX_DEPTH, AcceptMode.LEVIATHAN_CHEN, adaptive=True)
+AUTO_UNSURE = _Mode(
+    "auto, unsure stop",
+    "auto-unsure",
+    AUTO_MAX_DEPTH,
+    AcceptMode.LEVIATHAN_CHEN,
+    adaptive=True,
+    stop_unsure=True,
+)
 DEFAULT = _Mode(
     "default (no flags)",
     "default",
@@ -297,9 +313,9 @@ def _greedy_check(
     greedy = SamplerSettings(temperature=0.0)
     plain = [client.generate(PLAIN.request(p, greedy, GREEDY_CHECK_TOKENS)) for p in prompts]
     checked = [_Mode("", "lc", depth, AcceptMode.LEVIATHAN_CHEN) for depth in depths]
-    checked.append(AUTO_MODE)
+    checked += [AUTO_MODE, AUTO_UNSURE]
     return {
-        "auto" if mode is AUTO_MODE else str(mode.depth): all(
+        mode.mode if mode.adaptive else str(mode.depth): all(
             client.generate(mode.request(p, greedy, GREEDY_CHECK_TOKENS)).token_ids
             == reference.token_ids
             for p, reference in zip(prompts, plain, strict=True)
@@ -338,7 +354,19 @@ def run_decode_benchmark(
     for depth in depths:
         modes.append(_Mode(f"MTP LC K={depth}", "lc", depth, AcceptMode.LEVIATHAN_CHEN))
         modes.append(_Mode(f"MTP match K={depth}", "match", depth, AcceptMode.MATCH))
-    modes += [AUTO_MODE, DEFAULT]
+    deepest = max(depths)
+    modes += [
+        _Mode(
+            f"LC K={deepest}, unsure stop",
+            "lc-unsure",
+            deepest,
+            AcceptMode.LEVIATHAN_CHEN,
+            stop_unsure=True,
+        ),
+        AUTO_MODE,
+        AUTO_UNSURE,
+        DEFAULT,
+    ]
     requests: dict[_Mode, list[DecodeStats]] = {mode: [] for mode in modes}
 
     progress("warm-up")
@@ -391,5 +419,5 @@ def _to_best_intervals(
     return {
         mode.mode: to_best_interval(pairs(mode), baselines)
         for mode in modes
-        if mode.mode in ("auto", "default")
+        if mode.mode in ADAPTIVE_MODES
     }

@@ -84,6 +84,7 @@ from typing import Any, Protocol
 
 from app.engine.runtime.cycle_times import CycleTimes
 from app.engine.runtime.depth_memory import DepthMemory, model_identity
+from app.engine.runtime.draft_confidence import ConfidenceStop
 
 AUTO = "auto"
 DEFAULT_MTP_DEPTH: int | str = AUTO
@@ -417,6 +418,8 @@ class DepthPolicies:
     def __init__(self, memory: DepthMemory | None = None, *, remember: bool = True) -> None:
         self._memory = memory or (DepthMemory.in_app_data() if remember else None)
         self._adaptive: dict[int, AdaptiveDepth] = {}
+        self.confidence = ConfidenceStop()
+        """Which of the head's confidence bands were accepted, for ``stop_unsure_drafts``."""
         self._keys: dict[int, str] = {}
         self._identities: dict[Path, str] = {}
 

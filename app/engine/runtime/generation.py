@@ -189,6 +189,7 @@ def generate(
         machine=backend.performance_fingerprint,
     )
     drafting = depth > 0 and policy.drafts_this_request
+    stop = policies.confidence if request.stop_unsure_drafts else None
     if depth > 0 and _other_way_keeps_more(backend, tokens, drafting) and policy.put_off_check():
         drafting = policy.drafts_this_request
 
@@ -227,8 +228,8 @@ def generate(
                 continue
             cycle_depth = policy.choose(min(room, output.remaining - 1))
             started = clock()
-            cycle = decoder.cycle(last, cycle_depth)
-            policy.observe(cycle_depth, cycle.accepted, clock() - started)
+            cycle = decoder.cycle(last, cycle_depth, stop)
+            policy.observe(cycle.drafted, cycle.accepted, clock() - started)
             last = cycle.tokens[-1]
             output.commit(cycle.tokens)
     except BaseException:

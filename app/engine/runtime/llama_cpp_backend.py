@@ -48,6 +48,7 @@ from app.engine.errors import RuntimeBackendError
 from app.engine.learned_state import cpu_name
 from app.engine.runtime import llama_cpp_log
 from app.engine.runtime.backend import (
+    STOP_DRAFTING,
     DecodeBackend,
     DraftChooser,
     DraftResult,
@@ -667,6 +668,8 @@ class LlamaCppBackend(DecodeBackend):
             self._decode(self._draft_ctx, batch, "a draft step")
             logits_rows[index] = self._logits_rows(self._draft_ctx, 1)[0]
             token = choose(index, logits_rows[index])
+            if token == STOP_DRAFTING:
+                break
             drafts.append(token)
             if index + 1 < depth:
                 head_hidden = self._hidden_rows(self._draft_ctx, rows)[rows - 1 :]
@@ -674,11 +677,13 @@ class LlamaCppBackend(DecodeBackend):
                     [token], position + index + 1, outputs="last", hidden=head_hidden
                 )
                 rows = 1
-        if depth > 1 and not llama_cpp.llama_memory_seq_rm(self._draft_memory, 0, position + 1, -1):
+        if drafts and not llama_cpp.llama_memory_seq_rm(  # the rows after the first
+            self._draft_memory, 0, position + 1, -1
+        ):
             raise RuntimeBackendError(
                 f"llama.cpp refused to trim the MTP head's cache of {self._path.name}"
             )
-        return DraftResult(tuple(drafts), logits_rows)
+        return DraftResult(tuple(drafts), logits_rows[: len(drafts)])
 
     def verify(self, tokens: Sequence[int]) -> VerifyResult:
         self._require_head("verify drafts")

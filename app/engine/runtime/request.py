@@ -34,7 +34,9 @@ class GenerationRequest:
     ``mtp_depth`` 0 is plain autoregressive decoding; K ≥ 1 drafts K tokens per cycle with the
     model's MTP head, accepted by ``accept`` (Leviathan–Chen or sample-and-compare). With
     ``adaptive_depth`` the depth is chosen before each cycle from the request's own measurements
-    (``depth_policy``), from 0 to ``mtp_depth``.
+    (``depth_policy``), from 0 to ``mtp_depth``. With ``stop_unsure_drafts`` a cycle's draft
+    ends early at a token the head is unsure of, when measured acceptance and costs say it would
+    not pay (``draft_confidence``).
     """
 
     messages: tuple[ChatMessage, ...] = ()
@@ -44,6 +46,7 @@ class GenerationRequest:
     mtp_depth: int = 2
     accept: AcceptMode = AcceptMode.LEVIATHAN_CHEN
     adaptive_depth: bool = False
+    stop_unsure_drafts: bool = False
 
     def __post_init__(self) -> None:
         if bool(self.messages) == (self.prompt is not None):

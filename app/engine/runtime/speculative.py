@@ -21,7 +21,8 @@ from app.engine.runtime.acceptance import (
     accept_by_matching,
     accept_leviathan_chen,
 )
-from app.engine.runtime.backend import DecodeBackend
+from app.engine.runtime.backend import STOP_DRAFTING, DecodeBackend
+from app.engine.runtime.draft_confidence import ConfidenceStop, head_confidence
 from app.engine.runtime.sampling import (
     SamplerSettings,
     SparseDistribution,
@@ -76,21 +77,35 @@ class SpeculativeDecoder:
         self._rng = rng
         self._recorder = recorder
 
-    def cycle(self, last_token: int, depth: int) -> CycleTokens:
-        """Draft ``depth`` tokens after ``last_token``, verify them, commit what is accepted.
+    def cycle(self, last_token: int, depth: int, stop: ConfidenceStop | None = None) -> CycleTokens:
+        """Draft up to ``depth`` tokens after ``last_token``, verify them, commit what is
+        accepted. With ``stop`` the draft ends early at a token the head is unsure of.
 
         A depth-0 cycle is one plain step: the head's cache is caught up when drafting resumes.
         """
         if depth == 0:
             return self._plain_cycle(last_token)
         proposals: list[SparseDistribution] = []
+        recorder = self._recorder
+        steps = 0
+        if stop is not None:
+            stop.start_cycle()
 
         def choose(_index: int, logits: np.ndarray) -> int:
+            nonlocal steps
+            steps += 1
             if self._sampler.greedy:
-                return greedy_token(logits)
-            q = sparse_distribution(logits, self._sampler)
-            proposals.append(q)
-            return draw(q, self._rng)
+                token = greedy_token(logits)
+            else:
+                q = sparse_distribution(logits, self._sampler)
+                token = draw(q, self._rng)
+            if stop is not None and not stop.keeps_drafting(
+                head_confidence(logits, token), recorder.cost_ratio()
+            ):
+                return STOP_DRAFTING
+            if not self._sampler.greedy:
+                proposals.append(q)
+            return token
 
         started = time.perf_counter()
         drafts = self._backend.draft(last_token, depth, choose).tokens
@@ -99,17 +114,19 @@ class SpeculativeDecoder:
         verify_finished = time.perf_counter()
 
         outcome = self._decide(drafts, proposals, verified.logits)
-        self._backend.rollback(self._backend.committed_length - depth + outcome.accepted)
+        self._backend.rollback(self._backend.committed_length - len(drafts) + outcome.accepted)
+        if stop is not None:
+            stop.learn(outcome.accepted)
 
-        recorder = self._recorder
         recorder.draft_seconds += verify_started - started
-        recorder.draft_steps += depth
+        recorder.draft_steps += steps
         recorder.verify_seconds += verify_finished - verify_started
         recorder.verify_calls += 1
-        recorder.record_cycle(depth, outcome.accepted)
+        recorder.confidence_stops += len(drafts) < depth
+        recorder.record_cycle(len(drafts), outcome.accepted)
         return CycleTokens(
             tokens=(*drafts[: outcome.accepted], outcome.next_token),
-            drafted=depth,
+            drafted=len(drafts),
             accepted=outcome.accepted,
         )
 

@@ -80,6 +80,8 @@ class DecodeStats:
     machine does not inflate; elsewhere the same as :attr:`decode_seconds`."""
     prompt_reused_tokens: int = 0
     """Prompt tokens whose state was kept from an earlier request (not computed again)."""
+    confidence_stops: int = 0
+    """Cycles whose draft ended before the depth at a token the head was unsure of."""
 
     @property
     def acceptance_by_depth(self) -> tuple[float, ...]:
@@ -194,6 +196,7 @@ def combined_stats(requests: Sequence[DecodeStats]) -> DecodeStats:
         adaptive=first.adaptive,
         decode_clock_seconds=total("decode_clock_seconds"),
         prompt_reused_tokens=total("prompt_reused_tokens"),
+        confidence_stops=total("confidence_stops"),
     )
 
 
@@ -216,6 +219,7 @@ class StatsRecorder:
     verify_calls: int = 0
     adaptive: bool = False
     prompt_reused_tokens: int = 0
+    confidence_stops: int = 0
     clock: Callable[[], float] = time.perf_counter
     """The backend's cycle clock; decode time is also kept on it (``decode_clock_seconds``)."""
     started_at: float = field(default_factory=time.perf_counter)
@@ -259,4 +263,11 @@ class StatsRecorder:
                 self.clock() - self._clock_started_at - self._prefill_clock_seconds, 0.0
             ),
             prompt_reused_tokens=self.prompt_reused_tokens,
+            confidence_stops=self.confidence_stops,
         )
+
+    def cost_ratio(self) -> float:
+        """c so far: seconds per draft step over seconds per verify call (0 when unmeasured)."""
+        if not self.draft_steps or not self.verify_calls or self.verify_seconds <= 0:
+            return 0.0
+        return (self.draft_seconds / self.draft_steps) / (self.verify_seconds / self.verify_calls)
