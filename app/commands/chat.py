@@ -82,6 +82,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=AcceptMode.LEVIATHAN_CHEN.value,
         help="lc = Leviathan–Chen acceptance (default), match = sample-and-compare",
     )
+    parser.add_argument(
+        "--stop-unsure-drafts",
+        action="store_true",
+        help="end a cycle's draft at a token the MTP head is unsure of, where the measured "
+        "acceptance of such tokens and the draft's cost say it would not pay (exact)",
+    )
     parser.add_argument("--temp", type=float, default=0.6, metavar="T", help="default 0.6")
     parser.add_argument("--top-p", type=float, default=0.95, metavar="P", help="default 0.95")
     parser.add_argument("--top-k", type=int, default=20, metavar="N", help="0 = off (default 20)")
@@ -284,6 +290,7 @@ def _answer(
         mtp_depth=_max_depth(args),
         accept=AcceptMode(args.accept),
         adaptive_depth=args.mtp_depth == AUTO,
+        stop_unsure_drafts=args.stop_unsure_drafts,
     )
     stream = client.start(request)
     result = _stream_to_stdout(stream, echo=not args.json)

@@ -67,6 +67,19 @@ def test_chat_on_a_model_without_mtp_says_it_decodes_plainly(
     assert "note: tiny-no-mtp.gguf has no MTP block" in capsys.readouterr().err
 
 
+def test_chat_stops_unsure_drafts_and_keeps_the_plain_output(
+    tiny_models: dict[str, Path], capsys: pytest.CaptureFixture
+) -> None:
+    common = ["--prompt", "The sea at night", "--max-tokens", "40", "--temp", "0", "--json"]
+    assert main(_chat(tiny_models["mtp"], *common, "--mtp-depth", "0")) == 0
+    plain = json.loads(capsys.readouterr().out)
+    args = _chat(tiny_models["mtp"], *common, "--mtp-depth", "4", "--stop-unsure-drafts")
+    assert main(args) == 0
+    unsure = json.loads(capsys.readouterr().out)
+    assert unsure["token_ids"] == plain["token_ids"]
+    assert unsure["stats"]["confidence_stops"] > 0
+
+
 def test_interactive_chat_keeps_the_conversation(
     tiny_models: dict[str, Path], capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
