@@ -115,7 +115,7 @@ def test_connect_stream_with_acceptance_and_the_key_stays_secret(
     panel.max_tokens.setValue(32)
     reply = chat.send(window, "Hello")
     pieces: list[str] = []
-    window._ticket.chunk.connect(lambda text, _stats: pieces.append(text))
+    window.replies.ticket.chunk.connect(lambda text, _stats: pieces.append(text))
     reply = chat.wait_reply(window)
     assert len(pieces) > 1 and reply.text == "".join(pieces)
     figures = reply.figures.text()
@@ -132,9 +132,9 @@ def test_connect_stream_with_acceptance_and_the_key_stays_secret(
     # Compare stays off after the reply, when the composer re-enables its buttons.
     assert not window.composer.compare_button.isEnabled()
 
-    stored = window.store.conversation(window._conversation.id).messages[-1]
+    stored = window.store.conversation(window.conversation_control.current.id).messages[-1]
     assert stored.content == reply.text and stored.note == notice
-    exported = window.export_to(window._conversation.id, tmp_path / "remote.md")
+    exported = window.export_to(window.conversation_control.current.id, tmp_path / "remote.md")
     markdown = exported.read_text(encoding="utf-8")
     assert reply.text in markdown and notice in markdown
 
@@ -142,7 +142,7 @@ def test_connect_stream_with_acceptance_and_the_key_stays_secret(
     chat.qtbot.mouseClick(reply.regenerate_button, Qt.MouseButton.LeftButton)
     again = chat.wait_reply(window)
     assert again.notice.text().startswith(f"remote: {remote.base_url} · acceptance ")
-    regenerated = window.store.conversation(window._conversation.id).messages[-1]
+    regenerated = window.store.conversation(window.conversation_control.current.id).messages[-1]
     assert regenerated.id != stored.id and regenerated.content == again.text
     # "random" seed: each reply is sent with its own drawn seed, which the history keeps.
     assert stored.seed is not None and regenerated.seed is not None
@@ -179,7 +179,7 @@ def test_stop_mid_reply_cancels_the_server_and_keeps_the_text(chat, remote: Serv
     reply = chat.send(window, "Write a long story about a dragon.")
     chat.qtbot.waitUntil(lambda: len(reply.text) > 20, timeout=CONNECT_TIMEOUT_MS)
     # Saved while it streams, as local replies are: the history already holds the partial text.
-    conversation = window._conversation.id
+    conversation = window.conversation_control.current.id
     chat.qtbot.waitUntil(
         lambda: bool(window.store.conversation(conversation).messages[-1].content),
         timeout=CONNECT_TIMEOUT_MS,
@@ -190,7 +190,7 @@ def test_stop_mid_reply_cancels_the_server_and_keeps_the_text(chat, remote: Serv
     reply = chat.wait_reply(window)
     assert reply.figures.text().split("\n")[0].endswith("stopped")
     remote.wait_for_line(r"POST /v1/chat/completions 499 .*client disconnected")
-    stored = window.store.conversation(window._conversation.id).messages[-1]
+    stored = window.store.conversation(window.conversation_control.current.id).messages[-1]
     assert stored.finish_reason == "cancelled" and stored.content == reply.text
     assert len(stored.content) > 20 and stored.stats.generated_tokens < 4000
 
@@ -203,7 +203,7 @@ def test_wrong_key_unknown_model_and_unreachable_url_keep_the_conversation(
     wait_state(chat, window, "Ready:")
     window.settings_panel.max_tokens.setValue(8)
     first = chat.ask(window, "Hi")
-    conversation = window._conversation.id
+    conversation = window.conversation_control.current.id
 
     connect(chat, window, remote.base_url, "sk-wrong-key-0000", "wrong key")
     wait_state(chat, window, "Could not connect to wrong key")
@@ -225,7 +225,7 @@ def test_wrong_key_unknown_model_and_unreachable_url_keep_the_conversation(
     window.composer.editor.setPlainText("Are you there?")
     chat.qtbot.mouseClick(window.composer.send_button, Qt.MouseButton.LeftButton)
     assert not window.streaming and window.banner.isVisible()
-    assert window._conversation.id == conversation
+    assert window.conversation_control.current.id == conversation
     assert [m.text for m in window.transcript.messages] == ["Hi", first.text]
 
     # Removing a connection takes it out of the picker and the file.

@@ -6,13 +6,16 @@ something, in which case it stays where they are.
 The transcript also knows which local model answers (:meth:`set_speed_model`), keeps that
 model's plain replies as its measured plain speed (:meth:`record_plain_reply`) and hands the
 speed to the replies that model wrote, which show their "MTP ×N faster" badge from it.
+
+Its messages' actions come out as the transcript's own signals (``edit_submitted``,
+``regenerate_requested``), so whoever answers them connects once, not to every message.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from app.engine.chat.conversation import ASSISTANT, StoredMessage
@@ -31,6 +34,11 @@ EMPTY_TEXT = (
 
 
 class TranscriptView(QScrollArea):
+    edit_submitted = Signal(int, str)
+    """A user message was edited: its id and new text."""
+    regenerate_requested = Signal(int)
+    """The last reply (its id) should be answered again."""
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWidgetResizable(True)
@@ -73,6 +81,8 @@ class TranscriptView(QScrollArea):
 
     def add(self, role: str, model: str = "") -> MessageWidget:
         widget = MessageWidget(role, model)
+        widget.edit_submitted.connect(self.edit_submitted)
+        widget.regenerate_requested.connect(self.regenerate_requested)
         self._layout.insertWidget(self._layout.count() - 1, widget)
         self.messages.append(widget)
         self._show_plain_speed([widget])

@@ -1,0 +1,270 @@
+"""Choosing the local model the chat talks to: finding the models on disk, opening a GGUF file
+or a model folder, loading the chosen one in the worker, and saying how far the load got.
+
+Discovery runs in a background thread and loading in the runtime's worker process (through the
+:class:`RuntimeBridge`), so choosing never blocks the window. When a scan ends, the preferred
+model loads: a catalog entry the user asked to chat with, else the model used last, else the
+first that runs. A model that cannot run says why in the banner and leaves the loaded one in
+place; a load failure is shown as the runtime's readable message. A model grafted from the model
+bar ("Add the MTP head") is opened once its job succeeds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import QObject
+from PySide6.QtWidgets import QFileDialog, QWidget
+
+from app.engine.chat.discovery import (
+    ModelSources,
+    default_model_roots,
+    discover_models,
+    with_sidecar,
+)
+from app.engine.chat.history import HistoryStore
+from app.engine.chat.model_files import DEMO, ModelDescription, describe_model
+from app.engine.errors import MtpStudioError
+from app.engine.runtime.backend import LoadSettings, ModelInfo
+from app.engine.runtime.backends import MLX
+from app.engine.runtime.demo_model import DEMO_MODEL_FILENAME
+from app.engine.settings import AppDirs, Settings, SettingsStore, hf_hub_cache
+from app.ui.background import run_in_background
+from app.ui.chat.banner import Banner
+from app.ui.chat.bridge import RuntimeBridge
+from app.ui.chat.graft_action import GraftAction
+from app.ui.chat.model_bar import ModelBar
+from app.ui.chat.remote_controls import RemoteControls
+from app.ui.chat.reply_target import ReplyTarget
+from app.ui.chat.settings_panel import SettingsPanel
+from app.ui.chat.transcript import TranscriptView
+from app.ui.errors import readable
+
+LAST_MODEL = "last_model"
+"""The history store's preference naming the model used last (loaded first next time)."""
+
+
+class ModelChoice(QObject):
+    """Finds, opens and loads local models for the chat window (``parent``)."""
+
+    def __init__(
+        self,
+        parent: QWidget,
+        *,
+        dirs: AppDirs,
+        settings: Settings,
+        demo_dir: Path,
+        store: HistoryStore,
+        bridge: RuntimeBridge,
+        target: ReplyTarget,
+        bar: ModelBar,
+        banner: Banner,
+        transcript: TranscriptView,
+        panel: SettingsPanel,
+        remote_controls: RemoteControls,
+        graft: GraftAction,
+        is_closed: Callable[[], bool],
+    ) -> None:
+        super().__init__(parent)
+        self._parent = parent
+        self._dirs = dirs
+        self._settings_store = SettingsStore(dirs.settings_file)
+        self._app_settings = settings
+        self._demo_dir = demo_dir
+        self._store = store
+        self._bridge = bridge
+        self._target = target
+        self._bar = bar
+        self._banner = banner
+        self._transcript = transcript
+        self._panel = panel
+        self._remote_controls = remote_controls
+        self._is_closed = is_closed
+        self._catalog_sidecars: dict[str, str] = {}
+        self._wanted_repo: str | None = None
+
+        bar.model_chosen.connect(self.choose_model)
+        bar.open_file_requested.connect(self._ask_model_file)
+        bar.open_folder_requested.connect(self._ask_model_folder)
+        bar.refresh_requested.connect(self.rescan_models)
+        bar.graft_requested.connect(graft.ask)
+        bar.graft_cancel_requested.connect(graft.cancel)
+        graft.started.connect(lambda: bar.set_grafting(True))
+        graft.progress.connect(bar.set_graft_progress)
+        graft.grafted.connect(self._on_grafted)
+        graft.failed.connect(self._on_graft_failed)
+        bridge.loading.connect(self._on_loading)
+        bridge.loaded.connect(self._on_loaded)
+        bridge.load_failed.connect(self._on_load_failed)
+
+    # -- finding models -----------------------------------------------------------------------
+
+    def model_sources(self) -> ModelSources:
+        """Where to look for models, with the models folder as currently saved in Settings."""
+        with contextlib.suppress(MtpStudioError):  # the main window reports a broken file
+            self._app_settings = self._settings_store.load()
+        roots = (
+            *default_model_roots(self._app_settings.models_path(), hf_hub_cache()),
+            self._dirs.grafted_models,
+        )
+        return ModelSources(
+            model_roots=roots,
+            opened=tuple(self._store.opened_models()),
+            demo_dir=self._demo_dir,
+            catalog_sidecars=dict(self._catalog_sidecars),
+        )
+
+    def rescan_models(self) -> None:
+        """Look for models in the background; the picker fills when the scan ends."""
+        sources = self.model_sources()
+        self._bar.set_load_state("Looking for models…", busy=self._target.state != "loading")
+        run_in_background(
+            lambda: discover_models(sources), self._on_models_found, self._on_scan_failed
+        )
+
+    def _on_models_found(self, models: list[ModelDescription]) -> None:
+        if self._is_closed():
+            return
+        current = self._target.model
+        if current is not None and all(m.path != current.path for m in models):
+            models = [*models, current]
+        remote = self._target.remote
+        selected = None if remote is not None else current or self._preferred_model(models)
+        self._bar.set_models(models, selected)
+        self._target.show_state(self._bar)
+        nothing_chosen = self._target.remote is None and self._target.model is None
+        if nothing_chosen and selected and selected.runnable:
+            self.choose_model(selected)
+
+    def _on_scan_failed(self, exc: BaseException) -> None:
+        if not self._is_closed():
+            self._target.show_state(self._bar)
+            self._banner.show_text(f"Looking for models failed: {readable(exc)}")
+
+    def _preferred_model(self, models: list[ModelDescription]) -> ModelDescription | None:
+        if self._wanted_repo is not None:
+            for model in models:
+                if model.repo_id == self._wanted_repo and model.runnable:
+                    return model
+        last = self._store.preference(LAST_MODEL)
+        runnable = [model for model in models if model.runnable]
+        for model in runnable:
+            if str(model.path) == last:
+                return model
+        return runnable[0] if runnable else None
+
+    # -- choosing -----------------------------------------------------------------------------
+
+    def open_model(self, path: Path) -> ModelDescription:
+        """Describe, remember and load the GGUF file or model folder at ``path``."""
+        description = with_sidecar(describe_model(Path(path)), self.model_sources())
+        if description.problem is None:
+            self._store.remember_model(description.path)
+        models = [m for m in self._bar.models if m.path != description.path]
+        self._bar.set_models([*models, description], description)
+        self.choose_model(description)
+        return description
+
+    def choose_model(self, model: ModelDescription) -> None:
+        """Load ``model`` in the worker (unless it cannot run: then say why)."""
+        self._bar.show_details(model)
+        if not model.runnable:
+            self._banner.show_text(model.problem or model.runnable_reason or "")
+            if self._target.loaded_model is not None:
+                self._bar.set_models(self._bar.models, self._target.model)  # keep it
+            else:
+                self._bar.set_load_state(f"Cannot load {model.name}", error=True)
+            return
+        if self._target.loaded_model == model.path:
+            return
+        self._target.use_local(model)
+        self._remote_controls.use_local()
+        self._store.set_preference(LAST_MODEL, str(model.path))
+        self._banner.hide()
+        sidecar = model.sidecar if model.backend is not None and model.backend.name == MLX else None
+        self._bridge.load(model.path, LoadSettings(), sidecar)
+
+    def want_repo(self, repo_id: str, sidecar_repo: str | None = None) -> None:
+        """Prefer the downloaded model of ``repo_id`` (a catalog entry, whose MTP sidecar is
+        ``sidecar_repo``) from now on, in every scan."""
+        self._wanted_repo = repo_id
+        if sidecar_repo:
+            self._catalog_sidecars[repo_id] = sidecar_repo
+
+    def choose_repo(self, repo_id: str) -> None:
+        """Load the downloaded model of ``repo_id``, or say it is missing and look again."""
+        match = next((m for m in self._bar.models if m.repo_id == repo_id and m.runnable), None)
+        if match is not None:
+            self._bar.set_models(self._bar.models, match)
+            self.choose_model(match)
+        else:
+            self._banner.show_text(
+                f"{repo_id} is not downloaded yet (looked in {self._app_settings.models_path()} "
+                "and the Hugging Face cache). Download it from the main window (Download model…), "
+                "or open a GGUF file here."
+            )
+            self.rescan_models()
+
+    def use_demo_model(self) -> None:
+        """Load the bundled demo model (what "Chat with the demo model" means)."""
+        demo = self._demo_dir / DEMO_MODEL_FILENAME
+        self._wanted_repo = None
+        self.choose_model(with_sidecar(describe_model(demo, DEMO), self.model_sources()))
+
+    def _ask_model_file(self) -> None:
+        dialog = QFileDialog(
+            self._parent, "Open a GGUF model", "", "GGUF models (*.gguf);;All files (*)"
+        )
+        dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
+        dialog.fileSelected.connect(lambda path: self.open_model(Path(path)))
+        dialog.open()
+
+    def _ask_model_folder(self) -> None:
+        dialog = QFileDialog(self._parent, "Open a Hugging Face model folder")
+        dialog.setFileMode(QFileDialog.FileMode.Directory)
+        dialog.setOption(QFileDialog.Option.ShowDirsOnly)
+        dialog.fileSelected.connect(lambda path: self.open_model(Path(path)))
+        dialog.open()
+
+    def _on_grafted(self, path: Path) -> None:
+        self._bar.set_grafting(False)
+        if not self._is_closed():
+            self.open_model(path)
+
+    def _on_graft_failed(self, message: str) -> None:
+        self._bar.set_grafting(False)
+        if not self._is_closed():
+            self._banner.show_text(message)
+
+    # -- loading (the worker's answers) -------------------------------------------------------
+
+    def _on_loading(self, path: Path) -> None:
+        if self._target.remote is not None:
+            return
+        self._target.state = "loading"
+        self._bar.set_load_state(f"Loading {Path(path).name}…", busy=True)
+        self._transcript.prepare_code_highlighting()
+
+    def _on_loaded(self, info: ModelInfo) -> None:
+        if self._is_closed() or self._target.remote is not None:
+            return
+        model = self._target.model
+        self._target.info = info
+        self._target.state = "ready"
+        self._transcript.set_speed_model(model.name if model else "", info.path, info.backend)
+        self._bar.set_load_state(f"Ready: {info.path.name}")
+        template = model.chat_template if model is not None else None
+        self._panel.set_model_capabilities(
+            info.max_draft_depth, info.mtp_unavailable_reason, template
+        )
+
+    def _on_load_failed(self, message: str) -> None:
+        if self._is_closed() or self._target.remote is not None:
+            return
+        self._target.state = "failed"
+        model = self._target.model
+        name = model.name if model is not None else "the model"
+        self._bar.set_load_state(f"Could not load {name}", error=True)
+        self._banner.show_text(message)
