@@ -1,9 +1,11 @@
-"""The figures under a reply, with real llama.cpp: the compact line, the details on demand, and
-the "MTP ×N faster" badge measured against the model's plain replies."""
+"""The figures under a reply, with real llama.cpp: the compact line, the details on demand (the
+prompt too, and how much of it was reused from earlier turns), and the "MTP ×N faster" badge
+measured against the model's plain replies."""
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from app.engine.chat.plain_speed import (
     PlainSpeedStore,
     speed_key,
 )
+from app.engine.chat.remote_reply import REMOTE_MODE
 from app.engine.runtime.stats import DecodeStats
 from app.ui.chat.transcript import TranscriptView
 
@@ -132,3 +135,70 @@ def test_a_reply_twice_the_plain_speed_shows_its_badge(qtbot, tiny_gguf: Path) -
     assert reply.speed.text().startswith("MTP ×2.00 against this model's plain speed, 100.0 tok/s")
     view.set_speed_model("another.gguf", tiny_gguf, "llama.cpp")  # not this reply's model
     assert not reply.badge.isVisibleTo(view) and not reply.speed.isVisibleTo(view)
+
+
+def test_the_details_say_how_much_of_the_prompt_was_reused(qtbot) -> None:
+    """Stored replies: one whose prompt mostly came from the state kept since the last turn, one
+    computed from scratch, one from a server (which does not say), one without figures."""
+    base = DecodeStats(
+        "lc", 2, 2013, 40, 20, (20, 15), (15, 10), 0.048, 0.05, 0.5, 0.1, 40, 0.3, 20
+    )
+    reused = replace(base, prompt_reused_tokens=1950)
+    fresh = replace(base, prompt_tokens=63)
+    remote = replace(
+        base, mode=REMOTE_MODE, depth=0, prompt_tokens=40, drafted_by_depth=(), accepted_by_depth=()
+    )
+
+    def reply(message_id: int, stats: DecodeStats | None, state=MessageState.COMPLETE):
+        return StoredMessage(
+            message_id, 1, ASSISTANT, "Hi.", state, time.time(), "tiny-mtp.gguf", "stop", stats
+        )
+
+    view = TranscriptView()
+    qtbot.addWidget(view)
+    kept, computed, served, interrupted = view.show_messages(
+        (
+            reply(1, reused),
+            reply(2, fresh),
+            reply(3, remote),
+            reply(4, None, MessageState.INTERRUPTED),
+        )
+    )
+    view.resize(900, 1200)  # every reply's Details button in view
+    view.show()
+    qtbot.waitExposed(view)
+    for widget in (kept, computed, served):
+        assert not widget.prompt.isVisible()  # in the details, which start closed
+        qtbot.mouseClick(widget.details_button, Qt.MouseButton.LeftButton)
+        assert widget.prompt.isVisible()
+    assert kept.prompt.text() == (
+        "Prompt: 2,013 tokens, 1,950 reused from earlier turns, 63 computed in 48 ms"
+    )
+    assert computed.prompt.text() == "Prompt: 63 tokens, all computed in 48 ms"
+    assert served.prompt.text() == "Prompt: 40 tokens (the server does not say how many it reused)"
+    assert not interrupted.details_button.isVisible() and not interrupted.prompt.text()
+
+
+def test_the_prompt_line_follows_the_replies_of_a_conversation(chat, tiny_gguf: Path) -> None:
+    """Through the real worker: the first reply computed its whole prompt; the next one's prompt
+    holds the first exchange, and its line counts what was reused and what was computed."""
+    window = chat.open()
+    chat.load(window, tiny_gguf)
+    window.settings_panel.max_tokens.setValue(12)
+    first = chat.ask(window, "Hello there")
+    first_stats = _stored_stats(window)
+    assert first_stats.prompt_reused_tokens == 0
+    assert first.prompt.text() == (
+        f"Prompt: {first_stats.prompt_tokens:,} tokens, all computed in "
+        f"{first_stats.prefill_seconds * 1000:,.0f} ms"
+    )
+    second = chat.ask(window, "And again")
+    stats = _stored_stats(window)
+    assert stats.prompt_tokens > first_stats.prompt_tokens
+    line = second.prompt.text()
+    assert line.startswith(f"Prompt: {stats.prompt_tokens:,} tokens, "), line
+    if stats.prompt_reused_tokens:
+        assert f", {stats.prompt_reused_tokens:,} reused from earlier turns, " in line, line
+        assert f", {stats.prompt_computed_tokens:,} computed in " in line, line
+    else:
+        assert ", all computed in " in line, line

@@ -10,8 +10,9 @@ slow on a long reply), so a fast model cannot flood the GUI thread with Markdown
 chunks only append to a string, the timer renders the latest text. Under every reply is one
 compact line of figures, a "MTP ×1.8 faster" badge when drafting beat the model's measured
 plain speed (:mod:`app.engine.chat.plain_speed`), and a Details toggle that shows every figure
-(tokens, tok/s, TTFT, stop reason, the MTP line, the speedup); a failed reply keeps its partial
-text and shows the error under it.
+(tokens, tok/s, TTFT, stop reason, the MTP line, the prompt and how much of it was reused from
+earlier turns, see :mod:`prompt_figures`, the speedup); a failed reply keeps its partial text and
+shows the error under it.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from app.engine.chat.history import FAILED_REASON
 from app.engine.chat.plain_speed import PlainSpeed, speedup
 from app.engine.runtime.request import GenerationResult
 from app.engine.runtime.stats import DecodeStats
+from app.ui.chat.prompt_figures import prompt_line
 from app.ui.chat.reply_body import ReplyBody
 from app.ui.look.tones import tone_style
 
@@ -100,6 +102,8 @@ class MessageWidget(QFrame):
         self.details_button = _tool_button("Details", "Show every figure of this reply")
         self.details_button.setCheckable(True)
         self.figures = _figures_label("replyFigures")
+        self.prompt = _figures_label("replyPrompt")
+        self.prompt.hide()
         self.speed = _figures_label("replySpeed")
         self.speed.hide()
         self.details = QWidget()
@@ -108,6 +112,7 @@ class MessageWidget(QFrame):
         details_layout.setContentsMargins(0, 0, 0, 0)
         details_layout.setSpacing(2)
         details_layout.addWidget(self.figures)
+        details_layout.addWidget(self.prompt)
         details_layout.addWidget(self.speed)
         self.details.hide()
         self.details_button.toggled.connect(self.details.setVisible)
@@ -265,6 +270,9 @@ class MessageWidget(QFrame):
         self.summary.setText(compact_line(stats, finish_reason))
         self.summary.setToolTip(full)
         self.figures.setText(full)
+        prompt = prompt_line(stats)
+        self.prompt.setText(prompt or "")
+        self.prompt.setVisible(prompt is not None)
         self.details_button.show()
         self._show_speedup()
 
