@@ -11,6 +11,7 @@ import dataclasses
 import itertools
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -82,3 +83,23 @@ def test_a_history_longer_than_the_context_is_refused_before_the_first_turn(
     assert main([*command, "--no-cold"]) == 2
     error = capsys.readouterr().err
     assert "5032 tokens but the context holds 1024" in error and "--history-tokens" in error
+
+
+@pytest.mark.slow
+def test_llama_server_gets_the_same_turns_and_its_prompt_cache_serves_turn_two(
+    llama_server_binary: Path, capsys: pytest.CaptureFixture
+) -> None:
+    command = ["bench", "chat", "--turns", "2", "--history-tokens", "300", "--max-tokens", "8"]
+    command += ["--threads", "1", "--no-cold", "--vs-llama-server", str(llama_server_binary)]
+    assert main(command) == 0
+    table = capsys.readouterr().out
+    assert "server cached" in table and "llama-server" in table
+    rows = [line for line in table.splitlines() if ROW.match(line)]
+    assert len(rows) == 2
+    server_columns = [row.split("│")[1].split() for row in rows]
+    cached, computed = (int(server_columns[1][0]), int(server_columns[1][1]))
+    ours_prompt = int(ROW.match(rows[1])[2])
+    assert cached > 0
+    # Both saw the same conversation: llama-server's prompt is ours, token for token in count.
+    assert abs(cached + computed - ours_prompt) <= FEW
+    assert "ours / server" in table
