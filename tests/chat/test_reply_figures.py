@@ -185,6 +185,8 @@ def test_the_prompt_line_follows_the_replies_of_a_conversation(chat, tiny_gguf: 
     window = chat.open()
     chat.load(window, tiny_gguf)
     window.settings_panel.max_tokens.setValue(12)
+    # A fixed depth: on auto, a turn may be decoded plainly, from a state that was not kept.
+    window.settings_panel.mtp_depth.setValue(2)
     first = chat.ask(window, "Hello there")
     first_stats = _stored_stats(window)
     assert first_stats.prompt_reused_tokens == 0
