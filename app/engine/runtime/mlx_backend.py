@@ -13,13 +13,29 @@ references is the snapshot) and, after a partial accept, restored and the commit
 re-run — exact and portable; capturing per-token states inside verify would save that re-run.
 
 Head rows follow the llama.cpp backend's convention: the row for position p carries token x_p
-and the trunk's hidden state h_{p−1}. Rows for tokens a verify commits are queued and run with
-the next cycle's first draft row.
+and the trunk's hidden state h_{p−1}. Rows for tokens a verify commits (or a plain step after a
+prefill with the head) are queued and run with the next cycle's first draft row.
+
+Prefix reuse: the live conversation keeps the tokens its caches stand for; a prefill resumes at
+the longest usable prefix of the live state, a checkpoint or a saved conversation
+(:mod:`mlx_kept_states`) and computes only the rest. A trunk with recurrent layers resumes only
+at a checkpoint (every ``CHECKPOINT_INTERVAL`` prompt tokens, just before each prompt's last
+token so a regenerate computes one token, the end of each reply as the next prefill finds it, and
+the state before the last verify when a prompt diverges inside it); an attention-only trunk
+resumes anywhere. The head resumes with the trunk: each checkpoint keeps h_{s−1}, so after
+trimming the head to rows 1..s−1 the first computed row (x_s, h_{s−1}) is exact. That costs
+one hidden vector per checkpoint; the alternative (resuming the trunk one token earlier to
+recompute h_{s−1}) needs a recurrent state one token before every checkpoint, which would double
+them. An attention-only trunk does take that route where no hidden is kept: it resumes at s with
+the head holding rows 1..s, so the first computed token's hidden feeds row s+1. A head left
+behind the trunk (requests without MTP do not run it) is not caught up: the prefill resumes from
+the latest point the head still covers, which is exact and costs the trunk recompute.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +49,19 @@ from app.engine.runtime.backend import (
     DraftResult,
     LoadSettings,
     ModelInfo,
+    PrefixReuse,
     VerifyResult,
 )
 from app.engine.runtime.mlx_heads import MtpHead
+from app.engine.runtime.mlx_kept_states import (
+    CHECKPOINT_INTERVAL,
+    SAVE_MIN_TOKENS,
+    Checkpoint,
+    Conversation,
+    KeptStates,
+    cache_arrays,
+    common_prefix,
+)
 from app.engine.runtime.mlx_sidecar import (
     build_head,
     head_style,
@@ -47,6 +73,7 @@ from app.engine.runtime.mlx_text import HfText
 BACKEND_NAME = "mlx"
 DEFAULT_CONTEXT = 4096
 PREFILL_CHUNK = 512
+MIB = 1024 * 1024
 
 
 def _load_trunk(folder: Path) -> tuple[Any, Any]:
@@ -70,6 +97,8 @@ class MlxBackend(DecodeBackend):
         self._arrays_cache_type = ArraysCache
         self._kv_cache_type = KVCache
         self._make_cache = make_prompt_cache
+        self._kept = KeptStates(settings.state_cache_mib * MIB)
+        self._serial = 0
         self._path = Path(path)
         model_type = model_type_of(self._path)
         self._model, tokenizer = _load_trunk(self._path)
@@ -82,6 +111,9 @@ class MlxBackend(DecodeBackend):
         else:
             self._project = text_model.lm_head
         self._head, reason = self._open_head(model_type, sidecar, args.num_hidden_layers)
+        caches = self._make_cache(self._model)
+        self._recurrent = any(isinstance(cache, ArraysCache) for cache in caches)
+        self._reusable = all(isinstance(cache, (ArraysCache, KVCache)) for cache in caches)
         trained = getattr(args, "max_position_embeddings", 0) or DEFAULT_CONTEXT
         self.info = ModelInfo(
             path=self._path,
@@ -133,8 +165,9 @@ class MlxBackend(DecodeBackend):
         self.reset()
 
     def close(self) -> None:
-        self._cache = []
-        self._head_cache = None
+        self._kept.clear()
+        self._live = Conversation(0, [], [], None)
+        self._last_verify = None
 
     # --- text -------------------------------------------------------------------------------
 
@@ -163,84 +196,101 @@ class MlxBackend(DecodeBackend):
 
     @property
     def committed_length(self) -> int:
-        return self._n_past
+        return len(self._live.tokens)
+
+    @property
+    def last_prefix_reuse(self) -> PrefixReuse:
+        return self._last_reuse
+
+    @property
+    def kept_state_bytes(self) -> int:
+        return self._kept.nbytes
 
     def reset(self) -> None:
-        self._cache = self._make_cache(self._model)
-        self._head_cache = self._kv_cache_type() if self._head is not None else None
-        self._n_past = 0
-        self._head_next = 1
+        self._kept.clear()
+        self._live = self._new_conversation()
+        self._head_tracking = False
         self._queue_tokens: list[int] = []
         self._queue_hidden: list[mx.array] = []
-        self._hidden_last: mx.array | None = None
         self._verified: tuple[int, tuple[int, ...], mx.array, mx.array, list[Any]] | None = None
+        self._last_verify: Checkpoint | None = None
+        self._last_reuse = PrefixReuse()
 
-    def prefill(self, tokens: Sequence[int], *, with_mtp: bool) -> np.ndarray:
+    def prefill(
+        self, tokens: Sequence[int], *, with_mtp: bool, keep_at: Sequence[int] = ()
+    ) -> np.ndarray:
         if with_mtp and self._head is None:
             raise RuntimeBackendError(
                 f"{self._path.name} has no usable MTP head: {self.info.mtp_unavailable_reason}"
             )
-        self.reset()
-        self._check_room(len(tokens))
-        previous: mx.array | None = None
-        hidden = None
-        for start in range(0, len(tokens), PREFILL_CHUNK):
-            chunk = list(tokens[start : start + PREFILL_CHUNK])
-            hidden = self._trunk(mx.array([chunk]), cache=self._cache)[0]
-            if with_mtp:
-                rows_hidden = (
-                    hidden[:-1]
-                    if previous is None
-                    else mx.concatenate([previous[None], hidden[:-1]])
-                )
-                row_tokens = chunk[1:] if previous is None else chunk
-                if row_tokens:
-                    self._head.step(mx.array([row_tokens]), rows_hidden[None], self._head_cache)
-                previous = hidden[-1]
-            mx.eval(hidden, self._cache_state())
-        assert hidden is not None
-        self._n_past = len(tokens)
-        self._head_next = len(tokens)
-        self._hidden_last = hidden[-1]
-        return self._logits_rows(hidden[-1:])[0]
+        tokens = list(tokens)
+        if not tokens:
+            raise RuntimeBackendError("the prompt is empty: there is nothing to prefill")
+        if len(tokens) > self.info.context_length:
+            raise RuntimeBackendError(
+                f"the prompt is {len(tokens)} tokens but the context window of "
+                f"{self._path.name} is {self.info.context_length} tokens; shorten the prompt or "
+                "load the model with a larger context (--ctx)"
+            )
+        if not self._reusable:
+            self._live = self._new_conversation()
+        try:
+            self._settle_live(tokens)
+            resume = self._best_resume(tokens, with_mtp)
+            self._adopt(resume, tokens)
+            logits = self._run_prompt(tokens, resume, with_mtp, keep_at)
+        except BaseException:
+            # a half-run prompt leaves caches that no token list describes: start afresh
+            self._kept.forget(self._live.ident)
+            self._live = self._new_conversation()
+            raise
+        self._last_reuse = PrefixReuse(
+            resume.position, len(tokens) - resume.position, resume.source
+        )
+        return logits
 
     def step(self, token: int) -> np.ndarray:
         self._check_room(1)
-        hidden = self._trunk(mx.array([[token]]), cache=self._cache)[0]
-        self._n_past += 1
+        hidden = self._trunk(mx.array([[token]]), cache=self._live.trunk)[0]
+        if self._head_tracking:
+            self._queue_tokens.append(token)
+            self._queue_hidden.append(self._live.hidden_last)
+        self._live.tokens.append(token)
+        self._live.hidden_last = hidden[-1]
         return self._logits_rows(hidden)[0]
 
     def draft(self, last_token: int, depth: int, choose: DraftChooser) -> DraftResult:
-        if self._head is None or self._hidden_last is None:
+        if self._head is None or not self._head_tracking:
             raise RuntimeBackendError("drafting needs a prefill with the MTP head first")
+        head_cache = self._live.head
         if depth == 0:
             self._flush_queue()
             return DraftResult((), np.zeros((0, self.info.vocab_size), dtype=np.float32))
-        position = self._n_past
         tokens = [*self._queue_tokens, last_token]
-        hidden = mx.stack([*self._queue_hidden, self._hidden_last])[None]
+        hidden = mx.stack([*self._queue_hidden, self._live.hidden_last])[None]
         self._queue_tokens, self._queue_hidden = [], []
-        self._head_next = position + 1
         drafts: list[int] = []
         rows = np.empty((depth, self.info.vocab_size), dtype=np.float32)
         for index in range(depth):
-            carried, logits = self._head.step(mx.array([tokens]), hidden, self._head_cache)
+            carried, logits = self._head.step(mx.array([tokens]), hidden, head_cache)
             rows[index] = np.array(logits[0, -1].astype(mx.float32))
             token = choose(index, rows[index])
             drafts.append(token)
             tokens, hidden = [token], carried[:, -1:, :]
         if depth > 1:
-            self._head_cache.trim(depth - 1)
+            head_cache.trim(depth - 1)
         return DraftResult(tuple(drafts), rows)
 
     def verify(self, tokens: Sequence[int]) -> VerifyResult:
         self._check_room(len(tokens))
         snapshot = self._snapshot()
-        hidden = self._trunk(mx.array([list(tokens)]), cache=self._cache)[0]
+        hidden = self._trunk(mx.array([list(tokens)]), cache=self._live.trunk)[0]
         logits = self._logits_rows(hidden)
-        assert self._hidden_last is not None
-        self._verified = (self._n_past, tuple(tokens), hidden, self._hidden_last, snapshot)
-        self._n_past += len(tokens)
+        hidden_before = self._live.hidden_last
+        assert hidden_before is not None
+        start = len(self._live.tokens)
+        self._verified = (start, tuple(tokens), hidden, hidden_before, snapshot)
+        self._live.tokens.extend(tokens)
         return VerifyResult(logits, np.array(hidden.astype(mx.float32)))
 
     def rollback(self, committed_length: int) -> None:
@@ -256,17 +306,176 @@ class MlxBackend(DecodeBackend):
                 f"cannot commit {committed_length} tokens after verifying positions "
                 f"{start}..{start + len(tokens) - 1}"
             )
+        del self._live.tokens[committed_length:]
         if committed_length < start + len(tokens):
             self._restore(snapshot, start)
-            self._trunk(mx.array([list(tokens[: accepted + 1])]), cache=self._cache)
+            self._trunk(mx.array([list(tokens[: accepted + 1])]), cache=self._live.trunk)
             mx.eval(self._cache_state())
-        first = max(self._head_next + len(self._queue_tokens), start)
-        for position in range(first, committed_length):
+        head_next = (self._live.head.offset + 1 if self._live.head is not None else 0) + len(
+            self._queue_tokens
+        )
+        for position in range(max(head_next, start), committed_length):
             offset = position - start
             self._queue_tokens.append(tokens[offset])
             self._queue_hidden.append(hidden_before if offset == 0 else hidden[offset - 1])
-        self._hidden_last = hidden[accepted]
-        self._n_past = committed_length
+        self._live.hidden_last = hidden[accepted]
+        self._last_verify = Checkpoint(
+            start, tuple(tuple(s) for s in snapshot if isinstance(s, list)), hidden_before
+        )
+
+    # --- prefix reuse -----------------------------------------------------------------------
+
+    def _new_conversation(self) -> Conversation:
+        self._serial += 1
+        head = self._kv_cache_type() if self._head is not None else None
+        return Conversation(self._serial, [], self._make_cache(self._model), head)
+
+    def _settle_live(self, tokens: list[int]) -> None:
+        """Close the previous request: run the head rows still queued that the new prompt keeps,
+        and keep a checkpoint at the end of its reply when the new prompt reaches it."""
+        live = self._live
+        self._verified = None
+        shared = common_prefix(live.tokens, tokens)
+        if self._queue_tokens:
+            valid = max(0, min(len(self._queue_tokens), shared - live.head.offset - 1))
+            del self._queue_tokens[valid:], self._queue_hidden[valid:]
+            self._flush_queue()
+        self._head_tracking = False
+        if self._recurrent:
+            limit = min(shared, len(tokens) - 1)
+            end = Checkpoint(len(live.tokens), self._recurrent_arrays(live.trunk), live.hidden_last)
+            for candidate in (end, self._last_verify):
+                if candidate is not None and 0 < candidate.position <= limit:
+                    self._kept.add_checkpoint(live.ident, candidate)
+                    break
+        self._last_verify = None
+
+    def _best_resume(self, tokens: list[int], with_mtp: bool) -> _Resume:
+        """The kept state that leaves the fewest prompt tokens to compute (the live one on a
+        tie); with ``with_mtp`` only where the head's cache covers the rows before it."""
+        best = _Resume(self._live, 0, None, "", common_prefix(self._live.tokens, tokens))
+        for conversation in [self._live, *self._kept.saved()]:
+            shared = common_prefix(conversation.tokens, tokens)
+            head_rows = _head_rows(conversation, shared)
+            limit = min(shared, len(tokens) - 1)
+            for checkpoint in self._resume_points(conversation, limit, head_rows):
+                position = checkpoint.position
+                needed = position if checkpoint.hidden is None else position - 1
+                if position <= best.position or (with_mtp and head_rows < needed):
+                    continue
+                if conversation is not self._live:
+                    source = "saved"
+                elif position == len(conversation.tokens):
+                    source = "live"
+                else:
+                    source = "checkpoint" if self._recurrent else "trimmed"
+                best = _Resume(conversation, position, checkpoint, source, shared)
+        return best
+
+    def _resume_points(
+        self, conversation: Conversation, limit: int, head_rows: int
+    ) -> list[Checkpoint]:
+        """Where ``conversation`` can resume, at positions 1..``limit``: its checkpoints and its
+        end; an attention-only trunk also at ``limit`` itself and where its head's rows end
+        (without a hidden state: the head then needs its row for that position)."""
+        end = len(conversation.tokens)
+        points = []
+        if not self._recurrent:
+            points = [Checkpoint(limit, (), None), Checkpoint(min(limit, head_rows), (), None)]
+        points += [c for c in self._kept.checkpoints(conversation.ident) if c.position <= limit]
+        if end <= limit and conversation.hidden_last is not None:
+            arrays = self._recurrent_arrays(conversation.trunk)
+            points.append(Checkpoint(end, arrays, conversation.hidden_last))
+        return [point for point in points if point.position > 0]
+
+    def _adopt(self, resume: _Resume, tokens: list[int]) -> None:
+        """Make ``resume``'s conversation live, cut to its resume point. A conversation that
+        would lose a long stretch the new prompt does not repeat (another conversation, an edit
+        far back) is saved whole first and the prompt continues a copy of its kept prefix."""
+        chosen, position = resume.conversation, resume.position
+        if chosen is not self._live:
+            live = self._live
+            if _worth_keeping(live, common_prefix(live.tokens, tokens), len(tokens)):
+                self._kept.save(live)
+            else:
+                self._kept.forget(live.ident)
+            self._kept.take(chosen.ident)
+            self._live = chosen
+        if _worth_keeping(chosen, resume.shared, len(tokens)):
+            self._live = self._fork(chosen, position, resume.shared)
+            self._kept.save(chosen)
+        else:
+            self._kept.forget_checkpoints_after(chosen.ident, resume.shared)
+            del chosen.tokens[position:]
+            for cache in chosen.trunk:
+                if isinstance(cache, self._kv_cache_type):
+                    cache.trim(cache.offset - position)
+            if chosen.head is not None:
+                valid = _head_rows(chosen, resume.shared)
+                chosen.head.trim(chosen.head.offset - valid)
+        recurrent = iter(resume.checkpoint.recurrent if resume.checkpoint is not None else ())
+        for cache in self._live.trunk:
+            if isinstance(cache, self._arrays_cache_type):
+                saved = next(recurrent, None)
+                cache.cache = list(saved) if saved is not None else [None] * len(cache.cache)
+        self._kept.touch(chosen.ident, position)
+
+    def _fork(self, source: Conversation, position: int, shared: int) -> Conversation:
+        """A new conversation holding the first ``position`` tokens of ``source`` (KV slices: new
+        arrays, so ``source`` stays intact); recurrent arrays are set from the checkpoint."""
+        fork = self._new_conversation()
+        fork.tokens = source.tokens[:position]
+        for kept, new in zip(source.trunk, fork.trunk, strict=True):
+            if isinstance(kept, self._kv_cache_type) and position > 0:
+                _copy_kv(kept, new, position)
+        if source.head is not None and fork.head is not None:
+            rows = _head_rows(source, shared)
+            if rows > 0:
+                _copy_kv(source.head, fork.head, rows)
+        self._kept.share_checkpoints(source.ident, fork.ident, shared)
+        return fork
+
+    def _run_prompt(
+        self, tokens: list[int], resume: _Resume, with_mtp: bool, keep_at: Sequence[int]
+    ) -> np.ndarray:
+        """Compute ``tokens`` from the resume point on: trunk, head rows with ``with_mtp``, and
+        for a recurrent trunk checkpoints at interval marks, at ``keep_at`` and before the last
+        token."""
+        marks = set(keep_at) if self._recurrent else set()
+        live, start = self._live, resume.position
+        previous = resume.checkpoint.hidden if resume.checkpoint is not None else None
+        head = live.head
+        if with_mtp:
+            assert head is not None and self._head is not None
+            needed = start if previous is None else start - 1
+            head.trim(head.offset - needed)
+        assert live.tokens == tokens[:start], "resume state out of step with its tokens"
+        hidden = None
+        for first, end in _segments(start, len(tokens), self._recurrent, marks):
+            chunk = tokens[first:end]
+            hidden = self._trunk(mx.array([chunk]), cache=live.trunk)[0]
+            evaluate = [hidden, self._cache_state()]
+            if with_mtp:
+                if previous is None:
+                    row_tokens, rows_hidden = chunk[1:], hidden[:-1]
+                else:
+                    row_tokens = chunk
+                    rows_hidden = mx.concatenate([previous[None], hidden[:-1]])
+                if row_tokens:
+                    self._head.step(mx.array([row_tokens]), rows_hidden[None], head)
+                evaluate.append(head.state)
+            previous = hidden[-1]
+            mx.eval(evaluate)
+            live.tokens.extend(chunk)
+            if self._recurrent and (
+                end == len(tokens) - 1 or end % CHECKPOINT_INTERVAL == 0 or end in marks
+            ):
+                arrays = self._recurrent_arrays(live.trunk)
+                self._kept.add_checkpoint(live.ident, Checkpoint(end, arrays, hidden[-1]))
+        assert hidden is not None
+        live.hidden_last = hidden[-1]
+        self._head_tracking = with_mtp
+        return self._logits_rows(hidden[-1:])[0]
 
     # --- helpers ----------------------------------------------------------------------------
 
@@ -275,21 +484,25 @@ class MlxBackend(DecodeBackend):
             self._head.step(
                 mx.array([self._queue_tokens]),
                 mx.stack(self._queue_hidden)[None],
-                self._head_cache,
+                self._live.head,
             )
-            mx.eval(self._head_cache.state)
-            self._head_next += len(self._queue_tokens)
+            mx.eval(self._live.head.state)
             self._queue_tokens, self._queue_hidden = [], []
+
+    def _recurrent_arrays(self, trunk: list[Any]) -> tuple[tuple[mx.array | None, ...], ...]:
+        return tuple(
+            tuple(cache.cache) for cache in trunk if isinstance(cache, self._arrays_cache_type)
+        )
 
     def _snapshot(self) -> list[Any]:
         """Per trunk cache: its arrays (recurrent state) or its offset (KV)."""
         return [
             list(cache.cache) if isinstance(cache, self._arrays_cache_type) else cache.offset
-            for cache in self._cache
+            for cache in self._live.trunk
         ]
 
     def _restore(self, snapshot: list[Any], length: int) -> None:
-        for cache, saved in zip(self._cache, snapshot, strict=True):
+        for cache, saved in zip(self._live.trunk, snapshot, strict=True):
             if isinstance(cache, self._arrays_cache_type):
                 cache.cache = list(saved)
             else:
@@ -298,20 +511,71 @@ class MlxBackend(DecodeBackend):
             "KV cache offsets out of step with the committed length"
         )
 
-    def _cache_state(self) -> list[Any]:
+    def _cache_state(self) -> list[mx.array]:
         return [
-            [array for array in cache.cache if array is not None]
-            if isinstance(cache, self._arrays_cache_type)
-            else cache.state
-            for cache in self._cache
+            array
+            for cache in self._live.trunk
+            for array in (
+                cache.cache if isinstance(cache, self._arrays_cache_type) else cache_arrays(cache)
+            )
+            if array is not None
         ]
 
     def _logits_rows(self, hidden: mx.array) -> np.ndarray:
         return np.array(self._project(hidden).astype(mx.float32))
 
     def _check_room(self, count: int) -> None:
-        if self._n_past + count > self.info.context_length:
+        if self.committed_length + count > self.info.context_length:
             raise RuntimeBackendError(
                 f"the context window of {self._path.name} ({self.info.context_length} tokens) is "
                 "full; start a new conversation or load the model with a larger context (--ctx)"
             )
+
+
+@dataclass(frozen=True)
+class _Resume:
+    """Where a prefill starts: ``position`` tokens of ``conversation`` kept (0: none), with the
+    recurrent arrays and h_{position−1} of ``checkpoint``; ``shared`` is how many leading tokens
+    the conversation and the prompt have in common."""
+
+    conversation: Conversation
+    position: int
+    checkpoint: Checkpoint | None
+    source: str
+    shared: int
+
+
+def _head_rows(conversation: Conversation, shared: int) -> int:
+    """Head rows still right for a prompt sharing ``shared`` tokens: row p needs x_0..x_p."""
+    if conversation.head is None:
+        return 0
+    return min(conversation.head.offset, max(shared - 1, 0))
+
+
+def _worth_keeping(conversation: Conversation, shared: int, prompt_length: int) -> bool:
+    """True when a prompt would drop a long stretch of ``conversation`` that it does not repeat
+    (not a regenerate, where the prompt is a prefix of it)."""
+    length = len(conversation.tokens)
+    return shared < min(prompt_length, length) and length - shared >= SAVE_MIN_TOKENS
+
+
+def _copy_kv(source: Any, target: Any, length: int) -> None:
+    """``target`` (an empty mlx-lm ``KVCache``) holds the first ``length`` rows of ``source`` in
+    new arrays: KVCache writes into its buffers in place, so the two must not share them."""
+    target.keys = source.keys[..., :length, :]
+    target.values = source.values[..., :length, :]
+    target.offset = length
+
+
+def _segments(start: int, end: int, recurrent: bool, marks: set[int]) -> list[tuple[int, int]]:
+    """Prefill chunks from ``start`` to ``end``: cut at multiples of ``PREFILL_CHUNK`` and of
+    ``CHECKPOINT_INTERVAL``, at ``marks`` and, for a recurrent trunk, before the last token."""
+    cuts = {end, *(mark for mark in marks if start < mark < end)}
+    cuts.update(range((start // PREFILL_CHUNK + 1) * PREFILL_CHUNK, end, PREFILL_CHUNK))
+    cuts.update(
+        range((start // CHECKPOINT_INTERVAL + 1) * CHECKPOINT_INTERVAL, end, CHECKPOINT_INTERVAL)
+    )
+    if recurrent and end - 1 > start:
+        cuts.add(end - 1)
+    ends = sorted(cuts)
+    return list(zip([start, *ends[:-1]], ends, strict=True))
