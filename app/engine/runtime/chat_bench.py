@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from app.engine.errors import RuntimeBackendError
@@ -52,7 +52,8 @@ FIRST_MESSAGE_TAIL = "\nStart with requirement 1: write the function and explain
 FOLLOW_UP_TOKENS = 24
 """Tokens a turn adds besides the reply (a follow-up and the template's markers), roughly: used
 only to size the first message so the last prompt comes out near the asked history."""
-CALIBRATION_REQUIREMENTS = 8
+CALIBRATION_FROM, CALIBRATION_REQUIREMENTS = 10, 8
+"""The first message's requirements measured for its size (two-digit numbers, like most)."""
 COLD_METHOD = (
     "cold = every turn replayed on a second worker with kept states off (state cache 0 MiB), "
     "its first message prefixed with the turn number so not even the previous turn's live "
@@ -73,7 +74,11 @@ def requirement(index: int) -> str:
 
 
 def first_message(requirements: int) -> str:
-    lines = "\n".join(requirement(index) for index in range(requirements))
+    return _listing(range(requirements))
+
+
+def _listing(indexes: Iterable[int]) -> str:
+    lines = "\n".join(requirement(index) for index in indexes)
     return f"{FIRST_MESSAGE_HEAD}{lines}{FIRST_MESSAGE_TAIL}"
 
 
@@ -281,12 +286,12 @@ def _requirements_for(
     client: RuntimeClient, settings: ChatBenchSettings, llama_server: LlamaServer | None
 ) -> int:
     """How many requirements the first message lists so the last turn's prompt is about
-    ``history_tokens``: two one-token requests measure the tokens per requirement. They are
-    also the warm-up, and start differently from the conversation so it reuses nothing of
-    them beyond the template's first tokens."""
-    bare = client.generate(_warm_up(settings, "Warm-up.")).prompt_token_count
-    listed = "\n".join(requirement(index) for index in range(CALIBRATION_REQUIREMENTS))
-    probe = _warm_up(settings, f"Warm-up.\n{listed}")
+    ``history_tokens``: two one-token requests measure the message without requirements and
+    the tokens per requirement. They are also the warm-up, and start differently from the
+    conversation so it reuses nothing of them beyond the template's first tokens."""
+    bare = client.generate(_warm_up(settings, f"Warm-up. {first_message(0)}")).prompt_token_count
+    listed = _listing(range(CALIBRATION_FROM, CALIBRATION_FROM + CALIBRATION_REQUIREMENTS))
+    probe = _warm_up(settings, f"Warm-up. {listed}")
     with_list = client.generate(probe).prompt_token_count
     if llama_server is not None:
         llama_server.prompt_timings(probe.messages, probe.sampler, 1)
