@@ -66,7 +66,14 @@ def register(benchmarks: argparse._SubParsersAction) -> None:
         metavar="K|auto",
         help=f"as chat: 0 = plain decoding (default {DEFAULT_MTP_DEPTH})",
     )
-    parser.add_argument("--temp", type=float, default=0.6, metavar="T", help="default 0.6")
+    parser.add_argument(
+        "--temp",
+        type=float,
+        default=0.0,
+        metavar="T",
+        help="default 0 (greedy): llama-server then writes the replies ours did, so its cache "
+        "holds the same conversation and both compute the same new tokens each turn",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=0, metavar="N", help="CPU threads")
     parser.add_argument(
@@ -169,8 +176,8 @@ def render(benchmark: ChatBenchmark) -> str:
     lines = [
         f"model {benchmark.model} · backend {benchmark.backend} · {benchmark.depth} · "
         f"{benchmark.threads} threads · context {benchmark.context_length}",
-        f"{len(benchmark.turns)} turns, replies ≤ {benchmark.max_tokens} tokens, history to "
-        f"about {benchmark.history_tokens} tokens",
+        f"{len(benchmark.turns)} turns, replies ≤ {benchmark.max_tokens} tokens at temperature "
+        f"{benchmark.temperature:g}, history to about {benchmark.history_tokens} tokens",
         "",
     ]
     header = f"{'turn':>4}{'prompt':>8}{'reused':>8}{'computed':>10}{'TTFT ms':>9}"
@@ -209,7 +216,8 @@ def render(benchmark: ChatBenchmark) -> str:
             f"server = {benchmark.server_label}, prompt cache on, sent each turn right after "
             "ours with the same history (our replies): cached = timings.cache_n, computed = "
             "timings.prompt_n, prompt ms = timings.prompt_ms (its prefill only; its first "
-            "token and HTTP are not counted)"
+            "token and HTTP are not counted); its cache holds its own last reply, so where that "
+            "differs from ours (temperature above 0) it computes our reply's tokens too"
         )
     return "\n".join(lines)
 

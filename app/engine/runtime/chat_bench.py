@@ -18,7 +18,9 @@ Beside it, two references, each on the same conversation (our replies' text in e
   tokens came from its cache (``cache_n``), how many it computed (``prompt_n``) and in how long
   (``prompt_ms``).
 
-Nothing here is random or fetched: the texts are fixed and sampling is seeded.
+Nothing here is random or fetched: the texts are fixed and sampling is seeded. Sampling is greedy
+by default, so llama-server writes the replies ours wrote and its cache holds the same
+conversation; above temperature 0 its cache holds its own replies and it computes ours anew.
 """
 
 from __future__ import annotations
@@ -124,6 +126,7 @@ class ChatBenchmark:
     threads: int
     context_length: int
     max_tokens: int
+    temperature: float
     history_tokens: int
     turns: tuple[TurnFigures, ...]
     kept_state_bytes: int
@@ -186,7 +189,7 @@ class ChatBenchSettings:
     max_tokens: int = 32
     mtp_depth: int = 0
     adaptive_depth: bool = False
-    temperature: float = 0.6
+    temperature: float = 0.0
     top_k: int = 20
     top_p: float = 0.95
     seed: int = 0
@@ -259,6 +262,7 @@ def run_chat_benchmark(
         threads=threads,
         context_length=info.context_length,
         max_tokens=settings.max_tokens,
+        temperature=settings.temperature,
         history_tokens=settings.history_tokens,
         turns=tuple(
             TurnFigures(
