@@ -609,6 +609,8 @@ class MainWindow(QMainWindow):
 
     def _apply_settings(self, settings: Settings) -> None:
         self.settings = settings
+        if self.chat_window is not None:
+            self.chat_window.apply_settings(settings)
         self.status_book.set_endpoint(settings.endpoint)
         self.status_book.refresh(self.browser.model.sidecar_repos())
         self.browser._on_selection()

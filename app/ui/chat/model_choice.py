@@ -18,6 +18,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QFileDialog, QWidget
 
+from app.engine.chat.context_choice import load_settings_for
 from app.engine.chat.discovery import (
     ModelSources,
     default_model_roots,
@@ -83,8 +84,10 @@ class ModelChoice(QObject):
         self._remote_controls = remote_controls
         self._is_closed = is_closed
         self._catalog_sidecars: dict[str, str] = {}
+        self._loaded_with: LoadSettings | None = None
         self._wanted_repo: str | None = None
 
+        bar.set_load_options(settings.load_options)
         bar.model_chosen.connect(self.choose_model)
         bar.open_file_requested.connect(self._ask_model_file)
         bar.open_folder_requested.connect(self._ask_model_folder)
@@ -104,7 +107,7 @@ class ModelChoice(QObject):
     def model_sources(self) -> ModelSources:
         """Where to look for models, with the models folder as currently saved in Settings."""
         with contextlib.suppress(MtpStudioError):  # the main window reports a broken file
-            self._app_settings = self._settings_store.load()
+            self.apply_settings(self._settings_store.load())
         roots = (
             *default_model_roots(self._app_settings.models_path(), hf_hub_cache()),
             self._dirs.grafted_models,
@@ -177,14 +180,26 @@ class ModelChoice(QObject):
             else:
                 self._bar.set_load_state(f"Cannot load {model.name}", error=True)
             return
-        if self._target.loaded_model == model.path:
+        settings = load_settings_for(model, self._app_settings)
+        if self._target.loaded_model == model.path and self._loaded_with == settings:
             return
+        self._loaded_with = settings
         self._target.use_local(model)
         self._remote_controls.use_local()
         self._store.set_preference(LAST_MODEL, str(model.path))
         self._banner.hide()
         sidecar = model.sidecar if model.backend is not None and model.backend.name == MLX else None
-        self._bridge.load(model.path, LoadSettings(), sidecar)
+        self._bridge.load(model.path, settings, sidecar)
+
+    def apply_settings(self, settings: Settings) -> None:
+        """Settings were saved: the model bar estimates memory for the new load options, and a
+        loaded local model is loaded again with them (the next reply uses them)."""
+        changed = settings.load_options != self._app_settings.load_options
+        self._app_settings = settings
+        self._bar.set_load_options(settings.load_options)
+        model = self._target.model
+        if changed and self._target.loaded_model is not None and model is not None:
+            self.choose_model(model)
 
     def want_repo(self, repo_id: str, sidecar_repo: str | None = None) -> None:
         """Prefer the downloaded model of ``repo_id`` (a catalog entry, whose MTP sidecar is

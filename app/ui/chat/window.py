@@ -219,6 +219,10 @@ class ChatWindow(QMainWindow):
 
     # -- what the main window and the tests drive ---------------------------------------------
 
+    def apply_settings(self, settings: Settings) -> None:
+        """Settings were saved: new load options reach the model bar and the loaded model."""
+        self.model_choice.apply_settings(settings)
+
     @property
     def streaming(self) -> bool:
         """Whether a reply is streaming."""
