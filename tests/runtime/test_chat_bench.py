@@ -45,6 +45,8 @@ def test_each_turn_reuses_the_conversation_so_far_and_the_cold_column_does_not()
         assert ours.reused_tokens >= previous.ours.prompt_tokens - FEW, turn.turn
         assert ours.computed_tokens == ours.prompt_tokens - ours.reused_tokens
         assert ours.computed_tokens < ours.prompt_tokens / 4, turn.turn
+    for turn in turns:  # the caller's wait contains the worker's
+        assert turn.ours.client_ttft_seconds >= turn.ours.ttft_seconds > 0
     for turn in turns:
         assert turn.cold is not None
         # The same conversation with a short marker in front, computed from scratch.
@@ -58,7 +60,8 @@ def test_each_turn_reuses_the_conversation_so_far_and_the_cold_column_does_not()
     assert [int(row[1]) for row in rows] == [1, 2, 3]
     assert [int(row[3]) for row in rows] == [turn.ours.reused_tokens for turn in turns]
     assert "cold TTFT ms" in table and "kept states after the last turn: " in table
-    assert "median TTFT of turns 2–3: ours " in table and "cold / ours" in table
+    assert "median of turns 2–3, TTFT in the worker: ours " in table and "cold / ours" in table
+    assert "median of turns 2–3, first token as the caller sees it: ours " in table
 
 
 def test_bench_chat_json_has_a_turn_per_turn_with_its_cold_replay(
@@ -97,9 +100,10 @@ def test_llama_server_gets_the_same_turns_and_its_prompt_cache_serves_turn_two(
     rows = [line for line in table.splitlines() if ROW.match(line)]
     assert len(rows) == 2
     server_columns = [row.split("│")[1].split() for row in rows]
+    assert all(len(columns) == 4 for columns in server_columns)  # cached, computed, 2 times
     cached, computed = (int(server_columns[1][0]), int(server_columns[1][1]))
     ours_prompt = int(ROW.match(rows[1])[2])
     assert cached > 0
     # Both saw the same conversation: llama-server's prompt is ours, token for token in count.
     assert abs(cached + computed - ours_prompt) <= FEW
-    assert "ours / server" in table
+    assert "ours / llama-server" in table

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -36,7 +37,7 @@ from app.engine.runtime.client import RuntimeClient
 from app.engine.runtime.decode_bench import PROMPTS
 from app.engine.runtime.llama_server_bench import LlamaServer, PromptTimings
 from app.engine.runtime.prompting import ChatMessage
-from app.engine.runtime.request import GenerationRequest, GenerationResult
+from app.engine.runtime.request import GenerationRequest, GenerationResult, TokenChunk
 from app.engine.runtime.sampling import SamplerSettings
 
 FOLLOW_UPS: tuple[str, ...] = (
@@ -86,26 +87,43 @@ def _listing(indexes: Iterable[int]) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class PromptFigures:
-    """How one request took in its prompt and how long its first token took."""
+    """How one request took in its prompt and how long its first token took: ``ttft_seconds``
+    the worker's figure (from the tokenized prompt: prefill, first sample),
+    ``client_ttft_seconds`` from the caller's request to its first streamed chunk (template,
+    tokenizing and the process hop included: what a chat window waits)."""
 
     prompt_tokens: int
     reused_tokens: int
     computed_tokens: int
     ttft_seconds: float
+    client_ttft_seconds: float
     prefill_seconds: float
     reply_tokens: int
 
-    @classmethod
-    def of(cls, result: GenerationResult) -> PromptFigures:
-        stats = result.stats
-        return cls(
-            prompt_tokens=result.prompt_token_count,
-            reused_tokens=stats.prompt_reused_tokens,
-            computed_tokens=stats.prompt_computed_tokens,
-            ttft_seconds=stats.ttft_seconds,
-            prefill_seconds=stats.prefill_seconds,
-            reply_tokens=stats.generated_tokens,
-        )
+
+def _measure(
+    client: RuntimeClient, request: GenerationRequest
+) -> tuple[GenerationResult, PromptFigures]:
+    """Run ``request``, timing its first chunk as the caller receives it."""
+    first_chunk: list[float] = []
+    started = time.perf_counter()
+
+    def on_chunk(_chunk: TokenChunk) -> None:
+        if not first_chunk:
+            first_chunk.append(time.perf_counter() - started)
+
+    result = client.generate(request, on_chunk)
+    stats = result.stats
+    figures = PromptFigures(
+        prompt_tokens=result.prompt_token_count,
+        reused_tokens=stats.prompt_reused_tokens,
+        computed_tokens=stats.prompt_computed_tokens,
+        ttft_seconds=stats.ttft_seconds,
+        client_ttft_seconds=first_chunk[0] if first_chunk else 0.0,
+        prefill_seconds=stats.prefill_seconds,
+        reply_tokens=stats.generated_tokens,
+    )
+    return result, figures
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,6 +162,16 @@ class ChatBenchmark:
         return _median([turn.ours.ttft_seconds for turn in self.turns[1:]])
 
     @property
+    def median_client_ttft(self) -> float:
+        """Median of turns 2..N of the time to the first chunk as the caller receives it."""
+        return _median([turn.ours.client_ttft_seconds for turn in self.turns[1:]])
+
+    @property
+    def median_server_first_token(self) -> float:
+        """Median of turns 2..N of llama-server's first streamed event as a client sees it."""
+        return _median([t.server.first_token_seconds for t in self.turns[1:] if t.server])
+
+    @property
     def median_cold_ttft(self) -> float:
         return _median([turn.cold.ttft_seconds for turn in self.turns[1:] if turn.cold])
 
@@ -167,10 +195,13 @@ class ChatBenchmark:
             }
             for turn in self.turns
         ]
+        server = self.server_label is not None
         data["median_ttft_turns_2_on"] = {
             "ours": self.median_ttft,
+            "ours_client": self.median_client_ttft,
             "cold": self.median_cold_ttft if self.has_cold else None,
-            "llama_server_prompt": self.median_server_prompt if self.server_label else None,
+            "llama_server_prompt": self.median_server_prompt if server else None,
+            "llama_server_client": self.median_server_first_token if server else None,
         }
         data["cold_method"] = COLD_METHOD if self.has_cold else None
         return data
@@ -248,8 +279,8 @@ def run_chat_benchmark(
             _check_room(settings, info.context_length, ours)
         progress(f"turn {turn}/{settings.turns}")
         prompts.append(tuple(messages))
-        result = client.generate(settings.request(messages, turn))
-        ours.append(PromptFigures.of(result))
+        result, figures = _measure(client, settings.request(messages, turn))
+        ours.append(figures)
         if llama_server is not None:
             sampler = settings.sampler(turn)
             servers.append(llama_server.prompt_timings(messages, sampler, settings.max_tokens))
@@ -341,5 +372,5 @@ def _cold(
         progress(f"cold: turn {turn}/{len(prompts)}")
         first, *rest = messages
         marked = [ChatMessage(first.role, f"({turn}) {first.content}"), *rest]
-        figures.append(PromptFigures.of(client.generate(settings.request(marked, turn))))
+        figures.append(_measure(client, settings.request(marked, turn))[1])
     return figures

@@ -16,6 +16,7 @@ model's own chat template formats the prompt as ours does.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import socket
 import subprocess
@@ -73,11 +74,13 @@ def parse_timings(response: dict[str, Any]) -> ServerReply:
 @dataclass(frozen=True)
 class PromptTimings:
     """How llama-server took in one reply's prompt: ``cache_n`` tokens from its prompt cache,
-    ``prompt_n`` computed in ``prompt_ms``."""
+    ``prompt_n`` computed in ``prompt_ms``; ``first_token_seconds``: from sending the request
+    to the first streamed event, as a client sees it (0 when not streamed)."""
 
     cached_tokens: int
     computed_tokens: int
     prompt_seconds: float
+    first_token_seconds: float = 0.0
 
     @property
     def prompt_tokens(self) -> int:
@@ -178,8 +181,13 @@ class LlamaServer:
     def reply(
         self, prompt: str, sampler: SamplerSettings, max_tokens: int, *, record: bool = True
     ) -> ServerReply:
-        response = self._chat([{"role": "user", "content": prompt}], sampler, max_tokens)
-        reply = parse_timings(response)
+        body = _chat_body([{"role": "user", "content": prompt}], sampler, max_tokens)
+        try:
+            with self._post(body) as response:
+                answer = json.loads(response.read())
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise RuntimeBackendError(f"{self.label} failed a request: {exc}") from None
+        reply = parse_timings(answer if isinstance(answer, dict) else {})
         if record:
             self._replies.append(reply)
         return reply
@@ -187,37 +195,38 @@ class LlamaServer:
     def prompt_timings(
         self, messages: Sequence[ChatMessage], sampler: SamplerSettings, max_tokens: int
     ) -> PromptTimings:
-        """Send a whole conversation with the prompt cache on; how its prompt was taken in."""
+        """Stream the reply to a whole conversation, prompt cache on: how its prompt was taken
+        in (the ``timings`` of the last event) and when the first event came."""
         history = [{"role": m.role, "content": m.content} for m in messages]
-        return parse_prompt_timings(self._chat(history, sampler, max_tokens))
+        body = {**_chat_body(history, sampler, max_tokens), "stream": True}
+        first_event, timings = 0.0, None
+        started = time.perf_counter()
+        try:
+            with self._post(body) as response:
+                for line in response:
+                    text = line.decode("utf-8", errors="replace").strip()
+                    if not text.startswith("data:") or text == "data: [DONE]":
+                        continue
+                    event = json.loads(text.removeprefix("data:"))
+                    if not isinstance(event, dict):
+                        continue
+                    if not first_event and event.get("choices"):
+                        first_event = time.perf_counter() - started
+                    if "timings" in event:
+                        timings = event
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise RuntimeBackendError(f"{self.label} failed a request: {exc}") from None
+        figures = parse_prompt_timings(timings or {})
+        return dataclasses.replace(figures, first_token_seconds=first_event)
 
-    def _chat(
-        self, messages: list[dict[str, str]], sampler: SamplerSettings, max_tokens: int
-    ) -> dict[str, Any]:
-        body = {
-            "messages": messages,
-            "max_tokens": max_tokens,
-            "temperature": sampler.temperature,
-            "top_k": sampler.top_k,
-            "top_p": sampler.top_p,
-            "min_p": sampler.min_p,
-            "seed": sampler.seed if sampler.seed is not None else -1,
-            "cache_prompt": True,
-            "stream": False,
-        }
+    def _post(self, body: dict[str, Any]) -> Any:
+        """The open HTTP response to ``body`` on the chat endpoint (use it in ``with``)."""
         request = urllib.request.Request(
             self._url("/v1/chat/completions"),
             data=json.dumps(body).encode(),
             headers={"Content-Type": "application/json"},
         )
-        try:
-            with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT_SECONDS) as response:
-                answer = json.loads(response.read())
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            raise RuntimeBackendError(f"{self.label} failed a request: {exc}") from None
-        if not isinstance(answer, dict):
-            raise RuntimeBackendError(f"{self.label} answered with {type(answer).__name__}")
-        return answer
+        return urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT_SECONDS)
 
     def figures(self) -> ServerFigures:
         return ServerFigures(
@@ -281,6 +290,22 @@ class LlamaServerPool:
     def close(self) -> None:
         for server in self.servers:
             server.close()
+
+
+def _chat_body(
+    messages: list[dict[str, str]], sampler: SamplerSettings, max_tokens: int
+) -> dict[str, Any]:
+    return {
+        "messages": messages,
+        "max_tokens": max_tokens,
+        "temperature": sampler.temperature,
+        "top_k": sampler.top_k,
+        "top_p": sampler.top_p,
+        "min_p": sampler.min_p,
+        "seed": sampler.seed if sampler.seed is not None else -1,
+        "cache_prompt": True,
+        "stream": False,
+    }
 
 
 def _free_port() -> int:
