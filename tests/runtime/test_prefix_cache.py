@@ -43,10 +43,19 @@ def test_nothing_shared_means_nothing_kept() -> None:
     assert resume_point([], [7, 8], rewindable=False, checkpoints=()) == 0
 
 
-def test_checkpoints_every_interval_and_before_the_last_token() -> None:
+def test_checkpoints_every_interval_where_asked_and_before_the_last_token() -> None:
     assert checkpoint_marks(0, 2500, interval=1024) == [1024, 2048, 2499]
-    assert checkpoint_marks(1500, 2100, interval=1024) == [2048, 2099]
+    assert checkpoint_marks(1500, 2100, interval=1024) == [2048]  # 2099 is too close
+    assert checkpoint_marks(0, 2500, wanted=[300, 2600], interval=1024) == [300, 1024, 2048, 2499]
     assert checkpoint_marks(10, 11, interval=1024) == []
+
+
+def test_checkpoints_too_close_to_the_last_one_are_skipped() -> None:
+    # A turn that computes a short new message ends in one batch: its start is checkpoint
+    # enough for an edit or Regenerate.
+    assert checkpoint_marks(1730, 1757, wanted=[1733], interval=1024, min_gap=64) == []
+    assert checkpoint_marks(0, 1000, wanted=[950], interval=1024, min_gap=64) == [950]
+    assert checkpoint_marks(0, 1000, wanted=[990], interval=1024, min_gap=64) == [990]
 
 
 def test_prefill_batches_end_at_every_mark_and_never_exceed_the_batch() -> None:

@@ -586,9 +586,7 @@ class LlamaCppBackend(DecodeBackend):
         if self._recurrent:
             if continuing and start not in live.checkpoints:
                 self._keep_checkpoint(lane, start)  # the end of the last committed reply
-            marks = sorted(
-                {*checkpoint_marks(start, len(tokens)), *(m for m in keep_at if m > start)}
-            )
+            marks = checkpoint_marks(start, len(tokens), wanted=keep_at)
         if start == 0:
             previous_hidden: np.ndarray | None = np.zeros(self._width, dtype=np.float32)
         else:

@@ -25,6 +25,12 @@ CHECKPOINT_INTERVAL = 1024
 """Tokens between checkpoints inside a long prompt of a recurrent model: an edit deep in a long
 conversation recomputes at most this many tokens before the edit."""
 
+CHECKPOINT_MIN_GAP = 64
+"""Fewer tokens than this after the previous checkpoint (or where the computation started,
+itself a checkpoint) and a mark is skipped: each checkpoint ends a prefill batch, and on
+memory-bound hardware every batch reads all the weights once more — about one token's decode —
+while resuming a few tokens earlier costs about as little."""
+
 SAVE_MIN_TOKENS = 64
 """A live session shorter than this is recomputed, not saved, when another prompt displaces it."""
 
@@ -64,14 +70,27 @@ def resume_point(
     return max((point for point in checkpoints if point <= limit), default=0)
 
 
-def checkpoint_marks(start: int, end: int, *, interval: int = CHECKPOINT_INTERVAL) -> list[int]:
-    """Lengths inside (start, end) at which a prefill of a recurrent trunk keeps a checkpoint:
-    every ``interval`` tokens, and one token before the end, so Regenerate (the same prompt
-    again) computes one token."""
-    marks = set(range((start // interval + 1) * interval, end, interval))
+def checkpoint_marks(
+    start: int,
+    end: int,
+    *,
+    wanted: Iterable[int] = (),
+    interval: int = CHECKPOINT_INTERVAL,
+    min_gap: int = CHECKPOINT_MIN_GAP,
+) -> list[int]:
+    """Lengths inside (start, end) at which a prefill of a recurrent trunk (computing from
+    ``start``) keeps a checkpoint: every ``interval`` tokens, at the ``wanted`` lengths (where
+    the last user message starts), and one token before the end, so Regenerate (the same prompt
+    again) computes one token — each at least ``min_gap`` after the one before it."""
+    candidates = set(range((start // interval + 1) * interval, end, interval))
+    candidates.update(mark for mark in wanted if start < mark < end)
     if end - 1 > start:
-        marks.add(end - 1)
-    return sorted(marks)
+        candidates.add(end - 1)
+    marks: list[int] = []
+    for mark in sorted(candidates):
+        if mark - (marks[-1] if marks else start) >= min_gap:
+            marks.append(mark)
+    return marks
 
 
 def chunk_ends(start: int, end: int, marks: Iterable[int], batch: int) -> list[int]:
