@@ -216,7 +216,7 @@ def main() -> int:
     started = time.perf_counter()
     heartbeat.start()
     while streamed < args.tokens:
-        if not window.send(PROMPT if not replies else "Continue."):
+        if not window.replies.send(PROMPT if not replies else "Continue."):
             raise SystemExit(window.banner.text())
         _wait(app, lambda: not window.streaming, 600)
         widget = window.transcript.messages[-1]

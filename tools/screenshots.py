@@ -290,7 +290,7 @@ class Shooter:
         chat.graft.confirmation.button(QMessageBox.StandardButton.Yes).click()
         grafted = "Demo-Q8_0-mtp.gguf"
         self.wait(lambda: chat.model_bar.state.text() == f"Ready: {grafted}", 60)
-        chat.send("Write a function that reverses a string.")
+        chat.replies.send("Write a function that reverses a string.")
         self.wait(lambda: not chat.streaming, 60)
         self.shot(window, "chat-grafted-gguf-drafts")
 
