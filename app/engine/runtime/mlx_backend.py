@@ -8,9 +8,11 @@ tensors (:mod:`mlx_sidecar`); when there is none, or it does not fit, the model 
 and ``ModelInfo.mtp_unavailable_reason`` says why.
 
 Rollback: attention KV caches trim by offset; a gated-delta-net ``ArraysCache`` cannot be
-trimmed, so its arrays are snapshotted before each verify (mlx arrays are immutable: keeping the
-references is the snapshot) and, after a partial accept, restored and the committed tokens
-re-run — exact and portable; capturing per-token states inside verify would save that re-run.
+trimmed. Its layers are wrapped (:mod:`mlx_verify_states`) so a verify keeps the conv window and
+recurrent state after each token, and a partial accept sets them from the last accepted one. The
+arrays are also snapshotted before each verify (mlx arrays are immutable: keeping the references
+is the snapshot): with ``per_token_states=False``, or a recurrent layer the wrapper does not know,
+rollback restores that snapshot and re-runs the committed tokens — the exact, portable reference.
 
 Head rows follow the llama.cpp backend's convention: the row for position p carries token x_p
 and the trunk's hidden state h_{p−1}. Rows for tokens a verify commits (or a plain step after a
@@ -69,6 +71,7 @@ from app.engine.runtime.mlx_sidecar import (
     read_head_tensors,
 )
 from app.engine.runtime.mlx_text import HfText
+from app.engine.runtime.mlx_verify_states import Capture, wrap_gated_delta_layers
 
 BACKEND_NAME = "mlx"
 DEFAULT_CONTEXT = 4096
@@ -91,7 +94,16 @@ def _load_trunk(folder: Path) -> tuple[Any, Any]:
 class MlxBackend(DecodeBackend):
     """One model folder in mlx-lm, with an MTP head when one is found and fits."""
 
-    def __init__(self, path: Path, settings: LoadSettings, sidecar: Path | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        settings: LoadSettings,
+        sidecar: Path | None = None,
+        *,
+        per_token_states: bool = True,
+    ) -> None:
+        """``per_token_states`` False keeps the restore + re-run rollback (the reference the
+        per-token capture is tested against)."""
         from mlx_lm.models.cache import ArraysCache, KVCache, make_prompt_cache
 
         self._arrays_cache_type = ArraysCache
@@ -114,6 +126,9 @@ class MlxBackend(DecodeBackend):
         caches = self._make_cache(self._model)
         self._recurrent = any(isinstance(cache, ArraysCache) for cache in caches)
         self._reusable = all(isinstance(cache, (ArraysCache, KVCache)) for cache in caches)
+        wrappers = wrap_gated_delta_layers(self._trunk) if per_token_states else []
+        recurrent_layers = sum(isinstance(cache, ArraysCache) for cache in caches)
+        self._capturers = wrappers if len(wrappers) == recurrent_layers else []
         trained = getattr(args, "max_position_embeddings", 0) or DEFAULT_CONTEXT
         self.info = ModelInfo(
             path=self._path,
@@ -212,7 +227,7 @@ class MlxBackend(DecodeBackend):
         self._head_tracking = False
         self._queue_tokens: list[int] = []
         self._queue_hidden: list[mx.array] = []
-        self._verified: tuple[int, tuple[int, ...], mx.array, mx.array, list[Any]] | None = None
+        self._verified: _Verified | None = None
         self._last_verify: Checkpoint | None = None
         self._last_reuse = PrefixReuse()
 
@@ -284,12 +299,21 @@ class MlxBackend(DecodeBackend):
     def verify(self, tokens: Sequence[int]) -> VerifyResult:
         self._check_room(len(tokens))
         snapshot = self._snapshot()
-        hidden = self._trunk(mx.array([list(tokens)]), cache=self._live.trunk)[0]
+        capture = Capture() if self._capturers and len(tokens) > 1 else None
+        for wrapper in self._capturers:
+            wrapper.capture = capture
+        try:
+            hidden = self._trunk(mx.array([list(tokens)]), cache=self._live.trunk)[0]
+        finally:
+            for wrapper in self._capturers:
+                wrapper.capture = None
+        if capture is not None:
+            mx.eval(hidden, capture.arrays())
         logits = self._logits_rows(hidden)
         hidden_before = self._live.hidden_last
         assert hidden_before is not None
         start = len(self._live.tokens)
-        self._verified = (start, tuple(tokens), hidden, hidden_before, snapshot)
+        self._verified = _Verified(start, tuple(tokens), hidden, hidden_before, snapshot, capture)
         self._live.tokens.extend(tokens)
         return VerifyResult(logits, np.array(hidden.astype(mx.float32)))
 
@@ -298,8 +322,9 @@ class MlxBackend(DecodeBackend):
             raise RuntimeBackendError(
                 "rollback without a verify: the decoding loop is out of order"
             )
-        start, tokens, hidden, hidden_before, snapshot = self._verified
-        self._verified = None
+        verified, self._verified = self._verified, None
+        start, tokens, hidden = verified.start, verified.tokens, verified.hidden
+        hidden_before, snapshot = verified.hidden_before, verified.snapshot
         accepted = committed_length - start - 1
         if not 0 <= accepted < len(tokens):
             raise RuntimeBackendError(
@@ -307,7 +332,9 @@ class MlxBackend(DecodeBackend):
                 f"{start}..{start + len(tokens) - 1}"
             )
         del self._live.tokens[committed_length:]
-        if committed_length < start + len(tokens):
+        if committed_length < start + len(tokens) and verified.capture is not None:
+            self._keep_captured(verified.capture, accepted, len(tokens) - accepted - 1)
+        elif committed_length < start + len(tokens):
             self._restore(snapshot, start)
             self._trunk(mx.array([list(tokens[: accepted + 1])]), cache=self._live.trunk)
             mx.eval(self._cache_state())
@@ -501,6 +528,16 @@ class MlxBackend(DecodeBackend):
             for cache in self._live.trunk
         ]
 
+    def _keep_captured(self, capture: Capture, accepted: int, dropped: int) -> None:
+        """The trunk as after the first ``accepted`` + 1 verified tokens: each recurrent layer
+        from its captured state, each KV cache trimmed."""
+        layers = iter(capture.layers)
+        for cache in self._live.trunk:
+            if isinstance(cache, self._arrays_cache_type):
+                cache.cache = list(next(layers)[accepted])
+            else:
+                cache.trim(dropped)
+
     def _restore(self, snapshot: list[Any], length: int) -> None:
         for cache, saved in zip(self._live.trunk, snapshot, strict=True):
             if isinstance(cache, self._arrays_cache_type):
@@ -530,6 +567,20 @@ class MlxBackend(DecodeBackend):
                 f"the context window of {self._path.name} ({self.info.context_length} tokens) is "
                 "full; start a new conversation or load the model with a larger context (--ctx)"
             )
+
+
+@dataclass(frozen=True)
+class _Verified:
+    """What :meth:`MlxBackend.rollback` needs from the last verify: where it started, its
+    tokens, their hidden states, h_{start−1}, the state before it and, when captured, the
+    recurrent states after each of its tokens."""
+
+    start: int
+    tokens: tuple[int, ...]
+    hidden: mx.array
+    hidden_before: mx.array
+    snapshot: list[Any]
+    capture: Capture | None
 
 
 @dataclass(frozen=True)
