@@ -142,7 +142,7 @@ def render(benchmark: DecodeBenchmark) -> str:
         acceptance = " / ".join(f"{rate:.0%}" for rate in row.acceptance_by_depth)
         if row.mode == "ar":
             cycle_columns = f"{'—':>10}{'—':>7}{'—':>8}{'—':>6}{'—':>9}{'—':>7}{'—':>6}  —"
-        elif row.adaptive:
+        elif row.variable_depth:
             cycle_columns = (
                 f"{'—':>10}{'—':>7}{'—':>8}{'—':>6}{row.tokens_per_cycle:>9.2f}{'—':>7}{'—':>6}"
                 f"  {acceptance} (mean depth {row.mean_draft_depth:.2f})"

@@ -79,6 +79,13 @@ class ModeFigures:
     CPU backend): what the speedup is without other processes' load."""
     confidence_stops: int = 0
     """Cycles whose draft ended early at a token the head was unsure of."""
+    stops_unsure: bool = False
+
+    @property
+    def variable_depth(self) -> bool:
+        """The drafts per cycle vary (adaptive depth, or drafts stopping where the head is
+        unsure): Leviathan's figures, which assume one depth, do not apply."""
+        return self.adaptive or self.stops_unsure
 
     @property
     def decode_tokens_per_second(self) -> float:
@@ -259,6 +266,7 @@ def _figures(
         speedup=stats.decode_tokens_per_second / ar_rate if ar_rate > 0 else 0.0,
         decode_clock_seconds=stats.decode_clock_seconds,
         confidence_stops=stats.confidence_stops,
+        stops_unsure=mode.stop_unsure,
         clock_speedup=(
             stats.decode_tokens_per_clock_second / ar_clock_rate if ar_clock_rate > 0 else 0.0
         ),

@@ -104,7 +104,7 @@ def sparse_distribution(logits: np.ndarray, settings: SamplerSettings) -> Sparse
     # the transform runs on those few entries instead of the whole vocabulary. Dividing by a
     # positive temperature keeps the order, so the raw logits select the same candidates.
     top_k_on = 0 < settings.top_k < size
-    candidates = _top_k(logits, settings.top_k) if top_k_on else np.arange(size)
+    candidates = top_k_ids(logits, settings.top_k) if top_k_on else np.arange(size)
     scaled = logits[candidates].astype(np.float64) / settings.temperature
     kept = np.exp(scaled - scaled.max())
     kept /= kept.sum()
@@ -116,7 +116,7 @@ def sparse_distribution(logits: np.ndarray, settings: SamplerSettings) -> Sparse
     return SparseDistribution(candidates, kept)
 
 
-def _top_k(logits: np.ndarray, k: int) -> np.ndarray:
+def top_k_ids(logits: np.ndarray, k: int) -> np.ndarray:
     """Ascending ids of the tokens whose logit is at least the k-th largest (ties kept).
 
     A full selection over the vocabulary costs far more than one comparison pass, so a bound is

@@ -88,20 +88,21 @@ class SpeculativeDecoder:
         proposals: list[SparseDistribution] = []
         recorder = self._recorder
         steps = 0
+        greedy = self._sampler.greedy
         if stop is not None:
-            stop.start_cycle()
+            stop.start_cycle(greedy=greedy)
 
         def choose(_index: int, logits: np.ndarray) -> int:
             nonlocal steps
             steps += 1
-            if self._sampler.greedy:
+            if greedy:
                 token = greedy_token(logits)
+                confidence = head_confidence(logits, token) if stop is not None else 1.0
             else:
                 q = sparse_distribution(logits, self._sampler)
                 token = draw(q, self._rng)
-            if stop is not None and not stop.keeps_drafting(
-                head_confidence(logits, token), recorder.cost_ratio()
-            ):
+                confidence = float(q.at(np.array([token]))[0])
+            if stop is not None and not stop.keeps_drafting(confidence, recorder.cost_ratio()):
                 return STOP_DRAFTING
             if not self._sampler.greedy:
                 proposals.append(q)
