@@ -46,6 +46,7 @@ import numpy as np
 
 from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.backend import (
+    STOP_DRAFTING,
     DecodeBackend,
     DraftChooser,
     DraftResult,
@@ -290,11 +291,13 @@ class MlxBackend(DecodeBackend):
             carried, logits = self._head.step(mx.array([tokens]), hidden, head_cache)
             rows[index] = np.array(logits[0, -1].astype(mx.float32))
             token = choose(index, rows[index])
+            if token == STOP_DRAFTING:
+                break
             drafts.append(token)
             tokens, hidden = [token], carried[:, -1:, :]
-        if depth > 1:
-            head_cache.trim(depth - 1)
-        return DraftResult(tuple(drafts), rows)
+        # keep the row of ``last_token`` (committed by the verify), drop the drafts' rows
+        head_cache.trim(head_cache.offset - len(self._live.tokens))
+        return DraftResult(tuple(drafts), rows[: len(drafts)])
 
     def verify(self, tokens: Sequence[int]) -> VerifyResult:
         self._check_room(len(tokens))

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from app.engine.runtime.acceptance import AcceptMode
+from app.engine.runtime.depth_policy import DepthPolicies
 from app.engine.runtime.generation import generate, prompt_tokens
 from app.engine.runtime.mlx_backend import MlxBackend
 from app.engine.runtime.prompting import ChatMessage
@@ -107,3 +108,32 @@ def test_after_a_partial_accept_the_state_equals_a_fresh_prefill(four_bit: MlxBa
     assert np.argmax(after_cycles_head) == np.argmax(fresh_head)
     # mlx on the CPU computes deterministically: the restored + replayed state is bit-exact
     assert trunk_diff == 0.0 and head_diff == 0.0
+
+
+def test_drafts_stopped_early_by_the_confidence_stop_keep_greedy_output_exact(
+    four_bit: MlxBackend,
+) -> None:
+    policies = DepthPolicies(remember=False)
+    stops = 0
+    for prompt in PROMPTS:
+
+        def run(depth: int, prompt: str = prompt) -> GenerationResult:
+            request = GenerationRequest(
+                messages=(ChatMessage("user", prompt),),
+                max_tokens=24,
+                sampler=GREEDY,
+                mtp_depth=depth,
+                stop_unsure_drafts=True,
+            )
+            return generate(
+                four_bit,
+                request,
+                emit=lambda _chunk: None,
+                cancelled=lambda: False,
+                depth_policies=policies,
+            )
+
+        plain, speculative = run(0), run(4)
+        assert speculative.token_ids == plain.token_ids, prompt
+        stops += speculative.stats.confidence_stops
+    assert stops > 0, "the demo head is unsure often enough to stop some drafts"
