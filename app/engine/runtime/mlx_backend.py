@@ -21,17 +21,21 @@ prefill with the head) are queued and run with the next cycle's first draft row.
 Prefix reuse: the live conversation keeps the tokens its caches stand for; a prefill resumes at
 the longest usable prefix of the live state, a checkpoint or a saved conversation
 (:mod:`mlx_kept_states`) and computes only the rest. A trunk with recurrent layers resumes only
-at a checkpoint (every ``CHECKPOINT_INTERVAL`` prompt tokens, just before each prompt's last
-token so a regenerate computes one token, the end of each reply as the next prefill finds it, and
-the state before the last verify when a prompt diverges inside it); an attention-only trunk
-resumes anywhere. The head resumes with the trunk: each checkpoint keeps h_{s−1}, so after
-trimming the head to rows 1..s−1 the first computed row (x_s, h_{s−1}) is exact. That costs
-one hidden vector per checkpoint; the alternative (resuming the trunk one token earlier to
-recompute h_{s−1}) needs a recurrent state one token before every checkpoint, which would double
-them. An attention-only trunk does take that route where no hidden is kept: it resumes at s with
-the head holding rows 1..s, so the first computed token's hidden feeds row s+1. A head left
-behind the trunk (requests without MTP do not run it) is not caught up: the prefill resumes from
-the latest point the head still covers, which is exact and costs the trunk recompute.
+at a checkpoint: the marks :func:`prefix_cache.checkpoint_marks` picks inside a prompt (every
+``CHECKPOINT_INTERVAL`` = 1024 tokens, where the last user message starts, one token before the
+end so a regenerate computes one token; each at least ``CHECKPOINT_MIN_GAP`` = 64 tokens from
+the previous, since every mark ends a prefill batch that reads all weights again, so a regenerate
+of a short turn recomputes up to 64 tokens in one batch instead), the end of each reply as the
+next prefill finds it, and the state before the last verify when a prompt diverges inside it.
+An attention-only trunk resumes anywhere. The head resumes with the trunk: each checkpoint
+keeps h_{s−1}, so after trimming the head to rows 1..s−1 the first computed row (x_s, h_{s−1})
+is exact. That costs one hidden vector per checkpoint; the alternative (resuming the trunk one
+token earlier to recompute h_{s−1}) needs a recurrent state one token before every checkpoint,
+which would double them. An attention-only trunk does take that route where no hidden is kept:
+it resumes at s with the head holding rows 1..s, so the first computed token's hidden feeds row
+s+1. A head left behind the trunk (requests without MTP do not run it) is not caught up: the
+prefill resumes from the latest point the head still covers, exact at the cost of the trunk
+recompute.
 """
 
 from __future__ import annotations
@@ -56,15 +60,7 @@ from app.engine.runtime.backend import (
     VerifyResult,
 )
 from app.engine.runtime.mlx_heads import MtpHead
-from app.engine.runtime.mlx_kept_states import (
-    CHECKPOINT_INTERVAL,
-    SAVE_MIN_TOKENS,
-    Checkpoint,
-    Conversation,
-    KeptStates,
-    cache_arrays,
-    common_prefix,
-)
+from app.engine.runtime.mlx_kept_states import Checkpoint, Conversation, KeptStates, cache_arrays
 from app.engine.runtime.mlx_sidecar import (
     build_head,
     head_style,
@@ -73,6 +69,13 @@ from app.engine.runtime.mlx_sidecar import (
 )
 from app.engine.runtime.mlx_text import HfText
 from app.engine.runtime.mlx_verify_states import Capture, wrap_gated_delta_layers
+from app.engine.runtime.prefix_cache import (
+    CHECKPOINT_INTERVAL,
+    SAVE_MIN_TOKENS,
+    checkpoint_marks,
+    chunk_ends,
+)
+from app.engine.runtime.prefix_cache import common_prefix_length as common_prefix
 
 BACKEND_NAME = "mlx"
 DEFAULT_CONTEXT = 4096
@@ -469,10 +472,15 @@ class MlxBackend(DecodeBackend):
         self, tokens: list[int], resume: _Resume, with_mtp: bool, keep_at: Sequence[int]
     ) -> np.ndarray:
         """Compute ``tokens`` from the resume point on: trunk, head rows with ``with_mtp``, and
-        for a recurrent trunk checkpoints at interval marks, at ``keep_at`` and before the last
-        token."""
-        marks = set(keep_at) if self._recurrent else set()
-        live, start = self._live, resume.position
+        for a recurrent trunk checkpoints at the marks :func:`checkpoint_marks` picks (interval
+        marks, ``keep_at``, before the last token; at least its minimum gap apart)."""
+        start = resume.position
+        marks = (
+            checkpoint_marks(start, len(tokens), wanted=keep_at, interval=CHECKPOINT_INTERVAL)
+            if self._recurrent
+            else []
+        )
+        live = self._live
         previous = resume.checkpoint.hidden if resume.checkpoint is not None else None
         head = live.head
         if with_mtp:
@@ -481,7 +489,8 @@ class MlxBackend(DecodeBackend):
             head.trim(head.offset - needed)
         assert live.tokens == tokens[:start], "resume state out of step with its tokens"
         hidden = None
-        for first, end in _segments(start, len(tokens), self._recurrent, marks):
+        ends = chunk_ends(start, len(tokens), marks, PREFILL_CHUNK)
+        for first, end in zip([start, *ends[:-1]], ends, strict=True):
             chunk = tokens[first:end]
             hidden = self._trunk(mx.array([chunk]), cache=live.trunk)[0]
             evaluate = [hidden, self._cache_state()]
@@ -497,9 +506,7 @@ class MlxBackend(DecodeBackend):
             previous = hidden[-1]
             mx.eval(evaluate)
             live.tokens.extend(chunk)
-            if self._recurrent and (
-                end == len(tokens) - 1 or end % CHECKPOINT_INTERVAL == 0 or end in marks
-            ):
+            if end in marks:
                 arrays = self._recurrent_arrays(live.trunk)
                 self._kept.add_checkpoint(live.ident, Checkpoint(end, arrays, hidden[-1]))
         assert hidden is not None
@@ -619,17 +626,3 @@ def _copy_kv(source: Any, target: Any, length: int) -> None:
     target.keys = source.keys[..., :length, :]
     target.values = source.values[..., :length, :]
     target.offset = length
-
-
-def _segments(start: int, end: int, recurrent: bool, marks: set[int]) -> list[tuple[int, int]]:
-    """Prefill chunks from ``start`` to ``end``: cut at multiples of ``PREFILL_CHUNK`` and of
-    ``CHECKPOINT_INTERVAL``, at ``marks`` and, for a recurrent trunk, before the last token."""
-    cuts = {end, *(mark for mark in marks if start < mark < end)}
-    cuts.update(range((start // PREFILL_CHUNK + 1) * PREFILL_CHUNK, end, PREFILL_CHUNK))
-    cuts.update(
-        range((start // CHECKPOINT_INTERVAL + 1) * CHECKPOINT_INTERVAL, end, CHECKPOINT_INTERVAL)
-    )
-    if recurrent and end - 1 > start:
-        cuts.add(end - 1)
-    ends = sorted(cuts)
-    return list(zip([start, *ends[:-1]], ends, strict=True))

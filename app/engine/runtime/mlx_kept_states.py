@@ -22,22 +22,12 @@ once however many kept states share it.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import mlx.core as mx
 from mlx.utils import tree_flatten
-
-CHECKPOINT_INTERVAL = 1024
-"""Prompt tokens between checkpoints inside a long prompt of a recurrent model. A checkpoint is
-only references to arrays the prefill made anyway (no compute), so the interval trades memory
-alone: an edit deep in a long conversation recomputes at most this many tokens before the edit,
-and at the default 1 GiB budget a 27B model's recurrent state (~150 MiB) keeps about six."""
-
-SAVE_MIN_TOKENS = 64
-"""A live conversation shorter than this is recomputed, not saved, when another prompt takes
-its place (the same figure as the llama.cpp backend's)."""
 
 _WHOLE = -1
 """The position key of a saved conversation's whole state in the LRU order."""
@@ -75,14 +65,6 @@ class Conversation:
 def cache_arrays(cache: Any) -> list[mx.array]:
     """The arrays an mlx-lm cache holds (a KV cache's whole buffers, not the used part)."""
     return [value for _, value in tree_flatten(cache.state) if isinstance(value, mx.array)]
-
-
-def common_prefix(first: Sequence[int], second: Sequence[int]) -> int:
-    """How many leading tokens the two sequences share."""
-    for index, (a, b) in enumerate(zip(first, second, strict=False)):
-        if a != b:
-            return index
-    return min(len(first), len(second))
 
 
 class KeptStates:
