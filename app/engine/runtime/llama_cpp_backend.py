@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import logging
 import os
 import platform
 import time
@@ -77,6 +78,8 @@ from app.engine.runtime.prefix_cache import (
     common_prefix_length,
     resume_point,
 )
+
+log = logging.getLogger(__name__)
 
 BACKEND_NAME = "llama.cpp"
 DEFAULT_CONTEXT = 4096
@@ -482,15 +485,20 @@ class LlamaCppBackend(DecodeBackend):
         )
         if displaced and (not with_mtp or self._head_valid.get(lane, False)):
             self._save_live(lane)
-        if best is not None:
-            self._restore_saved(best)
-            live, source = best, "saved"
-        else:
-            source = "live"
-        continuing = point == len(live.tokens)
-        if not continuing and source == "live":
-            source = "checkpoint" if self._recurrent else "trimmed"
-        return self._rewind(lane, point, with_mtp), source, continuing
+        try:
+            if best is not None:
+                self._restore_saved(best)
+                live, source = best, "saved"
+            else:
+                source = "live"
+            continuing = point == len(live.tokens)
+            if not continuing and source == "live":
+                source = "checkpoint" if self._recurrent else "trimmed"
+            return self._rewind(lane, point, with_mtp), source, continuing
+        except RuntimeBackendError as exc:  # a kept state llama.cpp would not take back
+            log.warning("computing the prompt from the start: %s", exc)
+            self._forget_lane(lane)
+            return self._rewind(lane, 0, with_mtp), "", False
 
     def _rewind(self, lane: str, length: int, with_mtp: bool) -> int:
         """Keep the first ``length`` tokens of the lane's live state (0: clear it)."""
