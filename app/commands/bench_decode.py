@@ -216,7 +216,12 @@ def _llama_server_lines(benchmark: DecodeBenchmark) -> list[str]:
         f"{'mode':<26}{'tok/s':>9}{'speedup':>9}{'accept':>8}{'ours tok/s':>12}{'ours/its':>10}",
     ]
     for row in servers:
-        ours = benchmark.row("lc", row.depth) if row.depth else benchmark.only("ar")
+        if not row.depth:
+            ours = benchmark.only("ar")
+        elif row.p_min:  # its confidence stop beside ours
+            ours = benchmark.only("lc-unsure")
+        else:
+            ours = benchmark.row("lc", row.depth)
         ours_rate = ours.decode_tokens_per_second
         speedup = row.decode_tokens_per_second / server_plain if server_plain else 0.0
         accept = f"{row.acceptance:.0%}" if row.depth else "—"

@@ -19,17 +19,23 @@ def test_plain_and_draft_mtp_servers_report_their_timings(llama_server_binary: P
         greedy = SamplerSettings(temperature=0.0, seed=1)
         for _ in range(2):
             pool.run("Return the number of lines in a text file.", greedy, 48)
-        plain, drafting = pool.figures()
+        plain, drafting, unsure = pool.figures()
     finally:
         pool.close()
-    assert (plain.label, drafting.label) == ("llama-server plain", "llama-server MTP K=2")
-    for figures in (plain, drafting):
+    assert (plain.label, drafting.label, unsure.label) == (
+        "llama-server plain",
+        "llama-server MTP K=2",
+        "llama-server MTP K=2, p-min 0.75",
+    )
+    for figures in (plain, drafting, unsure):
         assert figures.requests == 2 and figures.generated_tokens > 0
         assert figures.decode_tokens_per_second > 0
     assert plain.drafted == 0
     # The demo head's drafts are right most of the time on this prompt.
     assert 0 < drafting.accepted <= drafting.drafted
     assert drafting.acceptance > 0.3
+    # With p-min its draft stops at unsure tokens: fewer drafts, kept more often.
+    assert unsure.p_min == 0.75 and 0 < unsure.drafted < drafting.drafted
 
 
 def test_a_reply_without_timings_is_a_clear_error() -> None:

@@ -119,6 +119,8 @@ class ServerFigures:
     decode_seconds: float
     drafted: int
     accepted: int
+    p_min: float = 0.0
+    """llama-server's ``--spec-draft-p-min`` (0: drafts every token up to the depth)."""
 
     @property
     def decode_tokens_per_second(self) -> float:
@@ -134,11 +136,22 @@ class LlamaServer:
     """One llama-server process on a free local port, serving one model and configuration."""
 
     def __init__(
-        self, binary: Path, model: Path, *, depth: int, threads: int, context: int = 0
+        self,
+        binary: Path,
+        model: Path,
+        *,
+        depth: int,
+        threads: int,
+        context: int = 0,
+        p_min: float = 0.0,
     ) -> None:
-        """``context`` 0: llama-server's default context (the model's trained one)."""
+        """``context`` 0: llama-server's default context (the model's trained one); ``p_min``
+        > 0: drafting stops at a token whose draft probability is below it."""
         self.depth = depth
+        self.p_min = p_min
         self.label = "llama-server plain" if depth == 0 else f"llama-server MTP K={depth}"
+        if p_min:
+            self.label += f", p-min {p_min:g}"
         self._replies: list[ServerReply] = []
         self._port = _free_port()
         command = [
@@ -155,6 +168,8 @@ class LlamaServer:
             command += ["-c", str(context)]
         if depth:
             command += ["--spec-type", "draft-mtp", "--spec-draft-n-max", str(depth)]
+        if p_min:
+            command += ["--spec-draft-p-min", str(p_min)]
         # llama-server logs a lot: into a file, since an unread pipe would fill and stall it.
         self._log = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115 (closed in close())
         self._process = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT)
@@ -237,6 +252,7 @@ class LlamaServer:
             decode_seconds=sum(r.decode_seconds for r in self._replies),
             drafted=sum(r.drafted for r in self._replies),
             accepted=sum(r.accepted for r in self._replies),
+            p_min=self.p_min,
         )
 
     def close(self) -> None:
@@ -257,8 +273,13 @@ class LlamaServer:
         return self._log.read()[-_LOG_TAIL_CHARS:].strip() or "(no output)"
 
 
+PUBLISHED_P_MIN = 0.75
+"""The ``--spec-draft-p-min`` a published Qwen3.6-27B card recommends for dense models."""
+
+
 class LlamaServerPool:
-    """llama-server plain and at each depth, started together and stopped together."""
+    """llama-server plain, at each depth, and at the deepest with :data:`PUBLISHED_P_MIN`,
+    started together and stopped together."""
 
     def __init__(self, binary: Path, model: Path, *, depths: Sequence[int], threads: int) -> None:
         if not binary.is_file():
@@ -270,6 +291,11 @@ class LlamaServerPool:
         try:
             for depth in (0, *depths):
                 self.servers.append(LlamaServer(binary, model, depth=depth, threads=threads))
+            self.servers.append(
+                LlamaServer(
+                    binary, model, depth=max(depths), threads=threads, p_min=PUBLISHED_P_MIN
+                )
+            )
             for server in self.servers:
                 server.wait_ready()
         except BaseException:
