@@ -48,14 +48,20 @@ class ServerReply:
     accepted: int
 
 
-def parse_timings(response: dict[str, Any]) -> ServerReply:
-    """The figures of a llama-server reply; a clear error naming the field if one is missing."""
+def _timings_of(response: dict[str, Any]) -> dict[str, Any]:
+    """A llama-server reply's ``timings`` object, or a clear error when it has none."""
     timings = response.get("timings")
     if not isinstance(timings, dict):
         raise RuntimeBackendError(
             "llama-server's reply has no 'timings' object; use a llama-server built from the "
             "llama.cpp that llama-cpp-python vendors (packaging/build_llama_server.sh)"
         )
+    return timings
+
+
+def parse_timings(response: dict[str, Any]) -> ServerReply:
+    """The figures of a llama-server reply; a clear error naming the field if one is missing."""
+    timings = _timings_of(response)
     try:
         tokens = int(timings["predicted_n"])
         milliseconds = float(timings["predicted_ms"])
@@ -89,12 +95,7 @@ class PromptTimings:
 
 def parse_prompt_timings(response: dict[str, Any]) -> PromptTimings:
     """The prompt figures of a llama-server reply; a clear error naming a missing field."""
-    timings = response.get("timings")
-    if not isinstance(timings, dict):
-        raise RuntimeBackendError(
-            "llama-server's reply has no 'timings' object; use a llama-server built from the "
-            "llama.cpp that llama-cpp-python vendors (packaging/build_llama_server.sh)"
-        )
+    timings = _timings_of(response)
     try:
         return PromptTimings(
             cached_tokens=int(timings["cache_n"]),
