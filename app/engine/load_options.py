@@ -19,7 +19,7 @@ KV_BYTES_PER_ELEMENT = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
 """ggml's block sizes: q8_0 stores 32 values in 34 bytes, q4_0 in 18."""
 FLASH_ATTENTION_MODES = ("auto", "on", "off")
 DEFAULT_STATE_CACHE_MIB = 1024
-"""The kept-state budget when none is chosen (``backend.DEFAULT_STATE_CACHE_MIB``)."""
+"""The kept-state budget when none is chosen (``LoadSettings.state_cache_mib``)."""
 
 FIELD_NAMES = {
     "context_length": "context_length",

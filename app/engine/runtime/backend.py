@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-DEFAULT_STATE_CACHE_MIB = 1024
+from app.engine.load_options import DEFAULT_STATE_CACHE_MIB
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ from llama_cpp import llama_cpp_ext
 
 from app.engine.errors import RuntimeBackendError
 from app.engine.learned_state import cpu_name
+from app.engine.load_options import LoadOptions, load_options_problem
 from app.engine.runtime import llama_cpp_log
 from app.engine.runtime.backend import (
     STOP_DRAFTING,
@@ -142,21 +143,16 @@ class LlamaCppBackend(DecodeBackend):
             raise
 
     def _open(self, settings: LoadSettings) -> None:
-        if settings.kv_cache_type not in KV_CACHE_TYPES:
-            raise RuntimeBackendError(
-                f"unknown KV cache type {settings.kv_cache_type!r}; use one of "
-                f"{', '.join(KV_CACHE_TYPES)}"
+        problem = load_options_problem(
+            LoadOptions(
+                settings.context_length,
+                settings.kv_cache_type,
+                settings.flash_attention,
+                settings.state_cache_mib,
             )
-        if settings.flash_attention not in FLASH_ATTENTION_MODES:
-            raise RuntimeBackendError(
-                f"unknown flash attention mode {settings.flash_attention!r}; use one of "
-                f"{', '.join(FLASH_ATTENTION_MODES)}"
-            )
-        if settings.kv_cache_type != "f16" and settings.flash_attention == "off":
-            raise RuntimeBackendError(
-                f"a {settings.kv_cache_type} KV cache needs flash attention (llama.cpp cannot "
-                "quantise the V cache without it); set flash attention to auto or on"
-            )
+        )
+        if problem is not None:
+            raise RuntimeBackendError(problem)
         mtp_reason = self._summary.mtp_unavailable_reason
         self._model = self._load_model(load_mtp=mtp_reason is None, gpu_layers=settings.gpu_layers)
         self._vocab = llama_cpp.llama_model_get_vocab(self._model)
