@@ -155,7 +155,10 @@ class KeptStates:
         self._clock = itertools.count(1)
 
     def live_session(self, lane: str) -> Session:
-        return self.live.setdefault(lane, Session(lane))
+        session = self.live.get(lane)  # called per decoded token: build a Session only once
+        if session is None:
+            session = self.live[lane] = Session(lane)
+        return session
 
     def saved_sessions(self, lane: str) -> list[Session]:
         return [session for session in self.saved if session.lane == lane]
