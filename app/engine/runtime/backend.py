@@ -19,8 +19,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import llguidance
 import numpy as np
 
+from app.engine.errors import RuntimeBackendError
 from app.engine.load_options import DEFAULT_STATE_CACHE_MIB
 
 
@@ -146,6 +148,14 @@ class DecodeBackend(ABC):
     @abstractmethod
     def bos_token_id(self) -> int | None:
         """The token a prompt must start with (BOS), or None when the model adds none."""
+
+    def grammar_tokenizer(self) -> llguidance.LLTokenizer:
+        """The vocabulary as llguidance sees it (built once, then kept), for constrained
+        decoding; end-of-generation tokens are its end tokens."""
+        raise RuntimeBackendError(
+            f"the {self.info.backend} backend cannot enforce a JSON schema or a tool call; "
+            "use the llama.cpp backend"
+        )
 
     @property
     def performance_fingerprint(self) -> str:

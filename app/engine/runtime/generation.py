@@ -1,13 +1,15 @@
 """One request, end to end: prompt → prefill → plain or speculative decoding → result.
 
 This is the backend-agnostic loop the worker process runs. It owns the stop rules (end-of-turn
-token, ``max_tokens``, a full context, cancellation), turns tokens into text without special
+token, ``max_tokens``, a full context, cancellation), holds every token to the request's grammar
+when it has one (a JSON schema, a forced tool call), turns tokens into text without special
 tokens, and reports a :class:`TokenChunk` (tokens, text, statistics so far) after every plain
 step or speculative cycle.
 """
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
 from collections.abc import Callable, Sequence
@@ -16,6 +18,7 @@ import numpy as np
 
 from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.backend import DecodeBackend
+from app.engine.runtime.constraint import GrammarState, masked
 from app.engine.runtime.depth_policy import DepthPolicies
 from app.engine.runtime.detokenizer import StreamingDetokenizer
 from app.engine.runtime.prompting import render_chat
@@ -23,6 +26,7 @@ from app.engine.runtime.request import GenerationRequest, GenerationResult, Toke
 from app.engine.runtime.sampling import sample
 from app.engine.runtime.speculative import SpeculativeDecoder
 from app.engine.runtime.stats import StatsRecorder
+from app.engine.runtime.tools import NONE, ToolSpec, forced_call_constraint
 
 LANE_SWITCH_TOKENS = 256
 """An adaptive depth's check of the losing way (plain vs drafting) waits for a request that
@@ -30,6 +34,44 @@ recomputes fewer than this many more prompt tokens than the winning way would.""
 
 ChunkSink = Callable[[TokenChunk], None]
 CancelCheck = Callable[[], bool]
+
+
+def offered_tools(request: GenerationRequest) -> tuple[ToolSpec, ...]:
+    """The tools shown to the model: none when the request says it must not call any."""
+    return () if request.tool_choice.mode == NONE else request.tools
+
+
+def grammar_state(backend: DecodeBackend, request: GenerationRequest) -> GrammarState | None:
+    """The grammar the request's tokens are held to, if any."""
+    constraint = request.constraint or forced_call_constraint(
+        request.tools, request.tool_choice, marker=lambda text: _grammar_marker(backend, text)
+    )
+    if constraint is None:
+        return None
+    return GrammarState(constraint, backend.grammar_tokenizer(), backend.info.vocab_size)
+
+
+def _grammar_marker(backend: DecodeBackend, text: str) -> str:
+    """``text`` as a grammar terminal: the model's own special token for it where it has one
+    (Qwen's ``<tool_call>``), else the text spelled out."""
+    ids = backend.tokenize(text, parse_special=True)
+    if len(ids) == 1 and backend.grammar_tokenizer().is_special_token(ids[0]):
+        return f"<[{ids[0]}]>"
+    return json.dumps(text)
+
+
+def next_token(
+    logits: np.ndarray,
+    grammar: GrammarState | None,
+    request: GenerationRequest,
+    rng: np.random.Generator,
+) -> int:
+    """Sample the next token (among those the grammar allows) and advance the grammar."""
+    if grammar is None:
+        return sample(logits, request.sampler, rng)
+    token = sample(masked(logits, grammar.allowed()), request.sampler, rng)
+    grammar.consume(token)
+    return token
 
 
 def prompt_tokens(backend: DecodeBackend, request: GenerationRequest) -> list[int]:
@@ -40,6 +82,7 @@ def prompt_tokens(backend: DecodeBackend, request: GenerationRequest) -> list[in
             request.messages,
             special_tokens=backend.special_token_texts,
             model_name=backend.info.path.name,
+            tools=offered_tools(request),
         )
         tokens = backend.tokenize(text, parse_special=True)
     else:
@@ -77,6 +120,7 @@ def last_user_message_start(
         special_tokens=backend.special_token_texts,
         model_name=backend.info.path.name,
         add_generation_prompt=False,
+        tools=offered_tools(request),
     )
     prefix = backend.tokenize(before, parse_special=True)
     bos = backend.bos_token_id
@@ -160,6 +204,7 @@ def generate(
     each request starts afresh.
     """
     tokens = prompt_tokens(backend, request)
+    grammar = grammar_state(backend, request)
     note = None
     depth = request.mtp_depth
     if depth > 0 and not backend.info.mtp_available:
@@ -198,11 +243,13 @@ def generate(
     )
     recorder.prompt_reused_tokens = backend.last_prefix_reuse.reused_tokens
     recorder.prefill_done()
-    last = sample(logits, request.sampler, rng)
+    last = next_token(logits, grammar, request, rng)
     output.commit([last])
 
     try:
-        decoder = SpeculativeDecoder(backend, request.sampler, request.accept, rng, recorder)
+        decoder = SpeculativeDecoder(
+            backend, request.sampler, request.accept, rng, recorder, grammar
+        )
         context = backend.info.context_length
         clock = backend.cycle_clock
         while output.finish_reason is None:
@@ -214,12 +261,12 @@ def generate(
                 output.stop("context")
                 break
             if depth == 0:
-                last = sample(backend.step(last), request.sampler, rng)
+                last = next_token(backend.step(last), grammar, request, rng)
                 output.commit([last])
                 continue
             if not drafting:  # an adaptive request the policy runs plainly: time its steps
                 started, wall_started = clock(), time.perf_counter()
-                last = sample(backend.step(last), request.sampler, rng)
+                last = next_token(backend.step(last), grammar, request, rng)
                 policy.observe(0, 0, clock() - started)
                 recorder.verify_seconds += time.perf_counter() - wall_started
                 recorder.verify_calls += 1

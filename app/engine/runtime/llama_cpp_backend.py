@@ -38,12 +38,15 @@ import logging
 import os
 import platform
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import llama_cpp
+import llguidance
 import numpy as np
 from llama_cpp import llama_cpp_ext
+from llguidance.llamacpp import lltokenizer_from_vocab
 
 from app.engine.errors import RuntimeBackendError
 from app.engine.learned_state import cpu_name
@@ -199,6 +202,7 @@ class LlamaCppBackend(DecodeBackend):
         self._batch = NumpyBatch(BATCH_SIZE, self._width)
         self._piece_cache: dict[int, bytes] = {}
         self._end_cache: dict[int, bool] = {}
+        self._grammar_tokenizer: llguidance.LLTokenizer | None = None
 
         self.info = ModelInfo(
             path=self._path,
@@ -340,6 +344,16 @@ class LlamaCppBackend(DecodeBackend):
         if end is None:
             end = self._end_cache[token] = bool(llama_cpp.llama_vocab_is_eog(self._vocab, token))
         return end
+
+    def grammar_tokenizer(self) -> llguidance.LLTokenizer:
+        if self._grammar_tokenizer is None:
+            ends = [token for token in range(self._vocab_size) if self.is_end_of_generation(token)]
+            with warnings.catch_warnings():  # it reads token attributes with a deprecated call
+                warnings.simplefilter("ignore", DeprecationWarning)
+                self._grammar_tokenizer = lltokenizer_from_vocab(
+                    self._vocab, eos_token=ends or None, n_vocab=self._vocab_size
+                )
+        return self._grammar_tokenizer
 
     @property
     def chat_template(self) -> str | None:

@@ -11,9 +11,11 @@ from typing import Any
 
 from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.acceptance import AcceptMode
+from app.engine.runtime.constraint import OutputConstraint
 from app.engine.runtime.prompting import ChatMessage
 from app.engine.runtime.sampling import SamplerSettings
 from app.engine.runtime.stats import DecodeStats
+from app.engine.runtime.tools import ToolChoice, ToolSpec
 
 MAX_DRAFT_DEPTH = 8
 
@@ -37,6 +39,10 @@ class GenerationRequest:
     (``depth_policy``), from 0 to ``mtp_depth``. With ``stop_unsure_drafts`` a cycle's draft
     ends early at a token the head is unsure of, when measured acceptance and costs say it would
     not pay (``draft_confidence``).
+
+    ``tools`` are offered to the model through its chat template; ``tool_choice`` required or a
+    named function forces one call whose arguments match the tool's schema. ``constraint``
+    makes the whole reply match a grammar (a JSON schema); drafts are held to it too.
     """
 
     messages: tuple[ChatMessage, ...] = ()
@@ -47,6 +53,9 @@ class GenerationRequest:
     accept: AcceptMode = AcceptMode.LEVIATHAN_CHEN
     adaptive_depth: bool = False
     stop_unsure_drafts: bool = False
+    tools: tuple[ToolSpec, ...] = ()
+    tool_choice: ToolChoice = field(default_factory=ToolChoice)
+    constraint: OutputConstraint | None = None
 
     def __post_init__(self) -> None:
         if bool(self.messages) == (self.prompt is not None):
@@ -54,6 +63,12 @@ class GenerationRequest:
         if self.max_tokens < 1:
             raise RuntimeBackendError(f"max tokens {self.max_tokens} is invalid: use 1 or more")
         check_mtp_depth(self.mtp_depth)
+        if self.tool_choice.forces_call and not self.tools:
+            raise RuntimeBackendError("a tool call is required but the request offers no tools")
+        if self.tool_choice.forces_call and self.constraint is not None:
+            raise RuntimeBackendError(
+                "a request cannot both force a tool call and constrain its reply to a grammar"
+            )
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from app.engine.runtime.acceptance import (
     accept_leviathan_chen,
 )
 from app.engine.runtime.backend import STOP_DRAFTING, DecodeBackend
+from app.engine.runtime.constraint import GrammarState, masked
 from app.engine.runtime.draft_confidence import ConfidenceStop, head_confidence
 from app.engine.runtime.sampling import (
     SamplerSettings,
@@ -70,8 +71,10 @@ class SpeculativeDecoder:
         accept: AcceptMode,
         rng: np.random.Generator,
         recorder: StatsRecorder,
+        grammar: GrammarState | None = None,
     ) -> None:
         self._backend = backend
+        self._grammar = grammar
         self._sampler = sampler
         self._accept = accept
         self._rng = rng
@@ -86,6 +89,8 @@ class SpeculativeDecoder:
         if depth == 0:
             return self._plain_cycle(last_token)
         proposals: list[SparseDistribution] = []
+        allowed_rows: list[np.ndarray] = []  # the grammar's mask at each position of the cycle
+        grammar = self._grammar
         recorder = self._recorder
         steps = 0
         greedy = self._sampler.greedy
@@ -95,6 +100,11 @@ class SpeculativeDecoder:
         def choose(_index: int, logits: np.ndarray) -> int:
             nonlocal steps
             steps += 1
+            if grammar is not None:
+                if grammar.finished:  # only the end of the reply may follow
+                    return STOP_DRAFTING
+                allowed_rows.append(grammar.allowed())
+                logits = masked(logits, allowed_rows[-1])
             if greedy:
                 token = greedy_token(logits)
                 confidence = head_confidence(logits, token) if stop is not None else 1.0
@@ -106,6 +116,8 @@ class SpeculativeDecoder:
                 return STOP_DRAFTING
             if not self._sampler.greedy:
                 proposals.append(q)
+            if grammar is not None:
+                grammar.consume(token)
             return token
 
         started = time.perf_counter()
@@ -114,7 +126,15 @@ class SpeculativeDecoder:
         verified = self._backend.verify((last_token, *drafts))
         verify_finished = time.perf_counter()
 
-        outcome = self._decide(drafts, proposals, verified.logits)
+        logits = verified.logits
+        if grammar is not None:
+            if len(allowed_rows) == len(drafts):  # the row after the last draft
+                allowed_rows.append(grammar.allowed())
+            logits = np.where(np.stack(allowed_rows), logits, -np.inf).astype(logits.dtype)
+        outcome = self._decide(drafts, proposals, logits)
+        if grammar is not None:
+            grammar.rollback(len(drafts) - outcome.accepted)
+            grammar.consume(outcome.next_token)
         self._backend.rollback(self._backend.committed_length - len(drafts) + outcome.accepted)
         if stop is not None:
             stop.learn(outcome.accepted)
@@ -137,7 +157,12 @@ class SpeculativeDecoder:
         self._recorder.verify_seconds += time.perf_counter() - started
         self._recorder.verify_calls += 1
         self._recorder.record_cycle(0, 0)
-        return CycleTokens((sample(logits, self._sampler, self._rng),), drafted=0, accepted=0)
+        if self._grammar is not None:
+            logits = masked(logits, self._grammar.allowed())
+        token = sample(logits, self._sampler, self._rng)
+        if self._grammar is not None:
+            self._grammar.consume(token)
+        return CycleTokens((token,), drafted=0, accepted=0)
 
     def _decide(
         self, drafts: Sequence[int], proposals: Sequence[SparseDistribution], logits: np.ndarray
