@@ -43,6 +43,12 @@ from app.engine.server.parsing import (
 from app.engine.server.request_log import RequestLogEntry
 from app.engine.server.scheduler import Job, JobFailed, QueueFull, Scheduler
 from app.engine.server.stop_strings import StopScanner
+from app.engine.server.tool_fields import (
+    TOOL_CALLS_REASON,
+    StreamedCalls,
+    parses_calls,
+    whole_message,
+)
 
 CLIENT_GONE_STATUS = 499  # nginx's "client closed request", for the log only
 Handler = Callable[[Request], Awaitable[Response]]
@@ -200,6 +206,10 @@ class _Server:
         model = self.config.model_id
         if chat:
             body = replies.chat_completion(reply_id, model, text, finished.result, reason)
+            message, called = whole_message(text, parsed.generation)
+            body["choices"][0]["message"] = message
+            if called:
+                reason = body["choices"][0]["finish_reason"] = TOOL_CALLS_REASON
         else:
             body = replies.text_completion(reply_id, model, text, reason, finished.result)
         self._log_generation(request, started, finished.result, reason)
@@ -222,16 +232,24 @@ class _Server:
                 yield _sse(
                     replies.chat_chunk(reply_id, model, {"role": "assistant", "content": ""})
                 )
+            calls = StreamedCalls() if chat and parses_calls(parsed.generation) else None
             async for piece in _pieces(job, parsed.stop):
                 if isinstance(piece, Finished):
                     finished = piece
                     break
-                if chat:
+                if calls is not None:
+                    for delta in calls.feed(piece):
+                        yield _sse(replies.chat_chunk(reply_id, model, delta))
+                elif chat:
                     yield _sse(replies.chat_chunk(reply_id, model, {"content": piece}))
                 else:
                     yield _sse(replies.text_completion(reply_id, model, piece))
             assert finished is not None
             reason = replies.finish_reason(finished.result, finished.stopped_by_sequence)
+            if calls is not None:
+                for delta in calls.finish():
+                    yield _sse(replies.chat_chunk(reply_id, model, delta))
+                reason = TOOL_CALLS_REASON if calls.had_calls else reason
             result = finished.result
             if chat:
                 yield _sse(replies.chat_chunk(reply_id, model, {}, reason, result))

@@ -19,6 +19,7 @@ from app.engine.runtime.request import MAX_DRAFT_DEPTH, GenerationRequest
 from app.engine.runtime.sampling import SamplerSettings
 from app.engine.server.api_errors import bad_request
 from app.engine.server.depth import DepthSetting, allowed_depths, deepest
+from app.engine.server.tool_fields import is_tool_turn, request_fields, tool_turn
 
 CHAT_ROLES = ("system", "user", "assistant")
 MAX_STOP_SEQUENCES = 4
@@ -89,6 +90,7 @@ def _parsed(
             sampler=sampler,
             mtp_depth=deepest(depth),
             adaptive_depth=depth == AUTO,
+            **request_fields(body),
         )
     except RuntimeBackendError as exc:
         raise bad_request(str(exc)) from exc
@@ -131,6 +133,8 @@ def _message(item: Any, index: int) -> ChatMessage:
     where = f"messages[{index}]"
     if not isinstance(item, dict):
         raise bad_request(f"'{where}' must be an object with 'role' and 'content'", where)
+    if is_tool_turn(item):
+        return tool_turn(item, where)
     role = item.get("role")
     if role not in CHAT_ROLES:
         raise bad_request(
