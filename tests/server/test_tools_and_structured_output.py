@@ -175,7 +175,7 @@ def test_bad_schema_and_unknown_function_are_400s_before_any_stream(
     server: ServerProcess,
 ) -> None:
     client = client_for(server)
-    with pytest.raises(openai.BadRequestError, match="response_format.json_schema"):
+    with pytest.raises(openai.BadRequestError, match=r"response_format\.json_schema"):
         client.chat.completions.create(
             model=MODEL,
             messages=QUESTION,
