@@ -64,6 +64,14 @@ def _strftime_now(format_string: str) -> str:
     return datetime.now().strftime(format_string)
 
 
+def _tojson(
+    value: object, indent: int | None = None, separators: tuple[str, str] | None = None
+) -> str:
+    """Hugging Face's ``tojson``: keys in their given order, non-ASCII text kept (Jinja's own
+    sorts keys, which is not the order tool schemas were trained in)."""
+    return json.dumps(value, ensure_ascii=False, indent=indent, separators=separators)
+
+
 @functools.lru_cache(maxsize=4)
 def _compiled(template: str) -> jinja2.Template:
     """Compiling a large template takes milliseconds; a chat renders the same one every turn."""
@@ -71,6 +79,7 @@ def _compiled(template: str) -> jinja2.Template:
         trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"]
     )
     environment.globals.update(raise_exception=_raise_exception, strftime_now=_strftime_now)
+    environment.filters["tojson"] = _tojson
     return environment.from_string(template)
 
 
