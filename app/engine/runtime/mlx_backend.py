@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import llguidance
 import mlx.core as mx
 import numpy as np
 
@@ -119,6 +120,7 @@ class MlxBackend(DecodeBackend):
         model_type = model_type_of(self._path)
         self._model, tokenizer = _load_trunk(self._path)
         self._text = HfText(tokenizer._tokenizer, set(tokenizer.eos_token_ids))
+        self._grammar_tokenizer: llguidance.LLTokenizer | None = None
         text_model = getattr(self._model, "language_model", self._model)
         args = text_model.args
         self._trunk = self._model.model
@@ -198,6 +200,11 @@ class MlxBackend(DecodeBackend):
 
     def is_end_of_generation(self, token: int) -> bool:
         return self._text.is_end_of_generation(token)
+
+    def grammar_tokenizer(self) -> llguidance.LLTokenizer:
+        if self._grammar_tokenizer is None:
+            self._grammar_tokenizer = self._text.grammar_tokenizer(self.info.vocab_size)
+        return self._grammar_tokenizer
 
     @property
     def chat_template(self) -> str | None:

@@ -10,7 +10,9 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+import llguidance
 from gguf.vocab import bytes_to_unicode
+from llguidance.hf import from_tokenizer
 
 
 @lru_cache(maxsize=1)
@@ -57,6 +59,10 @@ class HfText:
         if self._byte_level and all(char in table for char in text):
             return bytes(table[char] for char in text)
         return self._tokenizer.decode([token]).encode("utf-8")
+
+    def grammar_tokenizer(self, vocab_size: int) -> llguidance.LLTokenizer:
+        """The vocabulary as llguidance sees it, padded to the model's ``vocab_size`` rows."""
+        return from_tokenizer(self._tokenizer, n_vocab=vocab_size, eos_token=sorted(self._eos))
 
     def is_end_of_generation(self, token: int) -> bool:
         return token in self._eos
