@@ -8,6 +8,7 @@ validates below does so because of the grammar.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 
 import jsonschema
@@ -15,7 +16,7 @@ import llguidance
 import pytest
 
 from app.engine.runtime.backend import DraftChooser, DraftResult
-from app.engine.runtime.constraint import json_schema_constraint
+from app.engine.runtime.constraint import json_schema_constraint, lark_constraint
 from app.engine.runtime.generation import generate
 from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
 from app.engine.runtime.prompting import ChatMessage
@@ -23,6 +24,7 @@ from app.engine.runtime.request import GenerationRequest, GenerationResult
 from app.engine.runtime.sampling import SamplerSettings
 from app.engine.runtime.tool_call_parser import parse_reply
 from app.engine.runtime.tools import ToolChoice, ToolSpec
+from tests.runtime.chi_square import chi_square_critical
 
 SCHEMA = {
     "type": "object",
@@ -132,3 +134,43 @@ def test_forced_tool_call_has_arguments_matching_the_schema(backend: LlamaCppBac
         assert [call.name for call in reply.tool_calls] == ["get_weather"], result.text
         arguments = json.loads(reply.tool_calls[0].arguments)
         jsonschema.validate(arguments, json.loads(WEATHER.parameters))
+
+
+def _sampled(backend: LlamaCppBackend, depth: int, runs: int) -> tuple[list[tuple[int, ...]], int]:
+    """Tokens of seeded runs held to a grammar of a few letters, and the drafts accepted."""
+    letters = lark_constraint("start: /[a-z ]{4,12}/", "a few letters")
+    samples, accepted = [], 0
+    for seed in range(runs):
+        result = generate(
+            backend,
+            GenerationRequest(
+                prompt="The sea",
+                max_tokens=3,
+                mtp_depth=depth,
+                sampler=SamplerSettings(temperature=1.0, seed=seed),
+                constraint=letters,
+            ),
+            emit=lambda _chunk: None,
+            cancelled=lambda: False,
+        )
+        samples.append(result.token_ids)
+        accepted += sum(result.stats.accepted_by_depth)
+    return samples, accepted
+
+
+@pytest.mark.slow
+def test_sampled_constrained_mtp_follows_constrained_plain_decoding(
+    backend: LlamaCppBackend,
+) -> None:
+    """The second and third tokens of many seeded runs: MTP under the grammar (drafts masked,
+    Leviathan–Chen between the masked distributions) against plain decoding under it."""
+    plain, _ = _sampled(backend, 0, 1500)
+    drafted, accepted = _sampled(backend, 2, 1500)
+    assert accepted > 300
+    for position in (1, 2):
+        first = Counter(tokens[position] for tokens in plain)
+        second = Counter(tokens[position] for tokens in drafted)
+        kept = [key for key in first.keys() | second.keys() if first[key] + second[key] >= 10]
+        statistic = sum((first[k] - second[k]) ** 2 / (first[k] + second[k]) for k in kept)
+        assert len(kept) >= 4
+        assert statistic < chi_square_critical(len(kept) - 1, 1e-4), (position, statistic)
