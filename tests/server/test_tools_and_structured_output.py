@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+import httpx2
 import jsonschema
 import openai
 import pytest
@@ -192,6 +193,32 @@ def test_bad_schema_and_unknown_function_are_400s_before_any_stream(
             tools=TOOLS,
             tool_choice={"type": "function", "function": {"name": "launch_rocket"}},
         )
+
+
+@pytest.mark.parametrize(
+    ("fields", "param"),
+    [
+        ({"tools": {"name": "f"}}, "tools"),
+        (
+            {"tools": [{"type": "function", "function": {"name": "no spaces"}}]},
+            "tools[0].function.name",
+        ),
+        ({"tool_choice": "required"}, "tool_choice"),
+        ({"response_format": {"type": "xml"}}, "response_format"),
+        ({"messages": [{"role": "tool", "content": "18"}]}, "messages[0].tool_call_id"),
+        (
+            {"messages": [{"role": "assistant", "content": None, "tool_calls": [{"id": "c"}]}]},
+            "messages[0].tool_calls[0]",
+        ),
+    ],
+)
+def test_bad_tool_and_format_fields_are_400s_naming_the_field(
+    server: ServerProcess, fields: dict[str, object], param: str
+) -> None:
+    body = {"model": MODEL, "messages": QUESTION, "stream": True, **fields}
+    response = httpx2.post(f"{server.base_url}/chat/completions", json=body)
+    assert response.status_code == 400
+    assert response.json()["error"]["param"] == param
 
 
 class Programmer(BaseModel):
