@@ -60,15 +60,18 @@ def _json_or_text(value: str) -> object:
 
 
 def parse_reply(text: str) -> ParsedReply:
-    """Split a whole reply into its content and its calls."""
+    """Split a whole reply into its content (as written when there are no calls, else trimmed
+    of the blank lines the blocks leave) and its calls."""
     stream = ToolCallStream()
     pieces = [stream.feed(text)]
     calls = list(stream.calls)
     tail, last = stream.finish()
     pieces.append(tail)
     calls.extend(last)
-    content = "".join(pieces).strip()
-    return ParsedReply(content if content or not calls else None, tuple(calls))
+    content = "".join(pieces)
+    if not calls:
+        return ParsedReply(content, ())
+    return ParsedReply(content.strip() or None, tuple(calls))
 
 
 class ToolCallStream:
