@@ -16,7 +16,7 @@ import llguidance
 import pytest
 
 from app.engine.runtime.backend import DraftChooser, DraftResult
-from app.engine.runtime.constraint import json_schema_constraint, lark_constraint
+from app.engine.runtime.constraint import closed_objects, json_schema_constraint, lark_constraint
 from app.engine.runtime.generation import generate
 from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
 from app.engine.runtime.prompting import ChatMessage
@@ -44,7 +44,7 @@ WEATHER = ToolSpec(
             "type": "object",
             "properties": {
                 "city": {"type": "string", "maxLength": 20},
-                "days": {"type": "integer"},
+                "days": {"type": "integer", "minimum": 1, "maximum": 14},
             },
             "required": ["city", "days"],
             "additionalProperties": False,
@@ -174,3 +174,17 @@ def test_sampled_constrained_mtp_follows_constrained_plain_decoding(
         statistic = sum((first[k] - second[k]) ** 2 / (first[k] + second[k]) for k in kept)
         assert len(kept) >= 4
         assert statistic < chi_square_critical(len(kept) - 1, 1e-4), (position, statistic)
+
+
+def test_objects_without_a_word_on_other_keys_are_closed_unless_combined() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"inner": {"type": "object", "properties": {"a": {"type": "integer"}}}},
+        "$defs": {"Open": {"properties": {"b": {}}, "additionalProperties": True}},
+        "allOf": [{"properties": {"c": {}}}],
+    }
+    closed = closed_objects(schema)
+    assert "additionalProperties" not in closed  # combined with allOf: left open
+    assert closed["properties"]["inner"]["additionalProperties"] is False
+    assert closed["$defs"]["Open"]["additionalProperties"] is True
+    assert closed["allOf"] == schema["allOf"]

@@ -26,6 +26,14 @@ import numpy as np
 from app.engine.errors import RuntimeBackendError
 
 JSON_OBJECT_SCHEMA: dict[str, Any] = {"type": "object"}
+JSON_LAYOUT: dict[str, Any] = {
+    "whitespace_flexible": False,
+    "item_separator": ", ",
+    "key_separator": ": ",
+}
+"""How constrained JSON is laid out: one line, spaced as Python's ``json.dumps`` writes it (and
+as tool calls appear in training data). Free whitespace would let a small model pad its reply
+with newlines until ``max_tokens``."""
 
 
 @dataclass(frozen=True)
@@ -38,15 +46,50 @@ class OutputConstraint:
 
 
 def json_schema_constraint(schema: dict[str, Any], what: str) -> OutputConstraint:
-    """The reply is one JSON value matching ``schema``; a schema llguidance cannot compile is a
-    :class:`RuntimeBackendError` naming ``what``."""
+    """The reply is one JSON value matching ``schema`` (with :func:`closed_objects`); a schema
+    llguidance cannot compile is a :class:`RuntimeBackendError` naming ``what``."""
     try:
         grammar = llguidance.LLMatcher.grammar_from_json_schema(
-            json.dumps(schema), defaults={"whitespace_flexible": False}
+            json.dumps(closed_objects(schema)), defaults=JSON_LAYOUT
         )
     except ValueError as exc:
         raise RuntimeBackendError(f"{what} is not a usable JSON schema: {exc}") from None
     return checked(OutputConstraint(grammar, what))
+
+
+_OPENS_OBJECT = (
+    "additionalProperties",
+    "patternProperties",
+    "unevaluatedProperties",
+    "allOf",
+    "anyOf",
+    "oneOf",
+)
+
+
+def closed_objects(schema: Any) -> Any:
+    """``schema`` with ``"additionalProperties": false`` on every object that lists its
+    ``properties`` and says nothing about others (as llama.cpp's schema grammars and OpenAI's
+    strict mode treat them): otherwise a model may append made-up keys until ``max_tokens``.
+    Objects combined with others (``allOf`` and the like) are left open, as closing one would
+    reject the others' keys."""
+    if isinstance(schema, list):
+        return [closed_objects(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    closed = {
+        key: value
+        if key in ("allOf", "properties", "const", "enum", "default", "examples")
+        else closed_objects(value)
+        for key, value in schema.items()
+    }
+    if isinstance(schema.get("properties"), dict):
+        closed["properties"] = {
+            name: closed_objects(value) for name, value in schema["properties"].items()
+        }
+        if not any(key in schema for key in _OPENS_OBJECT):
+            closed["additionalProperties"] = False
+    return closed
 
 
 def lark_constraint(lark: str, what: str) -> OutputConstraint:
@@ -82,9 +125,10 @@ class GrammarState:
         """A boolean row over the vocabulary: the tokens the grammar allows next."""
         started = time.perf_counter()
         bits = np.frombuffer(self._matcher.compute_bitmask(), dtype=np.uint8)
-        allowed = np.unpackbits(bits, bitorder="little")[: self._vocab_size].astype(bool)
-        if allowed.size < self._vocab_size:  # tokens past the grammar tokenizer's vocabulary
-            allowed = np.pad(allowed, (0, self._vocab_size - allowed.size))
+        count = min(bits.size * 8, self._vocab_size)
+        allowed = np.unpackbits(bits, count=count, bitorder="little").view(bool)
+        if count < self._vocab_size:  # tokens past the grammar tokenizer's vocabulary
+            allowed = np.pad(allowed, (0, self._vocab_size - count))
         self.mask_seconds += time.perf_counter() - started
         self.masks += 1
         self._raise_if_failed()

@@ -13,7 +13,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.engine.runtime.constraint import OutputConstraint, lark_constraint
+from app.engine.runtime.constraint import (
+    JSON_LAYOUT,
+    OutputConstraint,
+    closed_objects,
+    lark_constraint,
+)
 
 CALL_OPEN = "<tool_call>"
 CALL_CLOSE = "</tool_call>"
@@ -84,9 +89,9 @@ def forced_call_constraint(
 
 
 def _object_schema(parameters: str) -> str:
-    """Arguments are always a JSON object, even where a tool's schema leaves the type out, and
-    written without free whitespace (a small model would otherwise pad them with newlines)."""
-    schema = json.loads(parameters)
+    """Arguments are always a JSON object, even where a tool's schema leaves the type out, laid
+    out as :data:`JSON_LAYOUT` says, with :func:`closed_objects`."""
+    schema = closed_objects(json.loads(parameters))
     if isinstance(schema, dict):
-        schema = {"type": "object", **schema, "x-guidance": {"whitespace_flexible": False}}
+        schema = {"type": "object", **schema, "x-guidance": JSON_LAYOUT}
     return json.dumps(schema)
