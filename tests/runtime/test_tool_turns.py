@@ -96,3 +96,20 @@ def test_a_stream_releases_content_at_once_and_holds_back_a_possible_call() -> N
     assert [(call.name, call.arguments) for call in stream.calls] == [("f", '{"x": 1}')]
     assert stream.feed("<tool_caX") == "<tool_caX"
     assert stream.finish() == ("", [])
+
+
+def test_deepseek_calls_are_read_in_both_of_its_layouts() -> None:
+    v3 = parse_reply(
+        "Checking.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n"
+        '```json\n{"city": "Oslo"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>'
+    )
+    assert v3.content == "Checking."
+    assert [(c.name, json.loads(c.arguments)) for c in v3.tool_calls] == [
+        ("get_weather", {"city": "Oslo"})
+    ]
+    v31 = parse_reply(
+        '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{"city": "Rome"}'
+        '<｜tool▁call▁end｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Rome"}'
+    )  # the model ended its turn before closing the block
+    assert v31.content is None
+    assert [c.name for c in v31.tool_calls] == ["get_time", "get_weather"]
