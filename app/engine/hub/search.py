@@ -170,10 +170,12 @@ def search_models(
     except HUB_FAILURES as exc:
         what = f"searching {endpoint} for {query.text or query.base!r}"
         raise hub_error(exc, what, endpoint) from None
-    shapes = _ShapeReader(endpoint, token)
+    shapes = ShapeReader(endpoint, token)
     with ThreadPoolExecutor(PARALLEL_REQUESTS) as pool:
         infos = list(pool.map(lambda model: _files_of(api, model, endpoint), listed))
-        hits = tuple(pool.map(lambda info: _hit(info, sidecars, shapes, memory_bytes), infos))
+        hits = tuple(
+            pool.map(lambda info: describe_repo(info, sidecars, shapes, memory_bytes), infos)
+        )
     return SearchResult(query, hits, time.perf_counter() - started)
 
 
@@ -205,12 +207,13 @@ def repo_format(info: ModelInfo, sizes: Mapping[str, int]) -> str:
     return "other"
 
 
-def _hit(
+def describe_repo(
     info: ModelInfo,
     sidecars: Mapping[str, str],
-    shapes: _ShapeReader,
+    shapes: ShapeReader,
     memory_bytes: int | None,
 ) -> RepoHit:
+    """What a repo (its ``model_info`` with file sizes) offers, quantisation by quantisation."""
     sizes = {s.rfilename: int(s.size or 0) for s in info.siblings or []}
     bases = base_models(info.tags or [])
     fmt = repo_format(info, sizes)
@@ -258,7 +261,7 @@ def _gguf_mtp(head_inside: bool, head_file: bool, sidecar: str | None) -> str:
     return SIDECAR if sidecar else NO_HEAD
 
 
-class _ShapeReader:
+class ShapeReader:
     """Model shapes from config.json files, each repo read at most once per search."""
 
     def __init__(self, endpoint: str, token: str | None) -> None:
