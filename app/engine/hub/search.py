@@ -138,12 +138,13 @@ class SearchResult:
 
 
 def catalog_sidecars(entries: Iterable[CatalogEntry]) -> dict[str, str]:
-    """Base model → sidecar repo, from the catalog entries that have a sidecar."""
+    """Base model → sidecar repo, from the catalog entries that have a sidecar; each entry's
+    public conversions (``public_repos``) map to it too, for cards that name no base model."""
     found: dict[str, str] = {}
     for entry in entries:
         if entry.mtp_sidecar_repo:
-            found.setdefault(entry.base_model, entry.mtp_sidecar_repo)
-            found.setdefault(entry.source_model, entry.mtp_sidecar_repo)
+            for repo in (entry.base_model, entry.source_model, *entry.public_repos):
+                found.setdefault(repo, entry.mtp_sidecar_repo)
     return found
 
 
