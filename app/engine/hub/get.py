@@ -43,6 +43,7 @@ from app.engine.hub.search import (
     HUB_FAILURES,
     SEPARATE_HEAD,
     QuantOption,
+    RepoHit,
     ShapeReader,
     describe_repo,
 )
@@ -109,7 +110,11 @@ def plan_get(
     hit = describe_repo(info, sidecars, ShapeReader(endpoint, token), memory_bytes)
     if not hit.quantisations:
         raise DownloadError(f"{repo_id} holds no GGUF, MLX or safetensors model files")
-    option = _chosen(hit.quantisations, quant, repo_id)
+    return plan_for(hit, _chosen(hit.quantisations, quant, repo_id))
+
+
+def plan_for(hit: RepoHit, option: QuantOption) -> GetPlan:
+    """The plan for one quantisation of a search hit (what the Discover page's Get runs)."""
     if option.mtp == HEAD_INSIDE:
         way = HEAD_INSIDE
     elif hit.sidecar_repo:
@@ -118,7 +123,7 @@ def plan_get(
         way = SEPARATE_HEAD
     else:
         way = NO_MTP
-    return GetPlan(repo_id, hit.format, option.label, option.files, way, hit.sidecar_repo)
+    return GetPlan(hit.repo_id, hit.format, option.label, option.files, way, hit.sidecar_repo)
 
 
 def _chosen(options: tuple[QuantOption, ...], quant: str, repo_id: str) -> QuantOption:
