@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 
 from app.engine.chat.model_files import describe_model
-from app.engine.hub.get import GRAFTED, NO_MTP, PAIRED, GetJob, plan_get
+from app.engine.hub.get import GET_KIND, GRAFTED, NO_MTP, PAIRED, GetJob, plan_get
 from app.engine.hub.search import HEAD_INSIDE
 from app.engine.jobs import JobContext
 from app.engine.settings import app_dirs
-from app.engine.store import JobState, JobStore
+from app.engine.store import JobSpec, JobState, JobStore
+from app.engine.store.kinds import build_job
 from tests.catalog.helpers import entry, write_catalog
 from tests.graft.splits import write_split
 from tests.localhub import LocalHub
@@ -137,3 +138,23 @@ def test_without_a_sidecar_it_says_there_is_no_head(hub: LocalHub, home: Isolate
         GGUF_REPO, "Q4_0", endpoint=hub.endpoint, token=None, sidecars={}, memory_bytes=None
     )
     assert plan.way == NO_MTP
+
+
+def test_without_a_label_the_largest_that_fits_is_chosen(hub: LocalHub) -> None:
+    roomy = plan_get(
+        GGUF_REPO, endpoint=hub.endpoint, token=None, sidecars=SIDECARS, memory_bytes=64 << 30
+    )
+    assert roomy.quant == "Q8_0" and len(roomy.files) == 3
+    unknown = plan_get(
+        GGUF_REPO, endpoint=hub.endpoint, token=None, sidecars=SIDECARS, memory_bytes=None
+    )
+    assert unknown.quant == "Q4_0"  # nothing is known to fit: the smallest
+
+
+def test_a_stored_get_job_runs_again_from_its_parameters(hub: LocalHub, home: IsolatedHome) -> None:
+    plan, first = get(hub, home, GGUF_REPO, "Q4_0")
+    job = GetJob(plan, hub.endpoint, home.hub_cache, app_dirs().grafted_models)
+    again = build_job(JobSpec(GET_KIND, plan.title, job.to_params()))
+    result = again(JobContext(emit=lambda _event: None))
+    assert result.ready_path == first.ready_path
+    assert result.model.downloaded_bytes == 0  # every file was verified in place, none fetched
