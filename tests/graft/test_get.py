@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from app.engine.chat.model_files import describe_model
-from app.engine.hub.get import GET_KIND, GRAFTED, NO_MTP, PAIRED, GetJob, plan_get
+from app.engine.hub.get import GET_KIND, GRAFTED, NO_MTP, PAIRED, GetJob, GetPlan, plan_get
 from app.engine.hub.search import HEAD_INSIDE
 from app.engine.jobs import JobContext
 from app.engine.settings import app_dirs
@@ -158,3 +158,18 @@ def test_a_stored_get_job_runs_again_from_its_parameters(hub: LocalHub, home: Is
     result = again(JobContext(emit=lambda _event: None))
     assert result.ready_path == first.ready_path
     assert result.model.downloaded_bytes == 0  # every file was verified in place, none fetched
+
+
+def test_a_file_found_to_have_its_head_after_download_is_not_grafted(
+    hub: LocalHub, home: IsolatedHome, graft_files: dict[str, Path]
+) -> None:
+    hub.seed_files("plainfolk/Demo-GGUF", {"Demo-Q8_0.gguf": graft_files["grafted_q8"]})
+    # as planned when the header could not be read beforehand
+    plan = GetPlan(
+        "plainfolk/Demo-GGUF", "gguf", "Q8_0", ("Demo-Q8_0.gguf",), GRAFTED, SIDECAR_REPO
+    )
+    hub.traffic.reset()
+    result = GetJob(plan, hub.endpoint, home.hub_cache, app_dirs().grafted_models)(JobContext())
+    assert result.ready_path.name == "Demo-Q8_0.gguf"
+    assert result.note == "the file already has its MTP head (1 block(s)); nothing grafted"
+    assert {path for (_, path) in hub.traffic.bytes_served_per_file()} == {"Demo-Q8_0.gguf"}

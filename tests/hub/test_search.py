@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from app.engine.errors import HubError
+from app.engine.gguf_header import metadata_prefix
 from app.engine.hub.fit import FITS, TIGHT, TOO_BIG, judge_fit
+from app.engine.hub.gguf_peek import PEEK_BYTES, mtp_blocks_in
 from app.engine.hub.search import (
     HEAD_INSIDE,
     NO_HEAD,
@@ -150,3 +152,23 @@ def test_the_command_prints_json_and_times_the_search(
     assert f"MTP: {SIDECAR} ({SIDECAR_REPO})" in text.stdout
     assert "BF16" in text.stdout and "in 3 parts" in text.stdout
     assert text.stdout.strip().splitlines()[-1].startswith("5 repo(s) in ")
+
+
+DEMO_GGUF = ROOT / "resources" / "models" / "demo-mtp.gguf"
+
+
+def test_a_plainly_named_gguf_with_a_head_is_found_from_its_first_kilobytes(
+    hub: LocalHub,
+) -> None:
+    hub.seed_files("headfolk/Demo-GGUF", {"README.md": b"---\n---\n", "Demo-Q8_0.gguf": DEMO_GGUF})
+    hub.traffic.reset()
+    [hit] = search(hub, text="headfolk").values()
+    assert [(q.label, q.mtp) for q in hit.quantisations] == [("Q8_0", HEAD_INSIDE)]
+    assert hub.traffic.bytes_served("headfolk/Demo-GGUF", "Demo-Q8_0.gguf") == PEEK_BYTES
+
+
+def test_the_header_prefix_says_the_head_count_or_that_it_cannot_tell() -> None:
+    start = DEMO_GGUF.read_bytes()[:PEEK_BYTES]
+    assert mtp_blocks_in(metadata_prefix(start)) == 1
+    assert mtp_blocks_in(metadata_prefix(start[:200])) is None
+    assert metadata_prefix(os.urandom(4096)) == {}

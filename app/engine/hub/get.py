@@ -32,19 +32,21 @@ from app.engine.chat.sidecar import find_sidecar
 from app.engine.download import CACHE, DownloadJob, DownloadRequest
 from app.engine.download.job import DownloadResult
 from app.engine.errors import DownloadError, MtpStudioError
+from app.engine.gguf_header import read_gguf_header
 from app.engine.graft.download_job import SIDECAR_FILE
 from app.engine.graft.job import GraftRequest, default_output_path
 from app.engine.graft.split import is_split_part, join_split_gguf, joined_name
 from app.engine.hub.failures import hub_error
 from app.engine.hub.fit import FITS
+from app.engine.hub.gguf_peek import mtp_blocks_in
 from app.engine.hub.search import (
     GGUF,
     HEAD_INSIDE,
     HUB_FAILURES,
     SEPARATE_HEAD,
+    HubFacts,
     QuantOption,
     RepoHit,
-    ShapeReader,
     describe_repo,
 )
 from app.engine.jobs import JobContext, ResultEvent
@@ -107,7 +109,7 @@ def plan_get(
         info = api.model_info(repo_id, files_metadata=True)
     except HUB_FAILURES as exc:
         raise hub_error(exc, f"reading the files of {repo_id}", endpoint) from None
-    hit = describe_repo(info, sidecars, ShapeReader(endpoint, token), memory_bytes)
+    hit = describe_repo(info, sidecars, HubFacts(endpoint, token), memory_bytes)
     if not hit.quantisations:
         raise DownloadError(f"{repo_id} holds no GGUF, MLX or safetensors model files")
     return plan_for(hit, _chosen(hit.quantisations, quant, repo_id))
@@ -224,6 +226,9 @@ class GetJob:
 
     def _graft(self, base: Path, ctx: JobContext) -> tuple[Path, str]:
         assert self._sidecar is not None
+        blocks = mtp_blocks_in(read_gguf_header(base).metadata)
+        if blocks:
+            return base, f"the file already has its MTP head ({blocks} block(s)); nothing grafted"
         sidecar = self._sidecar(ctx).location / SIDECAR_FILE
         if not sidecar.is_file():
             raise MtpStudioError(

@@ -7,9 +7,11 @@ conversion of a base model, sorted by downloads or recency), then reads each rep
 their sizes (``model_info(files_metadata=True)``, one request per repo, a few at a time) and its
 shape from a config.json (the repo's own, else its base model's, read once per search).
 
-MTP readiness, best first: the head is inside the file (``…-mtp.gguf``, or the original release
-that the catalog extracts heads from); a separate ``mtp-*.gguf`` head file sits beside the trunk;
-the catalog has a sidecar for the repo's base model (``mtp-studio get`` grafts it); none.
+MTP readiness, best first: the head is inside the file (``…-mtp.gguf``; a GGUF whose header —
+the first 64 KiB of the repo's smallest quantisation, one ranged read — declares
+``nextn_predict_layers``; or the original release that the catalog extracts heads from); a
+separate ``mtp-*.gguf`` head file sits beside the trunk; the catalog has a sidecar for the repo's
+base model (``mtp-studio get`` grafts it); none.
 """
 
 from __future__ import annotations
@@ -32,10 +34,11 @@ from huggingface_hub.hf_api import ModelInfo
 from app.engine.catalog import CatalogEntry
 from app.engine.chat.memory import ModelShape
 from app.engine.chat.model_files import config_shape
-from app.engine.download.quantisation import gguf_files
+from app.engine.download.quantisation import Quantisation, gguf_files
 from app.engine.errors import HubError
 from app.engine.hub.failures import hub_error
 from app.engine.hub.fit import Fit, judge_fit
+from app.engine.hub.gguf_peek import remote_mtp_blocks
 
 GGUF = "gguf"
 MLX = "mlx"
@@ -171,11 +174,11 @@ def search_models(
     except HUB_FAILURES as exc:
         what = f"searching {endpoint} for {query.text or query.base!r}"
         raise hub_error(exc, what, endpoint) from None
-    shapes = ShapeReader(endpoint, token)
+    facts = HubFacts(endpoint, token)
     with ThreadPoolExecutor(PARALLEL_REQUESTS) as pool:
         infos = list(pool.map(lambda model: _files_of(api, model, endpoint), listed))
         hits = tuple(
-            pool.map(lambda info: describe_repo(info, sidecars, shapes, memory_bytes), infos)
+            pool.map(lambda info: describe_repo(info, sidecars, facts, memory_bytes), infos)
         )
     return SearchResult(query, hits, time.perf_counter() - started)
 
@@ -211,7 +214,7 @@ def repo_format(info: ModelInfo, sizes: Mapping[str, int]) -> str:
 def describe_repo(
     info: ModelInfo,
     sidecars: Mapping[str, str],
-    shapes: ShapeReader,
+    facts: HubFacts,
     memory_bytes: int | None,
 ) -> RepoHit:
     """What a repo (its ``model_info`` with file sizes) offers, quantisation by quantisation."""
@@ -219,15 +222,16 @@ def describe_repo(
     bases = base_models(info.tags or [])
     fmt = repo_format(info, sizes)
     sidecar = next((sidecars[b] for b in (info.id, *bases) if b in sidecars), None)
-    shape = shapes.shape(info.id if "config.json" in sizes else None, bases)
+    shape = facts.shape(info.id if "config.json" in sizes else None, bases)
     if fmt == GGUF:
         files = gguf_files(sizes)
+        head_in_files = _heads_in_files(info, files.quantisations, facts)
         options = tuple(
             QuantOption(
                 label=q.label,
                 size=q.size,
                 files=q.files,
-                mtp=_gguf_mtp(q.head_inside, bool(files.head_files), sidecar),
+                mtp=_gguf_mtp(q.head_inside or head_in_files, bool(files.head_files), sidecar),
                 fit=judge_fit(q.size, shape, memory_bytes),
             )
             for q in files.quantisations
@@ -254,6 +258,17 @@ def describe_repo(
     )
 
 
+def _heads_in_files(
+    info: ModelInfo, quantisations: tuple[Quantisation, ...], facts: HubFacts
+) -> bool:
+    """Whether the repo's GGUFs carry the head though their names do not say so: the smallest
+    quantisation's header is read (one conversion's files share the converter's choice)."""
+    plain = [q for q in quantisations if not q.head_inside]
+    if not plain or not info.sha:
+        return False
+    return bool(facts.mtp_blocks(info.id, info.sha, plain[0].first_file))
+
+
 def _gguf_mtp(head_inside: bool, head_file: bool, sidecar: str | None) -> str:
     if head_inside:
         return HEAD_INSIDE
@@ -262,8 +277,9 @@ def _gguf_mtp(head_inside: bool, head_file: bool, sidecar: str | None) -> str:
     return SIDECAR if sidecar else NO_HEAD
 
 
-class ShapeReader:
-    """Model shapes from config.json files, each repo read at most once per search."""
+class HubFacts:
+    """What a search reads from the Hub besides listings: model shapes from config.json files
+    (each repo read at most once per search) and GGUF headers' first kilobytes."""
 
     def __init__(self, endpoint: str, token: str | None) -> None:
         self._endpoint = endpoint
@@ -281,6 +297,9 @@ class ShapeReader:
                 if self._shapes[repo_id] is not None:
                     return self._shapes[repo_id]
         return None
+
+    def mtp_blocks(self, repo_id: str, commit: str, path: str) -> int | None:
+        return remote_mtp_blocks(repo_id, commit, path, endpoint=self._endpoint, token=self._token)
 
     def _read(self, repo_id: str) -> ModelShape | None:
         """The shape, or None when the repo has no readable config.json (the fit is then
