@@ -26,11 +26,12 @@ def split_trunk(graft_files: dict[str, Path], tmp_path_factory: pytest.TempPathF
     return parts[0]
 
 
-def first_logits(path: Path) -> np.ndarray:
+def prompt_logits(path: Path) -> np.ndarray:
+    """The logits llama.cpp computes at every position of a short prompt."""
     llama_cpp_log.install()
-    model = llama_cpp.Llama(str(path), n_ctx=64, n_threads=1, verbose=False, logits_all=False)
+    model = llama_cpp.Llama(str(path), n_ctx=64, n_threads=1, verbose=False, logits_all=True)
     model.eval(model.tokenize(b"The capital of France is"))
-    logits = np.array(model.scores[model.n_tokens - 1])
+    logits = np.array(model.scores[: model.n_tokens])
     model.close()
     return logits
 
@@ -47,7 +48,9 @@ def test_the_joined_file_is_the_split_model_in_one_piece(
         assert np.array_equal(np.asarray(mine.data), np.asarray(theirs.data)), mine.name
     assert not [key for key in result.fields if key.startswith("split.")]
     # llama.cpp reads the split model from its first part and the joined one alike
-    assert np.array_equal(first_logits(split_trunk), first_logits(joined))
+    split_logits = prompt_logits(split_trunk)
+    assert np.isfinite(split_logits).all()
+    assert np.array_equal(split_logits, prompt_logits(joined))
 
 
 def test_the_joined_file_takes_the_head(
