@@ -114,7 +114,7 @@ class DiscoverPanel(QWidget):
         self.searching = False
 
         self.query = QLineEdit()
-        self.query.setPlaceholderText("Search the Hub, e.g. Qwen3.6-27B GGUF")
+        self.query.setPlaceholderText("Search the Hub by name, e.g. Qwen3.6-27B")
         self.query.setClearButtonEnabled(True)
         self.format = QComboBox()
         self.format.addItems([ANY_FORMAT, *FORMATS])
