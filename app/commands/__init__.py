@@ -14,6 +14,8 @@ COMMANDS: dict[str, str] = {
     "extract": "extract the MTP heads of a checkpoint into a BF16 sidecar file",
     "graft": "add a sidecar's MTP head to a GGUF so llama.cpp can draft with it",
     "download": "download a repo (or some of its files), resumable and verified",
+    "search": "search the Hub for a model's GGUF / MLX conversions and their quantisations",
+    "get": "download one quantisation of a model and make it MTP-ready",
     "bench": "run a benchmark and print its figures",
     "chat": "chat with a model (MTP speculative decoding)",
     "serve": "serve a model over an OpenAI-compatible HTTP API",

@@ -36,6 +36,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="glob of files to fetch, e.g. 'mtp.safetensors' or '*.json' (repeatable; default all)",
     )
     parser.add_argument(
+        "--quant",
+        default="",
+        metavar="LABEL",
+        help=(
+            "one GGUF quantisation, e.g. Q4_K_M: all parts of a split file plus a separate "
+            "mtp-*.gguf head file, nothing else (see mtp-studio search)"
+        ),
+    )
+    parser.add_argument(
         "--dest", metavar="DIR", help="a plain folder to put the files in (default: the HF cache)"
     )
     parser.add_argument(
@@ -58,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
         revision=args.revision,
         include=tuple(args.include),
         layout=layout,
+        quant=args.quant,
     )
     printer = ProgressPrinter(sys.stderr)
     run_recorded_command(

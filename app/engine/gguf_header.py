@@ -19,6 +19,7 @@ never a hang, a crash or an allocation sized by a number it claims.
 
 from __future__ import annotations
 
+import io
 import os
 import struct
 from dataclasses import dataclass
@@ -181,6 +182,31 @@ def read_gguf_header(path: Path) -> GgufHeader:
             f"{path} is not a readable GGUF file ({reason}); re-download it or convert the "
             "model again with llama.cpp's converter"
         ) from None
+
+
+def metadata_prefix(data: bytes) -> dict[str, Any]:
+    """The metadata entries that lie wholly inside ``data``, the first bytes of a GGUF file.
+
+    For a file not downloaded yet: a ranged read of its first kilobytes holds the model's scalar
+    keys (llama.cpp's converter writes them before the tokenizer's long arrays). Reading stops at
+    the first entry that runs past ``data``; anything that is not a GGUF gives an empty mapping.
+    """
+    if len(data) < 24 or data[:4] != GGUF_MAGIC:
+        return {}
+    handle = io.BytesIO(data)
+    handle.seek(4)
+    version_bytes = handle.read(4)
+    order = "<" if struct.unpack("<I", version_bytes)[0] < 0x10000 else ">"
+    reader = _Reader(handle, order, len(data))
+    metadata: dict[str, Any] = {}
+    try:
+        reader.unpack("Q")  # the tensor count
+        for _ in range(reader.unpack("Q")):
+            key = reader.string()
+            metadata[key] = reader.value(reader.unpack("I"))
+    except (EOFError, ValueError, struct.error, OverflowError):
+        pass  # the entry runs past the bytes read: what came before it is complete
+    return metadata
 
 
 def _tensor_bytes(kind: int, dims: list[int]) -> int | None:

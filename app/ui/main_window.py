@@ -43,8 +43,10 @@ from app.engine.catalog import CatalogEntry
 from app.engine.chat.history import HISTORY_FILE_NAME
 from app.engine.chat.model_files import describe_model
 from app.engine.errors import MtpStudioError
+from app.engine.hub.get import GET_KIND, GetJob
+from app.engine.hub.search import catalog_sidecars
 from app.engine.settings import AppDirs, Settings, SettingsStore, app_dirs, token_status
-from app.engine.store import JobState, JobStore
+from app.engine.store import JobSpec, JobState, JobStore
 from app.ui.about import about_html
 from app.ui.background import run_in_background
 from app.ui.catalog.browser import CatalogBrowser
@@ -198,6 +200,7 @@ class MainWindow(QMainWindow):
         self.library.download_sidecar_requested.connect(
             lambda repo: self.open_download_wizard(repo, ("mtp.safetensors",))
         )
+        self.library.get_requested.connect(self._get)
         self.graft.grafted.connect(self._on_grafted)
         self.graft.failed.connect(lambda message: show_error(self, "Add the MTP head", message))
         self.browser.detail.download_model_requested.connect(self.download_model)
@@ -358,10 +361,15 @@ class MainWindow(QMainWindow):
             lambda exc: show_error(self, "Add the MTP head", readable(exc)),
         )
 
+    def _get(self, job: GetJob) -> None:
+        """Models page → Discover → Get: one recorded job (download, sidecar, graft)."""
+        self.runner.start(JobSpec(GET_KIND, job.plan.title, job.to_params()), job)
+
     def _on_grafted(self, path: Path) -> None:
         self.library.refresh(select=path)
 
     def _tell_library_the_sidecars(self) -> None:
+        self.library.discover.set_sidecars(catalog_sidecars(self.browser.valid_entries()))
         self.library.set_catalog_sidecars(
             {
                 entry.hf_repo: entry.mtp_sidecar_repo
@@ -635,6 +643,9 @@ class MainWindow(QMainWindow):
         sidecar = row.record.spec.params.get("sidecar_repo") if row else None
         if state == JobState.SUCCEEDED and isinstance(sidecar, str):
             self.status_book.refresh([sidecar], force=True)
+        if state == JobState.SUCCEEDED and row and row.record.spec.kind == GET_KIND:
+            ready = (row.record.result or {}).get("ready_path")
+            self.library.refresh(select=Path(ready) if ready else None)
 
     def _update_status(self) -> None:
         self.endpoint_label.setText(f"Hub: {self.settings.endpoint}")

@@ -18,6 +18,7 @@ from tests.localhub.auth import INVALID_CREDENTIALS, require_write
 from tests.localhub.cardmeta import front_matter
 from tests.localhub.errors import HubReply, entry_not_found, repo_not_found, revision_not_found
 from tests.localhub.gitobjects import stored_in_lfs
+from tests.localhub.listing_routes import repo_fields
 from tests.localhub.store import (
     AddLfs,
     AddRegular,
@@ -191,29 +192,30 @@ def model_info(handler: HubHandler, namespace: str, name: str, revision: str = "
                     "pointerSize": entry.pointer_size,
                 }
         siblings.append(sibling)
+    fields = repo_fields(handler, repo, commit)
     info: dict[str, Any] = {
-        "_id": hashlib.sha1(repo.repo_id.encode()).hexdigest()[:24],
-        "id": repo.repo_id,
-        "modelId": repo.repo_id,
-        "author": namespace,
-        "sha": commit.oid,
-        "lastModified": iso_time(commit.created_at),
-        "createdAt": iso_time(repo.created_at),
-        "private": repo.private,
-        "disabled": False,
-        "gated": False,
-        "downloads": 0,
-        "likes": 0,
-        "tags": [],
-        "siblings": siblings,
+        name: fields[name]
+        for name in (
+            "_id",
+            "id",
+            "modelId",
+            "author",
+            "sha",
+            "lastModified",
+            "createdAt",
+            "private",
+            "disabled",
+            "gated",
+            "downloads",
+            "likes",
+            "tags",
+            "library_name",
+        )
     }
-    readme = commit.files.get("README.md")
-    if readme is not None and not readme.sha256:
-        card = front_matter(handler.hub.store.content_path(readme).read_text(errors="replace"))
-        if card is not None:
-            info["cardData"] = card
-            tags = card.get("tags")
-            info["tags"] = list(tags) if isinstance(tags, list) else []
+    info["author"] = namespace
+    info["siblings"] = siblings
+    if fields["cardData"] is not None:
+        info["cardData"] = fields["cardData"]
     handler.send_json(info)
 
 

@@ -44,6 +44,8 @@ class HubContext:
     uploads: dict[str, PendingUpload] = field(default_factory=dict)
     uploads_lock: threading.Lock = field(default_factory=threading.Lock)
     verbose: bool = False
+    repo_stats: dict[str, dict[str, int]] = field(default_factory=dict)
+    """repo id → counters the listing sorts by (``downloads``, ``likes``, ``trendingScore``)."""
     forged_listing: dict[tuple[str, str], dict[str, object]] = field(default_factory=dict)
     """(repo id, stored path) → fields that the tree listing shows instead of the true ones, so
     tests can play a hostile Hub: a path that climbs out, an id that is not hex."""

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-from tests.localhub import api_routes, collection_routes, lfs_routes
+from tests.localhub import api_routes, collection_routes, lfs_routes, listing_routes
 from tests.localhub.auth import TokenPolicy
 from tests.localhub.context import HubContext
 from tests.localhub.faults import FaultPlan
@@ -22,7 +22,12 @@ from tests.localhub.store import HubStore
 from tests.localhub.traffic import Traffic
 from tests.localhub.wire import HubServer
 
-API_ROUTES = [*api_routes.ROUTES, *lfs_routes.API_ROUTES, *collection_routes.ROUTES]
+API_ROUTES = [
+    *listing_routes.ROUTES,
+    *api_routes.ROUTES,
+    *lfs_routes.API_ROUTES,
+    *collection_routes.ROUTES,
+]
 DEFAULT_MULTIPART_THRESHOLD = 64 * 1024 * 1024
 DEFAULT_MULTIPART_CHUNK = 16 * 1024 * 1024
 
@@ -141,6 +146,7 @@ class LocalHub:
         with self.context.uploads_lock:
             self.context.uploads.clear()
         self.context.forged_listing.clear()
+        self.context.repo_stats.clear()
         self.restore_defaults()
 
     def seed_folder(self, repo_id: str, folder: Path, message: str = "Upload folder") -> str:
@@ -153,6 +159,10 @@ class LocalHub:
     ) -> str:
         """Commit files (contents or local paths) straight into storage; returns the commit id."""
         return self.context.store.commit_files(repo_id, files, message).oid
+
+    def set_stats(self, repo_id: str, *, downloads: int = 0, likes: int = 0) -> None:
+        """The download and like counts the model listing shows and sorts by."""
+        self.context.repo_stats[repo_id] = {"downloads": downloads, "likes": likes}
 
     def forge_listing(self, repo_id: str, stored_path: str, **fields: object) -> None:
         """Make the tree listing show ``stored_path`` with other fields (``path``, ``oid``,

@@ -79,7 +79,8 @@ class HubHandler(BaseHTTPRequestHandler):
         self._chunked = "chunked" in self.headers.get("Transfer-Encoding", "").lower()
         self.body_length: int | None = None
         split = urlsplit(self.path)
-        self.query = {key: values[-1] for key, values in parse_qs(split.query).items()}
+        self.query_lists = parse_qs(split.query)
+        self.query = {key: values[-1] for key, values in self.query_lists.items()}
         dropped = False
         try:
             self._remaining = self._declared_length()

@@ -23,7 +23,7 @@ REQUIRED_FIELDS: tuple[str, ...] = (
     "hf_repo",
 )
 MTP_FIELDS: tuple[str, ...] = ("mtp_source_repo", "mtp_sidecar_repo")
-OPTIONAL_FIELDS: tuple[str, ...] = (*MTP_FIELDS, "hf_collection")
+OPTIONAL_FIELDS: tuple[str, ...] = (*MTP_FIELDS, "hf_collection", "public_repos")
 KNOWN_FIELDS: tuple[str, ...] = (*REQUIRED_FIELDS, *OPTIONAL_FIELDS)
 
 
@@ -49,6 +49,9 @@ class CatalogEntry:
     mtp_source_repo: str | None = None
     mtp_sidecar_repo: str | None = None
     hf_collection: str | None = None
+    public_repos: tuple[str, ...] = ()
+    """Public conversions of the same model and format that users download (e.g. a GGUF repo of
+    another publisher), offered beside ``hf_repo`` to users who publish nothing."""
     extra: Mapping[str, Any] = field(default_factory=_empty_mapping, hash=False)
     source_file: Path | None = field(default=None, compare=False)
 
@@ -78,7 +81,10 @@ class CatalogEntry:
         }
         for name in OPTIONAL_FIELDS:
             value = getattr(self, name)
-            if value is not None:
+            if isinstance(value, tuple):
+                if value:
+                    fields[name] = list(value)
+            elif value is not None:
                 fields[name] = value
         fields.update(self.extra)
         return fields

@@ -94,8 +94,35 @@ def validate_entry(
             f"hf_collection {collection!r} is not a collection slug; write it as owner/slug, "
             "e.g. `acme/mtp-models-0123456789abcdef01234567`, or remove the field",
         )
+    for message in _public_repo_messages(fields.get("public_repos"), fields.get("hf_repo")):
+        error("public_repos", message)
     problems.extend(_mtp_problems(fields, where, key))
     return problems
+
+
+def _public_repo_messages(value: Any, hf_repo: Any) -> list[str]:
+    """What is wrong with a ``public_repos`` value (nothing when it is unset or right)."""
+    if _is_unset(value):
+        return []
+    example = "e.g. `public_repos: [unsloth/Qwen3.6-27B-GGUF]`"
+    if not _is_text_list(value):
+        return [f"public_repos must be a list of Hub repo ids, {example}"]
+    messages = []
+    for repo in value:
+        if not is_repo_id(repo):
+            messages.append(
+                f"public_repos lists {repo!r}, which is not a Hub repo id; write it as "
+                f"owner/name, {example}"
+            )
+        elif repo == hf_repo:
+            messages.append(
+                f"public_repos lists {repo!r}, the entry's own hf_repo; list only other "
+                "publishers' conversions there"
+            )
+    duplicates = sorted({repo for repo in value if value.count(repo) > 1})
+    if duplicates:
+        messages.append(f"public_repos lists {', '.join(duplicates)} more than once")
+    return messages
 
 
 def parse_entry(
@@ -119,6 +146,7 @@ def parse_entry(
         mtp_source_repo=_optional(fields.get("mtp_source_repo")),
         mtp_sidecar_repo=_optional(fields.get("mtp_sidecar_repo")),
         hf_collection=_optional(fields.get("hf_collection")),
+        public_repos=tuple(fields.get("public_repos") or ()),
         extra=MappingProxyType({k: v for k, v in fields.items() if k not in KNOWN_FIELDS}),
         source_file=source_file,
     )

@@ -208,7 +208,7 @@ def _describe_folder(path: Path, origin: str) -> ModelDescription:
     architecture = str(architectures[0] if architectures else merged.get("model_type", "unknown"))
     size = sum(file.stat().st_size for file in path.glob("*.safetensors"))
     mtp_blocks, mtp_note = _folder_mtp(path)
-    shape = _config_shape(merged)
+    shape = config_shape(merged)
     backend = None
     try:
         backend = choose_backend("auto", path)
@@ -255,7 +255,9 @@ def _folder_template(path: Path) -> str | None:
     return None
 
 
-def _config_shape(config: dict[str, Any]) -> ModelShape:
+def config_shape(config: dict[str, Any]) -> ModelShape:
+    """A model's shape from its config.json (the text config merged in for multimodal ones)."""
+
     def number(key: str, default: int = 0) -> int:
         value = config.get(key)
         return int(value) if isinstance(value, int | float) else default

@@ -26,6 +26,7 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.hf_api import RepoFile
 
+from app.engine.download.quantisation import gguf_files
 from app.engine.download.request import DownloadRequest
 from app.engine.errors import DownloadError
 from app.engine.safepath import (
@@ -137,7 +138,11 @@ def plan_download(request: DownloadRequest, token: str | None = None) -> Downloa
             for entry in refused
             if not isinstance(entry.path, str) or select([entry.path], request.include)
         ]
-    chosen = select(sorted(by_path), request.include)
+    if request.quant:
+        sizes = {path: file.size for path, file in by_path.items()}
+        chosen = list(gguf_files(sizes).files_for(request.quant, request.repo_id))
+    else:
+        chosen = select(sorted(by_path), request.include)
     if not chosen and not refused:
         raise DownloadError(
             f"no file of {where} matches {', '.join(request.include)}; it has "

@@ -18,7 +18,9 @@ class DownloadRequest:
 
     ``layout`` is ``"cache"`` (the Hugging Face cache layout under ``destination``, shared with
     other tools) or ``"folder"`` (plain files under ``destination``). ``include`` holds glob
-    patterns; empty means every file.
+    patterns; empty means every file. ``quant`` names one GGUF quantisation instead (``Q4_K_M``):
+    its files, every part of a split one, and a separate ``mtp-*.gguf`` head file if the repo has
+    one (:mod:`app.engine.download.quantisation`).
     """
 
     repo_id: str
@@ -27,6 +29,7 @@ class DownloadRequest:
     revision: str = "main"
     include: tuple[str, ...] = ()
     layout: str = CACHE
+    quant: str = ""
 
     def __post_init__(self) -> None:
         owner, _, name = self.repo_id.partition("/")
@@ -45,6 +48,10 @@ class DownloadRequest:
                 f"layout {self.layout!r} is unknown; use {CACHE!r} (Hugging Face cache) "
                 f"or {FOLDER!r} (plain folder)"
             )
+        if self.quant and self.include:
+            raise DownloadError(
+                "choose files either by quantisation (--quant) or by pattern (--include), not both"
+            )
         if not self.destination:
             raise DownloadError("no destination folder given; choose where the files go")
 
@@ -56,6 +63,7 @@ class DownloadRequest:
             "revision": self.revision,
             "include": list(self.include),
             "layout": self.layout,
+            "quant": self.quant,
         }
 
     @classmethod
@@ -68,6 +76,7 @@ class DownloadRequest:
                 revision=params.get("revision", "main"),
                 include=tuple(params.get("include", ())),
                 layout=params.get("layout", CACHE),
+                quant=params.get("quant", ""),
             )
         except KeyError as exc:
             raise DownloadError(
@@ -76,5 +85,5 @@ class DownloadRequest:
 
     @property
     def title(self) -> str:
-        files = ", ".join(self.include) if self.include else "all files"
+        files = self.quant or (", ".join(self.include) if self.include else "all files")
         return f"Download {self.repo_id} ({files})"

@@ -36,7 +36,9 @@ HINTS = {
     "mtp_source_repo": "canonical release with the MTP heads (set with the sidecar repo)",
     "mtp_sidecar_repo": "owner/<base-slug>-mtp (set with the source repo)",
     "hf_collection": "optional collection slug owner/slug",
+    "public_repos": "optional, comma-separated: other publishers' GGUF / MLX repos of it",
 }
+LIST_FIELDS = ("slices", "public_repos")
 
 
 class EntryEditor(QDialog):
@@ -99,7 +101,7 @@ class EntryEditor(QDialog):
             text = edit.text().strip()
             if not text:
                 continue
-            if name == "slices":
+            if name in LIST_FIELDS:
                 fields[name] = [part.strip() for part in text.split(",") if part.strip()]
             else:
                 fields[name] = text

@@ -54,18 +54,21 @@ from app.engine.settings import AppDirs, Settings, SettingsStore, hf_hub_cache
 from app.engine.units import format_bytes
 from app.ui.background import run_in_background
 from app.ui.errors import readable
+from app.ui.library.discover import DiscoverPanel
 from app.ui.library.table import MODEL_ROLE, LibraryFilter, LibraryTableModel
 
 EMPTY_TEXT = "No models yet — download one from the Catalog or chat with the bundled demo."
 
 
 class LibraryPage(QWidget):
-    """Signals: ``chat_requested(Path)``, ``graft_requested(Path, Path)`` (model, sidecar) and
-    ``download_sidecar_requested(str)`` (the sidecar's repo id)."""
+    """Signals: ``chat_requested(Path)``, ``graft_requested(Path, Path)`` (model, sidecar),
+    ``download_sidecar_requested(str)`` (the sidecar's repo id) and ``get_requested(GetJob)``
+    (from the Discover panel)."""
 
     chat_requested = Signal(Path)
     graft_requested = Signal(Path, Path)
     download_sidecar_requested = Signal(str)
+    get_requested = Signal(object)
 
     def __init__(
         self,
@@ -103,6 +106,13 @@ class LibraryPage(QWidget):
         self.search.setPlaceholderText("Filter by name, format, quantisation, MTP or location")
         self.search.setClearButtonEnabled(True)
         self.refresh_button = QPushButton("Refresh")
+        self.discover_button = QPushButton("Discover on the Hub…")
+        self.discover_button.setCheckable(True)
+        self.discover_button.setToolTip(
+            "Search the Hub for a model's GGUF / MLX conversions and get one ready for MTP"
+        )
+        self.discover = DiscoverPanel(lambda: self._settings, dirs.grafted_models)
+        self.discover.hide()
 
         self.table_model = LibraryTableModel(self)
         self.proxy = LibraryFilter(self.table_model, self)
@@ -156,12 +166,14 @@ class LibraryPage(QWidget):
         top = QHBoxLayout()
         top.addWidget(self.search, 1)
         top.addWidget(self.refresh_button)
+        top.addWidget(self.discover_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(20, 16, 20, 8)
         layout.setSpacing(10)
         layout.addWidget(self.title)
         layout.addWidget(self.subtitle)
         layout.addLayout(top)
+        layout.addWidget(self.discover, 1)
         layout.addWidget(self.stack, 1)
         layout.addLayout(buttons)
         layout.addWidget(self.status)
@@ -173,6 +185,8 @@ class LibraryPage(QWidget):
     def _connect(self) -> None:
         self.search.textChanged.connect(self.proxy.setFilterFixedString)
         self.refresh_button.clicked.connect(self.refresh)
+        self.discover_button.toggled.connect(self.discover.setVisible)
+        self.discover.get_requested.connect(self.get_requested)
         self.table.selectionModel().selectionChanged.connect(lambda *_: self._update_actions())
         self.proxy.modelReset.connect(self._update_actions)
         self.proxy.layoutChanged.connect(self._update_actions)

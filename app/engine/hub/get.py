@@ -1,0 +1,277 @@
+"""``get``: from a repo name to a model that drafts with MTP, in one job.
+
+Why: a conversion found by search needs up to four steps before it drafts — pick a quantisation,
+download just its files, fetch the sidecar of its base model, graft the head (joining a split GGUF
+first). :func:`plan_get` decides them from the repo's files and the catalog, before anything is
+downloaded; :class:`GetJob` runs them as one recorded job (resumable downloads, pausable, retried
+from its stored parameters) and ends with the path of the ready model.
+
+How each quantisation gets its head (:attr:`GetPlan.way`):
+
+- ``head inside``: the file already has it (``…-mtp.gguf``, or an original release): download;
+- ``sidecar grafted``: a GGUF without a head whose base model has a catalog sidecar: download the
+  quantisation and ``mtp.safetensors``, join a split GGUF into one file
+  (:mod:`app.engine.graft.split` says why), graft; the grafted copy is the ready model;
+- ``sidecar paired``: an MLX or safetensors conversion with a catalog sidecar: download both into
+  the cache, where chat pairs them (:func:`app.engine.chat.sidecar.find_sidecar`);
+- ``separate head file``: a trunk with an ``mtp-*.gguf`` beside it and no catalog sidecar: both
+  are downloaded; grafting a GGUF head is not done here yet, so the trunk runs without MTP;
+- ``no MTP head``: downloaded, and said so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from huggingface_hub import HfApi
+
+from app.engine.chat.sidecar import find_sidecar
+from app.engine.download import CACHE, DownloadJob, DownloadRequest
+from app.engine.download.job import DownloadResult
+from app.engine.errors import DownloadError, MtpStudioError
+from app.engine.gguf_header import read_gguf_header
+from app.engine.graft.download_job import SIDECAR_FILE
+from app.engine.graft.job import GraftRequest, default_output_path
+from app.engine.graft.split import is_split_part, join_split_gguf, joined_name
+from app.engine.hub.failures import hub_error
+from app.engine.hub.fit import FITS
+from app.engine.hub.gguf_peek import mtp_blocks_in
+from app.engine.hub.search import (
+    GGUF,
+    HEAD_INSIDE,
+    HUB_FAILURES,
+    SEPARATE_HEAD,
+    HubFacts,
+    QuantOption,
+    RepoHit,
+    describe_repo,
+)
+from app.engine.jobs import JobContext, ResultEvent
+
+GET_KIND = "get"
+GRAFTED = "sidecar grafted"
+PAIRED = "sidecar paired"
+NO_MTP = "no MTP head"
+
+
+@dataclass(frozen=True)
+class GetPlan:
+    """What ``get`` will do for one repo and quantisation."""
+
+    repo_id: str
+    format: str
+    quant: str
+    files: tuple[str, ...]
+    way: str
+    sidecar_repo: str | None = None
+
+    @property
+    def title(self) -> str:
+        return f"Get {self.repo_id} ({self.quant}, {self.way})"
+
+    def to_params(self) -> dict[str, Any]:
+        return {
+            "repo_id": self.repo_id,
+            "format": self.format,
+            "quant": self.quant,
+            "files": list(self.files),
+            "way": self.way,
+            "sidecar_repo": self.sidecar_repo,
+        }
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> GetPlan:
+        return cls(
+            repo_id=str(params["repo_id"]),
+            format=str(params["format"]),
+            quant=str(params["quant"]),
+            files=tuple(params["files"]),
+            way=str(params["way"]),
+            sidecar_repo=params.get("sidecar_repo"),
+        )
+
+
+def plan_get(
+    repo_id: str,
+    quant: str = "",
+    *,
+    endpoint: str,
+    token: str | None,
+    sidecars: Mapping[str, str],
+    memory_bytes: int | None,
+) -> GetPlan:
+    """The plan for ``repo_id``; ``quant`` empty: the largest quantisation that fits."""
+    api = HfApi(endpoint=endpoint, token=token)
+    try:
+        info = api.model_info(repo_id, files_metadata=True)
+    except HUB_FAILURES as exc:
+        raise hub_error(exc, f"reading the files of {repo_id}", endpoint) from None
+    hit = describe_repo(info, sidecars, HubFacts(endpoint, token), memory_bytes)
+    if not hit.quantisations:
+        raise DownloadError(f"{repo_id} holds no GGUF, MLX or safetensors model files")
+    return plan_for(hit, _chosen(hit.quantisations, quant, repo_id))
+
+
+def plan_for(hit: RepoHit, option: QuantOption) -> GetPlan:
+    """The plan for one quantisation of a search hit (what the Discover page's Get runs)."""
+    if option.mtp == HEAD_INSIDE:
+        way = HEAD_INSIDE
+    elif hit.sidecar_repo:
+        way = GRAFTED if hit.format == GGUF else PAIRED
+    elif option.mtp == SEPARATE_HEAD:
+        way = SEPARATE_HEAD
+    else:
+        way = NO_MTP
+    return GetPlan(hit.repo_id, hit.format, option.label, option.files, way, hit.sidecar_repo)
+
+
+def _chosen(options: tuple[QuantOption, ...], quant: str, repo_id: str) -> QuantOption:
+    if quant:
+        for option in options:
+            if option.label.lower() == quant.lower():
+                return option
+        have = ", ".join(option.label for option in options)
+        raise DownloadError(f"{repo_id} has no quantisation {quant!r}; it has {have}")
+    fitting = [option for option in options if option.fit.verdict == FITS]
+    return max(fitting, key=lambda option: option.size) if fitting else options[0]
+
+
+@dataclass(frozen=True)
+class GetResult:
+    ready_path: Path
+    way: str
+    note: str
+    model: DownloadResult
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            **self.model.summary(),
+            "ready_path": str(self.ready_path),
+            "way": self.way,
+            "note": self.note,
+        }
+
+
+class GetJob:
+    """Callable with a :class:`JobContext`; pausable while one of its downloads runs."""
+
+    def __init__(self, plan: GetPlan, endpoint: str, cache_dir: Path, grafted_dir: Path) -> None:
+        self.plan = plan
+        self.endpoint = endpoint
+        self.cache_dir = Path(cache_dir)
+        self.grafted_dir = Path(grafted_dir)
+        self._model = DownloadJob(self._request(plan.repo_id, quant=self._gguf_quant()))
+        self._sidecar = (
+            DownloadJob(self._request(plan.sidecar_repo, include=(SIDECAR_FILE,)))
+            if plan.sidecar_repo and plan.way in (GRAFTED, PAIRED)
+            else None
+        )
+
+    def _gguf_quant(self) -> str:
+        return self.plan.quant if self.plan.format == GGUF else ""
+
+    def _request(self, repo_id: str, **choice: Any) -> DownloadRequest:
+        return DownloadRequest(repo_id, str(self.cache_dir), self.endpoint, layout=CACHE, **choice)
+
+    def to_params(self) -> dict[str, Any]:
+        return {
+            "plan": self.plan.to_params(),
+            "endpoint": self.endpoint,
+            "cache_dir": str(self.cache_dir),
+            "grafted_dir": str(self.grafted_dir),
+        }
+
+    def _downloads(self) -> list[DownloadJob]:
+        return [self._model, *([self._sidecar] if self._sidecar else [])]
+
+    def pause(self) -> None:
+        for download in self._downloads():
+            download.pause()
+
+    def resume(self) -> None:
+        for download in self._downloads():
+            download.resume()
+
+    @property
+    def paused(self) -> bool:
+        return any(download.paused for download in self._downloads())
+
+    def __call__(self, ctx: JobContext) -> GetResult:
+        plan = self.plan
+        model = self._model(ctx)
+        first = model.location / plan.files[0] if plan.format == GGUF else model.location
+        if plan.way == GRAFTED:
+            ready, note = self._graft(first, ctx)
+        elif plan.way == PAIRED:
+            ready, note = model.location, self._pair(model.location, ctx)
+        elif plan.way == SEPARATE_HEAD:
+            heads = [name for name in model.files if name not in plan.files]
+            ready = first
+            note = (
+                f"its MTP head is the separate file {', '.join(heads)} beside it; this version "
+                "does not graft a GGUF head, so it runs without MTP (a catalog sidecar for its "
+                "base model would be grafted instead)"
+            )
+        elif plan.way == HEAD_INSIDE:
+            ready, note = first, "the MTP head is inside the file"
+        else:
+            ready = first
+            note = "no MTP head: no head in the file and no catalog sidecar for its base model"
+        result = GetResult(ready, plan.way, note, model)
+        ctx.emit(ResultEvent(result.summary()))
+        return result
+
+    def _graft(self, base: Path, ctx: JobContext) -> tuple[Path, str]:
+        assert self._sidecar is not None
+        blocks = mtp_blocks_in(read_gguf_header(base).metadata)
+        if blocks:
+            return base, f"the file already has its MTP head ({blocks} block(s)); nothing grafted"
+        sidecar = self._sidecar(ctx).location / SIDECAR_FILE
+        if not sidecar.is_file():
+            raise MtpStudioError(
+                f"{self.plan.sidecar_repo} has no {SIDECAR_FILE}; check the catalog entry's "
+                "mtp_sidecar_repo"
+            )
+        self.grafted_dir.mkdir(parents=True, exist_ok=True)
+        if not is_split_part(base):
+            out = default_output_path(base, self.grafted_dir)
+            GraftRequest(base, sidecar, out).run(ctx)
+            return out, f"the head of {self.plan.sidecar_repo} was grafted into a copy"
+        joined = self.grafted_dir / f".joining-{joined_name(base)}"
+        ctx.stage("join", f"{len(self.plan.files)} parts of {base.name}")
+        try:
+            join_split_gguf(base, joined, ctx)
+            out = self.grafted_dir / f"{Path(joined_name(base)).stem}-mtp.gguf"
+            GraftRequest(joined, sidecar, out).run(ctx)
+        finally:
+            joined.unlink(missing_ok=True)
+        return out, (
+            f"the {len(self.plan.files)} parts were joined into one file and the head of "
+            f"{self.plan.sidecar_repo} grafted into it"
+        )
+
+    def _pair(self, model: Path, ctx: JobContext) -> str:
+        assert self._sidecar is not None
+        sidecar = self._sidecar(ctx).location / SIDECAR_FILE
+        found = find_sidecar(model, self.plan.repo_id, [self.cache_dir])
+        if found is not None:
+            return f"chat pairs it with the sidecar {found}"
+        return (
+            f"the sidecar {sidecar} is in the cache, but its repo name does not follow "
+            "<base-slug>-mtp, so chat pairs it only when the model is opened from its catalog entry"
+        )
+
+
+def get_job_from_params(params: dict[str, Any]) -> GetJob:
+    try:
+        return GetJob(
+            GetPlan.from_params(params["plan"]),
+            str(params["endpoint"]),
+            Path(params["cache_dir"]),
+            Path(params["grafted_dir"]),
+        )
+    except KeyError as exc:
+        raise MtpStudioError(f"the stored get job lacks its {exc.args[0]!r} parameter") from None

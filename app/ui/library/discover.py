@@ -1,0 +1,220 @@
+"""Discover on the Hub: search for a model's conversions and get one ready to draft with MTP.
+
+A search box (with a format choice) and a results table with one row per quantisation — repo,
+format, quantisation, size (all parts of a split file), whether it fits this machine, how it
+gets its MTP head — and a Get button. The search runs in a background thread; Get does not run
+anything itself: it emits ``get_requested(GetJob)`` for the window, which runs it as a job (the
+Jobs page shows its progress, and the Models page lists the ready model when it is done).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QModelIndex, QObject, Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.engine.chat.memory import physical_memory_bytes
+from app.engine.errors import MtpStudioError
+from app.engine.hub.get import GetJob, plan_for
+from app.engine.hub.search import (
+    FORMATS,
+    QuantOption,
+    RepoHit,
+    SearchQuery,
+    SearchResult,
+    search_models,
+)
+from app.engine.settings import Settings
+from app.engine.units import format_bytes
+from app.ui.background import run_in_background
+from app.ui.column_table import ColumnTableModel, ModelIndex
+from app.ui.errors import readable
+
+COLUMNS = ("Repo", "Format", "Quantisation", "Size", "Fits", "MTP")
+ANY_FORMAT = "Any format"
+
+
+class ResultsModel(ColumnTableModel):
+    """One row per (repo, quantisation) of a search result."""
+
+    columns = COLUMNS
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.rows: list[tuple[RepoHit, QuantOption]] = []
+
+    def set_result(self, result: SearchResult) -> None:
+        self.beginResetModel()
+        self.rows = [(hit, option) for hit in result.hits for option in hit.quantisations]
+        self.endResetModel()
+
+    def rowCount(self, parent: ModelIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self.rows)
+
+    def cells(self, row: int) -> tuple[str, ...]:
+        hit, option = self.rows[row]
+        parts = f" ({len(option.files)} parts)" if len(option.files) > 1 else ""
+        return (
+            hit.repo_id,
+            hit.format,
+            option.label,
+            f"{format_bytes(option.size)}{parts}",
+            f"{option.fit.mark} {option.fit.verdict}",
+            option.mtp,
+        )
+
+    def data(self, index: ModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self.cells(index.row())[index.column()]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            hit, option = self.rows[index.row()]
+            context = f" at {option.fit.context:,} tokens" if option.fit.context else ""
+            lines = [
+                *option.files,
+                f"about {format_bytes(option.fit.estimate_bytes)} loaded{context}",
+            ]
+            if hit.sidecar_repo:
+                lines.append(f"sidecar: {hit.sidecar_repo}")
+            return "\n".join(lines)
+        return None
+
+
+class DiscoverPanel(QWidget):
+    """Signal: ``get_requested(GetJob)``."""
+
+    get_requested = Signal(object)
+
+    def __init__(
+        self,
+        settings: Callable[[], Settings],
+        grafted_dir: Path,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("discoverPanel")
+        self._settings = settings
+        self._grafted_dir = grafted_dir
+        self._sidecars: dict[str, str] = {}
+        self.searching = False
+
+        self.query = QLineEdit()
+        self.query.setPlaceholderText("Search the Hub by name, e.g. Qwen3.6-27B")
+        self.query.setClearButtonEnabled(True)
+        self.format = QComboBox()
+        self.format.addItems([ANY_FORMAT, *FORMATS])
+        self.search_button = QPushButton("Search")
+        self.results = ResultsModel(self)
+        self.table = QTableView()
+        self.table.setModel(self.results)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setAlternatingRowColors(True)
+        self.table.verticalHeader().hide()
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(True)
+        self.get_button = QPushButton("Get")
+        self.get_button.setToolTip(
+            "Download this quantisation and make it MTP-ready (a job in Jobs)"
+        )
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+
+        top = QHBoxLayout()
+        top.addWidget(self.query, 1)
+        top.addWidget(self.format)
+        top.addWidget(self.search_button)
+        bottom = QHBoxLayout()
+        bottom.addWidget(self.status, 1)
+        bottom.addWidget(self.get_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(top)
+        layout.addWidget(self.table, 1)
+        layout.addLayout(bottom)
+
+        self.query.returnPressed.connect(self.search)
+        self.search_button.clicked.connect(self.search)
+        self.get_button.clicked.connect(self.get_selected)
+        self.table.selectionModel().selectionChanged.connect(lambda *_: self._update_get())
+        self.table.doubleClicked.connect(lambda _index: self.get_selected())
+        self._update_get()
+
+    def set_sidecars(self, sidecars: Mapping[str, str]) -> None:
+        """Base model (or public conversion) → sidecar repo, from the catalog."""
+        self._sidecars = dict(sidecars)
+
+    def search(self) -> None:
+        if self.searching:
+            return
+        chosen = self.format.currentText()
+        try:
+            query = SearchQuery(self.query.text().strip(), "" if chosen == ANY_FORMAT else chosen)
+        except MtpStudioError as exc:
+            self.status.setText(str(exc))
+            return
+        endpoint, sidecars = self._settings().endpoint, dict(self._sidecars)
+        self.searching = True
+        self.search_button.setEnabled(False)
+        self.status.setText(f"Searching {endpoint}…")
+        run_in_background(
+            lambda: search_models(
+                query,
+                endpoint=endpoint,
+                token=None,
+                sidecars=sidecars,
+                memory_bytes=physical_memory_bytes(),
+            ),
+            self._show,
+            self._failed,
+        )
+
+    def _show(self, result: SearchResult) -> None:
+        self.searching = False
+        self.search_button.setEnabled(True)
+        self.results.set_result(result)
+        self.status.setText(
+            f"{len(result.hits)} repo(s), {self.results.rowCount()} quantisation(s) "
+            f"in {result.seconds:.2f} s"
+        )
+        self._update_get()
+
+    def _failed(self, exc: BaseException) -> None:
+        self.searching = False
+        self.search_button.setEnabled(True)
+        self.status.setText(readable(exc))
+
+    def selected(self) -> tuple[RepoHit, QuantOption] | None:
+        rows = self.table.selectionModel().selectedRows()
+        return self.results.rows[rows[0].row()] if rows else None
+
+    def get_selected(self) -> GetJob | None:
+        chosen = self.selected()
+        if chosen is None:
+            return None
+        settings = self._settings()
+        plan = plan_for(*chosen)
+        job = GetJob(plan, settings.endpoint, settings.models_path(), self._grafted_dir)
+        self.status.setText(f"{plan.title}: started, see Jobs")
+        self.get_requested.emit(job)
+        return job
+
+    def _update_get(self) -> None:
+        self.get_button.setEnabled(self.selected() is not None)
