@@ -6,7 +6,7 @@ on all of them alike, and prints the pooled figures per way. The grammar's cost 
 the committed tokens of the constrained replies are replayed through a fresh grammar state and
 each mask computation is timed.
 
-    python tools/bench_structured_output.py [--model PATH] [--depth 3] [--temperature 0.6]
+    python bench/bench_structured_output.py [--model PATH] [--depth 3] [--temperature 0.6]
 """
 
 from __future__ import annotations
