@@ -135,6 +135,7 @@ def test_discovery_lists_demo_downloads_and_opened_models_and_pairs_sidecars(
     )
     sidecar = put_in_cache(cache, "someone/Tiny-Plain-mtp", "mtp.safetensors", tiny_gguf)
     put_in_cache(cache, "acme/Tiny-Plain-GGUF", "mmproj-tiny.gguf", tiny_gguf)
+    put_in_cache(cache, "acme/Tiny-Plain-GGUF", "mtp-tiny-plain.gguf", tiny_gguf)
     models_folder = tmp_path / "models"
     (models_folder / "nested").mkdir(parents=True)
     loose = shutil.copyfile(tiny_gguf_without_mtp, models_folder / "nested" / "loose.gguf")

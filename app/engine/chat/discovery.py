@@ -31,8 +31,9 @@ from app.engine.chat.sidecar import SIDECAR_FILE, find_sidecar, repo_id_from_fol
 from app.engine.runtime.demo_model import DEMO_MODEL_FILENAME, MODELS_DIR
 
 PLAIN_FOLDER_DEPTH = 4
-_SKIPPED_PREFIXES = ("mmproj",)
-"""GGUF files that are not language models (vision projectors)."""
+_SKIPPED_PREFIXES = ("mmproj", "mtp-")
+"""GGUF files that are not language models on their own: vision projectors and the separate MTP
+head files (``mtp-*.gguf``) that some repos ship beside a trunk converted with ``--no-mtp``."""
 
 
 @dataclass(frozen=True)
