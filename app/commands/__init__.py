@@ -13,6 +13,7 @@ COMMANDS: dict[str, str] = {
     "scratch": "manage the scratch folder",
     "extract": "extract the MTP heads of a checkpoint into a BF16 sidecar file",
     "graft": "add a sidecar's MTP head to a GGUF so llama.cpp can draft with it",
+    "convert": "convert an FP8 checkpoint to BF16 (optionally quantised for MLX)",
     "download": "download a repo (or some of its files), resumable and verified",
     "bench": "run a benchmark and print its figures",
     "chat": "chat with a model (MTP speculative decoding)",

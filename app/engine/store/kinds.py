@@ -21,6 +21,7 @@ FACTORIES: dict[str, str] = {
     "graft": "app.engine.graft.job:graft_job_from_params",
     "publish": "app.engine.hub.job:publish_job_from_params",
     "download_graft": "app.engine.graft.download_job:download_graft_job_from_params",
+    "convert": "app.engine.convert.job:convert_job_from_params",
 }
 
 
