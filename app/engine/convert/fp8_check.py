@@ -31,17 +31,23 @@ class Fp8Checkpoint:
 
     def refusal(self) -> str:
         """One line saying what and why, then the way forward (for the banner's Details)."""
-        scales = (
-            f"{self.scale_tensors} `{SCALE_SUFFIX}` block scales"
-            if self.scale_tensors
-            else (f"quant_method {self.quant_method}")
-        )
+        scales = f" with {self.scale_tensors} block scales" if self.scale_tensors else ""
         return (
-            f"{FP8_REFUSAL}: {self.folder.name} stores its weights as FP8 ({scales}).\n"
+            f"{FP8_REFUSAL}: {model_name(self.folder)} stores its weights as FP8{scales}.\n"
             f"Convert it to BF16 here (Convert for MLX…, or `mtp-studio convert {self.folder}`), "
             "optionally quantised for MLX, or search the Hub for a BF16 or MLX conversion of "
             "the same model."
         )
+
+
+def model_name(folder: Path) -> str:
+    """The model's name: the repo name for a Hugging Face cache snapshot (whose folder is a
+    commit hash), else the folder's."""
+    folder = Path(folder)
+    for parent in folder.parents:
+        if parent.name.startswith("models--"):
+            return parent.name.split("--")[-1]
+    return folder.name
 
 
 def fp8_checkpoint(folder: Path) -> Fp8Checkpoint | None:

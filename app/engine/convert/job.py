@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from app.engine.convert.fp8_check import model_name
 from app.engine.convert.fp8_to_bf16 import Bf16Checkpoint, fp8_to_bf16
 from app.engine.convert.mlx_quantise import Q_BITS, quantise_for_mlx
 from app.engine.errors import ConvertError
@@ -134,15 +135,6 @@ def _convert(request: ConvertRequest, ctx: JobContext) -> ConvertResult:
 def convert_job_from_params(params: dict[str, Any]) -> Callable[[JobContext], ConvertResult]:
     """The factory the job store uses to run (or retry) a conversion from its parameters."""
     return ConvertRequest.from_params(params).run
-
-
-def model_name(folder: Path) -> str:
-    """The model's name: the repo name for a Hugging Face cache snapshot, else the folder's."""
-    folder = Path(folder)
-    for parent in folder.parents:
-        if parent.name.startswith("models--"):
-            return parent.name.split("--")[-1]
-    return folder.name
 
 
 def default_output_folder(source: Path, q_bits: int | None, converted_dir: Path) -> Path:
