@@ -12,8 +12,9 @@ import safetensors
 
 from app.engine.convert.fp8_check import FP8_REFUSAL, fp8_checkpoint
 from app.engine.convert.job import ConvertRequest, convert_checkpoint, default_output_folder
-from app.engine.errors import ConvertError, JobCancelled
+from app.engine.errors import ConvertError, JobCancelled, RuntimeBackendError
 from app.engine.jobs import JobContext, ProgressEvent
+from app.engine.runtime.backends import choose_backend
 from tests.convert.conftest import BF16_DEMO, FP8_DEMO
 from tests.mtp.checkpoints import fp8_e4m3_value
 
@@ -131,6 +132,18 @@ def test_a_bf16_checkpoint_is_refused_without_writing(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+def test_progress_counts_the_bytes_read_up_to_the_total(tmp_path: Path) -> None:
+    events: list[ProgressEvent] = []
+    ctx = JobContext(
+        emit=lambda event: events.append(event) if isinstance(event, ProgressEvent) else None
+    )
+    convert_checkpoint(ConvertRequest(FP8_DEMO, tmp_path / "out"), ctx)
+    shards = sum(path.stat().st_size for path in FP8_DEMO.glob("model-*.safetensors"))
+    assert events[-1].done == events[-1].total
+    assert 0.99 * shards < events[-1].total < shards  # the tensors' bytes, not the headers
+    assert [event.done for event in events] == sorted(event.done for event in events)
+
+
 def test_a_cancelled_conversion_leaves_nothing(tmp_path: Path) -> None:
     ctx = JobContext()
 
@@ -155,3 +168,14 @@ def test_the_default_output_is_beside_the_source_or_in_the_app_folder_for_a_cach
     snapshot = tmp_path / "hub" / "models--acme--Big-FP8" / "snapshots" / "abc123"
     snapshot.mkdir(parents=True)
     assert default_output_folder(snapshot, None, converted) == converted / "Big-bf16"
+
+
+def test_the_mlx_backend_refuses_the_fp8_release_in_one_line_and_takes_the_copy(
+    bf16_copy: Path,
+) -> None:
+    with pytest.raises(RuntimeBackendError) as refused:
+        choose_backend("auto", FP8_DEMO)
+    first, hint = str(refused.value).splitlines()
+    assert first == f"{FP8_REFUSAL}: demo-mtp-fp8 stores its weights as FP8 with 70 block scales."
+    assert f"`mtp-studio convert {FP8_DEMO}`" in hint and "search the Hub" in hint
+    assert choose_backend("auto", bf16_copy).name == "mlx"

@@ -32,7 +32,7 @@ from app.engine.mtp.checkpoint import CONFIG_FILE, INDEX_FILE, read_checkpoint_i
 from app.engine.mtp.dequant import Scales, decode_tensor
 from app.engine.mtp.detect import MtpTensor, pair_scales, refuse_packed_int8
 from app.engine.mtp.header import ShardHeader, StoredTensor, read_shard_header
-from app.engine.mtp.readplan import plan_runs
+from app.engine.mtp.readplan import ReadRun, plan_runs
 from app.engine.mtp.source import LocalFolderSource
 from app.engine.mtp.writer import OutputTensor, SafetensorsStreamWriter
 
@@ -80,17 +80,15 @@ def fp8_to_bf16(source_dir: Path, out_dir: Path, ctx: JobContext | None = None) 
         f"{len(tensors)} tensors in {len(headers)} shard(s), {dequantised} of them FP8/INT8 "
         "with block scales; writing BF16"
     )
-    total = sum(item.source_nbytes for item in tensors)
-    progress = ctx.progress_reporter(STAGE, total)
+    by_shard: dict[str, list[MtpTensor]] = {}
+    for item in tensors:
+        by_shard.setdefault(item.tensor.shard, []).append(item)
+    plans = [ShardPlan.of(shard, items) for shard, items in sorted(by_shard.items())]
+    progress = ctx.progress_reporter(STAGE, sum(plan.bytes_to_read for plan in plans))
     temp = out.with_name(f".{out.name}.partial-{secrets.token_hex(4)}")
     temp.mkdir()
     try:
-        written = 0
-        by_shard: dict[str, list[MtpTensor]] = {}
-        for item in tensors:
-            by_shard.setdefault(item.tensor.shard, []).append(item)
-        for shard, items in sorted(by_shard.items()):
-            written += _convert_shard(source, shard, items, temp / shard, progress)
+        written = sum(_convert_shard(source, plan, temp / plan.shard, progress) for plan in plans)
         _write_index(temp, tensors, index.weight_map, written)
         _write_config(source.folder / CONFIG_FILE, temp / CONFIG_FILE)
         _copy_other_files(source, set(headers), temp)
@@ -129,22 +127,37 @@ def _read_headers(
     return headers
 
 
+@dataclass(frozen=True)
+class ShardPlan:
+    """One output shard: its tensors (weights stored in ``shard``, with their scales) and the
+    runs its weights are streamed in (the small gaps bridged are the scales, read apart)."""
+
+    shard: str
+    items: tuple[MtpTensor, ...]
+    runs: tuple[ReadRun, ...]
+
+    @classmethod
+    def of(cls, shard: str, items: Sequence[MtpTensor]) -> ShardPlan:
+        budget = sum(item.scale.nbytes for item in items if item.scale is not None)
+        return cls(shard, tuple(items), plan_runs((item.tensor for item in items), budget))
+
+    @property
+    def bytes_to_read(self) -> int:
+        scales = sum(item.scale.nbytes for item in self.items if item.scale is not None)
+        return scales + sum(run.length for run in self.runs)
+
+
 def _convert_shard(
-    source: LocalFolderSource,
-    shard: str,
-    items: Sequence[MtpTensor],
-    out: Path,
-    progress: ProgressReporter,
+    source: LocalFolderSource, plan: ShardPlan, out: Path, progress: ProgressReporter
 ) -> int:
-    """Write one BF16 shard for the tensors stored in ``shard``; returns its size."""
+    """Write one BF16 shard for the tensors of ``plan``; returns its size."""
+    items, runs = plan.items, plan.runs
     scales = {
         item.name: Scales.parse(item, _read(source, item.scale, progress), source.label)
         for item in items
         if item.scale is not None
     }
     by_name = {item.name: item for item in items}
-    budget = sum(item.scale.nbytes for item in items if item.scale is not None)
-    runs = plan_runs((item.tensor for item in items), budget)
     empty = [item for item in items if item.tensor.nbytes == 0]
     order = empty + [by_name[tensor.name] for run in runs for tensor in run.tensors]
     outputs = [OutputTensor(item.name, "BF16", item.tensor.shape) for item in order]
