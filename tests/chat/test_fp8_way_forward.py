@@ -22,7 +22,7 @@ from app.engine.runtime.mlx_backend import load_failure
 from app.engine.settings import app_dirs
 from app.engine.store import JobState
 from app.ui.main_window import MainWindow
-from app.ui.shell.pages import JOBS
+from app.ui.shell.pages import JOBS, MODELS
 from tests.store.isolation import IsolatedHome
 
 REPO = "acme/Demo-MTP-FP8"
@@ -93,6 +93,22 @@ def test_pressing_chat_on_an_fp8_release_says_why_in_one_line_and_offers_a_conve
     assert row.state is JobState.SUCCEEDED and row.percent == 100
     main_window.show_page(JOBS)
     main_window.grab().save(str(SHOTS / "jobs-after-conversion.png"))
+
+
+def test_chat_from_the_models_page_opens_the_chat_on_the_fp8_download_with_its_way_forward(
+    qtbot, main_window: MainWindow, downloaded: Path
+) -> None:
+    main_window.show_page(MODELS)
+    library = main_window.library
+    library.refresh()  # the window was opened before the download
+    qtbot.waitUntil(lambda: not library.scanning, timeout=LOAD_TIMEOUT_MS)
+    assert library.select(downloaded), [model.path for model in library.models]
+    assert library.chat_action.isEnabled()
+    assert library.chat_action.toolTip().startswith(f"{FP8_REFUSAL}: Demo-MTP-FP8")
+    qtbot.mouseClick(library.buttons[library.chat_action], Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: _fp8_shown(main_window), timeout=LOAD_TIMEOUT_MS)
+    assert main_window.current_page == "chat"
+    assert [b.text() for b in main_window.chat_window.banner.actions_shown] == ["Convert for MLX…"]
 
 
 def test_a_long_load_error_keeps_the_window_height_and_folds_its_details(

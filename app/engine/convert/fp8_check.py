@@ -40,6 +40,12 @@ class Fp8Checkpoint:
         )
 
 
+def is_fp8_refusal(reason: str | None) -> bool:
+    """Whether a model's ``runnable_reason`` (or a load error) is this refusal, which the chat
+    answers with a conversion."""
+    return bool(reason) and str(reason).startswith(FP8_REFUSAL)
+
+
 def model_name(folder: Path) -> str:
     """The model's name: the repo name for a Hugging Face cache snapshot (whose folder is a
     commit hash), else the folder's."""

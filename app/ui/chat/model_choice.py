@@ -29,7 +29,7 @@ from app.engine.chat.discovery import (
 )
 from app.engine.chat.history import HistoryStore
 from app.engine.chat.model_files import DEMO, ModelDescription, describe_model
-from app.engine.convert.fp8_check import FP8_REFUSAL, model_name
+from app.engine.convert.fp8_check import is_fp8_refusal, model_name
 from app.engine.errors import MtpStudioError
 from app.engine.runtime.backend import LoadSettings, ModelInfo
 from app.engine.runtime.backends import MLX
@@ -303,11 +303,11 @@ class ModelChoice(QObject):
         hint, to find a converted repo on the Hub). The same message already shown (a second
         scan chose the same model), or an FP8 refusal while a conversion runs, leaves the
         banner as it is, with its buttons."""
-        converting = self._convert.running and message.startswith(FP8_REFUSAL)
+        converting = self._convert.running and is_fp8_refusal(message)
         if converting or (self._banner.isVisible() and self._banner.text() == message):
             return  # the banner says the conversion is under way, or this already
         self._banner.show_text(message)
-        if path is None or not message.startswith(FP8_REFUSAL) or not Path(path).is_dir():
+        if path is None or not is_fp8_refusal(message) or not Path(path).is_dir():
             return
         button = self._banner.add_action(
             "Convert for MLX…",
