@@ -80,6 +80,10 @@ def test_pressing_chat_on_an_fp8_release_says_why_in_one_line_and_offers_a_conve
     assert main_window.statusBar().isVisible()
 
     qtbot.mouseClick(convert_button, Qt.MouseButton.LeftButton)
+    dialog = chat.convert.confirmation
+    assert dialog is not None and dialog.isVisible()
+    assert "Demo-MTP-mlx-4bit" in dialog.informativeText()
+    dialog.grab().save(str(SHOTS / "convert-dialog.png"))
     chat.convert.choice_button("MLX 4-bit").click()
     converted = app_dirs().converted_models / "Demo-MTP-mlx-4bit"
     qtbot.waitUntil(

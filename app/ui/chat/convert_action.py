@@ -67,7 +67,8 @@ class ConvertAction(QObject):
             out = default_output_folder(source, bits, self._converted_dir)
             button = box.addButton(label, QMessageBox.ButtonRole.AcceptRole)
             self._start_on_click(button, ConvertRequest(source, out, bits))
-            lines.append(f"• {label}: {why} → {out}")
+            lines.append(f"• {label} ({out.name}): {why}")
+        lines.append(f"Written into {out.parent}; progress on the Jobs page.")
         box.setInformativeText("\n".join(lines))
         self.confirmation = box
         box.open()
