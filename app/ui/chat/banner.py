@@ -102,7 +102,10 @@ class Banner(QFrame):
 
     def show_text(self, text: str) -> None:
         """Say ``text``: its first line, the rest under Details (an empty text hides the
-        banner). Actions and the hint of an earlier message are removed."""
+        banner). Actions and the hint of an earlier message are removed; the message already
+        shown, said again (a Send with no model loaded repeats the load failure), keeps them."""
+        if text and text == self._text and self.isVisible():
+            return
         self._text = text
         summary, details = split_message(text)
         self.summary.setText(summary)
