@@ -121,6 +121,7 @@ class Banner(QFrame):
         button.setToolTip(tooltip)
         button.clicked.connect(lambda _checked=False: slot())
         self._action_row.insertWidget(len(self._actions), button)
+        button.show()  # now, not when the layout gets to it (an event-loop turn later)
         self._actions.append(button)
         return button
 
