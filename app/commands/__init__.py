@@ -13,6 +13,7 @@ COMMANDS: dict[str, str] = {
     "scratch": "manage the scratch folder",
     "extract": "extract the MTP heads of a checkpoint into a BF16 sidecar file",
     "graft": "add a sidecar's MTP head to a GGUF so llama.cpp can draft with it",
+    "convert": "convert an FP8 checkpoint to BF16 (optionally quantised for MLX)",
     "download": "download a repo (or some of its files), resumable and verified",
     "search": "search the Hub for a model's GGUF / MLX conversions and their quantisations",
     "get": "download one quantisation of a model and make it MTP-ready",

@@ -56,3 +56,7 @@ class RemoteError(MtpStudioError):
 
 class LibraryError(MtpStudioError):
     """A model on disk cannot be deleted (demo, outside the model folders, permission, in use)."""
+
+
+class ConvertError(MtpStudioError):
+    """A checkpoint cannot be converted (not FP8, output in the way, mlx-lm refused it)."""

@@ -60,6 +60,11 @@ class AppDirs:
         return self.data / "grafted"
 
     @property
+    def converted_models(self) -> Path:
+        """Loadable copies of FP8 checkpoints whose source lives in a Hugging Face cache."""
+        return self.data / "converted"
+
+    @property
     def default_scratch(self) -> Path:
         return self.cache / "scratch"
 

@@ -134,7 +134,7 @@ class MainWindow(QMainWindow):
             CHAT: self.chat_page,
             JOBS: _page(
                 "Jobs",
-                "Downloads, publishes and grafts: progress, pause, cancel and history.",
+                "Downloads, publishes, grafts and conversions: progress, pause, cancel, history.",
                 self.monitor,
             ),
             SERVER: _page(
@@ -396,7 +396,9 @@ class MainWindow(QMainWindow):
         return self.chat_window
 
     def _splitters(self) -> dict[str, QSplitter]:
-        splitters = {"catalog": self.browser.splitter, "jobs": self.monitor.splitter}
+        # "jobs-stacked": the Jobs page's list now sits above its details; a saved state of
+        # the side-by-side splitter would bring its orientation back
+        splitters = {"catalog": self.browser.splitter, "jobs-stacked": self.monitor.splitter}
         if self.chat_window is not None:
             splitters["chat"] = self.chat_window.splitter
         return splitters

@@ -80,6 +80,6 @@ def test_every_missing_sidecar_is_published_one_job_at_a_time(
     assert window.queue_label.text() == ""
     titles = [window.jobs.job_at(row).record.spec.title for row in range(2)]
     assert titles == [
-        f"publish MTP sidecar {MISSING_SOURCE_SIDECAR}",
-        f"publish MTP sidecar {SHARED_SIDECAR}",
+        f"Publish sidecar {MISSING_SOURCE_SIDECAR}",
+        f"Publish sidecar {SHARED_SIDECAR}",
     ]

@@ -108,7 +108,7 @@ def test_publish_end_to_end(
     )
     published = read_sidecar(local_hub.read_file("acme/qwen3-6b-mtp", "mtp.safetensors"))
     assert (published.tensors, published.data) == (reference.tensors, reference.data)
-    assert window.jobs.index(0, 0).data() == "publish MTP sidecar acme/qwen3-6b-mtp"
+    assert window.jobs.index(0, 0).data() == "Publish sidecar acme/qwen3-6b-mtp"
     assert window.jobs.index(0, 1).data() == "succeeded"
     # The browser learns that the sidecar is now published.
     qtbot.waitUntil(lambda: book.status("acme/qwen3-6b-mtp").published is Published.YES)

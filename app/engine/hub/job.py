@@ -30,7 +30,7 @@ def publish_job_spec(plan: MtpSidecarPlan, options: PublishOptions) -> JobSpec:
         "file_in_collection": options.file_in_collection,
         "source_revision": options.source_revision,
     }
-    return JobSpec(JOB_KIND, f"publish MTP sidecar {plan.sidecar_repo}", params)
+    return JobSpec(JOB_KIND, f"Publish sidecar {plan.sidecar_repo}", params)
 
 
 def publish_job_from_params(params: dict[str, Any]) -> Callable[[JobContext], PublishResult]:

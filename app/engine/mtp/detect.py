@@ -90,8 +90,8 @@ def detect_mtp(source: CheckpointSource, allow_partial: bool = False) -> MtpDete
     selected = list(match.names)
     headers = _read_headers(source, index.weight_map, selected, index.headers)
     stored = {name: headers[index.weight_map[name]].tensors[name] for name in selected}
-    tensors = _pair_scales(source.label, stored)
-    _refuse_packed_int8(source.label, tensors, index.config)
+    tensors = pair_scales(source.label, stored)
+    refuse_packed_int8(source.label, tensors, index.config)
     return MtpDetection(
         source_label=source.label,
         layout=match.layout,
@@ -155,7 +155,7 @@ def _scale_owner(name: str, stored: Mapping[str, StoredTensor]) -> str | None:
     return owner if owner in stored else None
 
 
-def _pair_scales(label: str, stored: Mapping[str, StoredTensor]) -> tuple[MtpTensor, ...]:
+def pair_scales(label: str, stored: Mapping[str, StoredTensor]) -> tuple[MtpTensor, ...]:
     scales: dict[str, StoredTensor] = {}
     for name, tensor in stored.items():
         owner = _scale_owner(name, stored)
@@ -196,7 +196,7 @@ MX_BLOCK = 32
 """Elements per E8M0 scale in the OCP MX formats (MXINT8 and MXFP4 alike)."""
 
 
-def _refuse_packed_int8(
+def refuse_packed_int8(
     label: str, tensors: tuple[MtpTensor, ...], config: Mapping[str, Any]
 ) -> None:
     """Refuse I8 weights that hold two 4-bit codes a byte instead of one INT8 each.

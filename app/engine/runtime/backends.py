@@ -69,6 +69,7 @@ def choose_backend(name: str, model_path: Path) -> BackendChoice:
         from app.engine.runtime.mlx_sidecar import model_type_of
 
         model_type_of(path)
+        refuse_fp8(path)
         device = mlx_device()
         why = "chosen with --backend mlx" if name == MLX else "a model folder runs on mlx-lm"
         return BackendChoice(MLX, f"{why} (mlx on {device})")
@@ -82,6 +83,16 @@ def choose_backend(name: str, model_path: Path) -> BackendChoice:
         "chosen with --backend llama.cpp" if name == LLAMA_CPP else "a GGUF file runs on llama.cpp"
     )
     return BackendChoice(LLAMA_CPP, why)
+
+
+def refuse_fp8(folder: Path) -> None:
+    """An FP8 checkpoint is refused in one line (mlx-lm would list every scale tensor it does
+    not know), with the way forward on the next: convert it, or find a converted repo."""
+    from app.engine.convert.fp8_check import fp8_checkpoint
+
+    found = fp8_checkpoint(folder)
+    if found is not None:
+        raise RuntimeBackendError(found.refusal())
 
 
 def resolve_backend(name: str, model_path: Path) -> str:

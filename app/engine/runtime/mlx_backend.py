@@ -90,10 +90,19 @@ def _load_trunk(folder: Path) -> tuple[Any, Any]:
     try:
         return mlx_lm.load(str(folder))
     except (ValueError, FileNotFoundError, OSError, KeyError) as exc:
-        raise RuntimeBackendError(
-            f"mlx-lm could not load {folder} ({exc}); the folder needs config.json, the "
-            "tokenizer and .safetensors weights of an architecture mlx-lm supports"
-        ) from None
+        raise RuntimeBackendError(load_failure(folder, exc)) from None
+
+
+def load_failure(folder: Path, exc: BaseException) -> str:
+    """mlx-lm's reason in one line (up to its first colon: "Received 62 parameters not in
+    model"), the fix, then mlx-lm's full text (which can list every tensor) on the lines after."""
+    full = str(exc).strip()
+    reason = full.split(":", 1)[0].splitlines()[0][:160] if full else type(exc).__name__
+    return (
+        f"mlx-lm could not load {folder.name}: {reason}; the folder needs config.json, the "
+        "tokenizer and .safetensors weights of an architecture mlx-lm supports\n"
+        f"{folder}\n{full}"
+    )
 
 
 class MlxBackend(DecodeBackend):

@@ -22,6 +22,7 @@ FACTORIES: dict[str, str] = {
     "publish": "app.engine.hub.job:publish_job_from_params",
     "download_graft": "app.engine.graft.download_job:download_graft_job_from_params",
     "get": "app.engine.hub.get:get_job_from_params",
+    "convert": "app.engine.convert.job:convert_job_from_params",
 }
 
 

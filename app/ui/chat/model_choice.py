@@ -5,8 +5,10 @@ Discovery runs in a background thread and loading in the runtime's worker proces
 :class:`RuntimeBridge`), so choosing never blocks the window. When a scan ends, the preferred
 model loads: a catalog entry the user asked to chat with, else the model used last, else the
 first that runs. A model that cannot run says why in the banner and leaves the loaded one in
-place; a load failure is shown as the runtime's readable message. A model grafted from the model
-bar ("Add the MTP head") is opened once its job succeeds.
+place; a load failure is shown as the runtime's readable message, in one line with its details
+folded away. A model grafted from the model bar ("Add the MTP head") is opened once its job
+succeeds. An FP8 checkpoint, which mlx-lm cannot load, gets a way forward in the banner: convert
+it here (a job; the copy opens when it is done), or find a converted repo on the Hub.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from app.engine.chat.discovery import (
 )
 from app.engine.chat.history import HistoryStore
 from app.engine.chat.model_files import DEMO, ModelDescription, describe_model
+from app.engine.convert.fp8_check import is_fp8_refusal, model_name
 from app.engine.errors import MtpStudioError
 from app.engine.runtime.backend import LoadSettings, ModelInfo
 from app.engine.runtime.backends import MLX
@@ -35,6 +38,7 @@ from app.engine.settings import AppDirs, Settings, SettingsStore, hf_hub_cache
 from app.ui.background import run_in_background
 from app.ui.chat.banner import Banner
 from app.ui.chat.bridge import RuntimeBridge
+from app.ui.chat.convert_action import ConvertAction
 from app.ui.chat.graft_action import GraftAction
 from app.ui.chat.model_bar import ModelBar
 from app.ui.chat.remote_controls import RemoteControls
@@ -66,6 +70,7 @@ class ModelChoice(QObject):
         panel: SettingsPanel,
         remote_controls: RemoteControls,
         graft: GraftAction,
+        convert: ConvertAction,
         is_closed: Callable[[], bool],
     ) -> None:
         super().__init__(parent)
@@ -83,6 +88,7 @@ class ModelChoice(QObject):
         self._panel = panel
         self._remote_controls = remote_controls
         self._is_closed = is_closed
+        self._convert = convert
         self._catalog_sidecars: dict[str, str] = {}
         self._loaded_with: LoadSettings | None = None
         self._wanted_repo: str | None = None
@@ -98,6 +104,10 @@ class ModelChoice(QObject):
         graft.progress.connect(bar.set_graft_progress)
         graft.grafted.connect(self._on_grafted)
         graft.failed.connect(self._on_graft_failed)
+        convert.started.connect(self._on_convert_started)
+        convert.progress.connect(self._on_convert_progress)
+        convert.converted.connect(self._on_converted)
+        convert.failed.connect(self._on_convert_failed)
         bridge.loading.connect(self._on_loading)
         bridge.loaded.connect(self._on_loaded)
         bridge.load_failed.connect(self._on_load_failed)
@@ -138,8 +148,9 @@ class ModelChoice(QObject):
         self._bar.set_models(models, selected)
         self._target.show_state(self._bar)
         nothing_chosen = self._target.remote is None and self._target.model is None
-        if nothing_chosen and selected and selected.runnable:
-            self.choose_model(selected)
+        wanted = selected is not None and selected.repo_id == self._wanted_repo
+        if nothing_chosen and selected and (selected.runnable or wanted):
+            self.choose_model(selected)  # a wanted model that cannot run says why
 
     def _on_scan_failed(self, exc: BaseException) -> None:
         if not self._is_closed():
@@ -148,9 +159,9 @@ class ModelChoice(QObject):
 
     def _preferred_model(self, models: list[ModelDescription]) -> ModelDescription | None:
         if self._wanted_repo is not None:
-            for model in models:
-                if model.repo_id == self._wanted_repo and model.runnable:
-                    return model
+            wanted = [model for model in models if model.repo_id == self._wanted_repo]
+            if wanted:
+                return next((model for model in wanted if model.runnable), wanted[0])
         last = self._store.preference(LAST_MODEL)
         runnable = [model for model in models if model.runnable]
         for model in runnable:
@@ -174,11 +185,11 @@ class ModelChoice(QObject):
         """Load ``model`` in the worker (unless it cannot run: then say why)."""
         self._bar.show_details(model)
         if not model.runnable:
-            self._banner.show_text(model.problem or model.runnable_reason or "")
+            self.show_problem(model.problem or model.runnable_reason or "", model.path)
             if self._target.loaded_model is not None:
                 self._bar.set_models(self._bar.models, self._target.model)  # keep it
             else:
-                self._bar.set_load_state(f"Cannot load {model.name}", error=True)
+                self._bar.set_load_state(f"Cannot load {model.repo_id or model.name}", error=True)
             return
         settings = load_settings_for(model, self._app_settings)
         if self._target.loaded_model == model.path and self._loaded_with == settings:
@@ -210,8 +221,9 @@ class ModelChoice(QObject):
 
     def choose_repo(self, repo_id: str) -> None:
         """Load the downloaded model of ``repo_id``, or say it is missing and look again."""
-        match = next((m for m in self._bar.models if m.repo_id == repo_id and m.runnable), None)
-        if match is not None:
+        matches = [m for m in self._bar.models if m.repo_id == repo_id]
+        match = next((m for m in matches if m.runnable), matches[0] if matches else None)
+        if match is not None:  # one that cannot run says why (an FP8 release: convert it)
             self._bar.set_models(self._bar.models, match)
             self.choose_model(match)
         else:
@@ -282,4 +294,51 @@ class ModelChoice(QObject):
         model = self._target.model
         name = model.name if model is not None else "the model"
         self._bar.set_load_state(f"Could not load {name}", error=True)
+        self.show_problem(message, model.path if model is not None else None)
+
+    # -- a way forward ------------------------------------------------------------------------
+
+    def show_problem(self, message: str, path: Path | None) -> None:
+        """Say ``message`` in the banner; for an FP8 checkpoint, offer to convert it (or, as a
+        hint, to find a converted repo on the Hub). The same message already shown (a second
+        scan chose the same model), or an FP8 refusal while a conversion runs, leaves the
+        banner as it is, with its buttons."""
+        converting = self._convert.running and is_fp8_refusal(message)
+        if converting or (self._banner.isVisible() and self._banner.text() == message):
+            return  # the banner says the conversion is under way, or this already
         self._banner.show_text(message)
+        if path is None or not is_fp8_refusal(message) or not Path(path).is_dir():
+            return
+        button = self._banner.add_action(
+            "Convert for MLX…",
+            lambda: self._convert.ask(Path(path)),
+            "Write a copy mlx-lm can load: BF16 (exact), or quantised to 4 or 8 bits with the "
+            "MTP head kept beside it — a job with progress on the Jobs page",
+        )
+        button.setObjectName("convertButton")
+        self._banner.set_hint(
+            f"Or search the Hub for a BF16 or MLX conversion of {model_name(Path(path))} and "
+            "download that instead."
+        )
+
+    def _on_convert_started(self) -> None:
+        self._banner.show_text(
+            "Converting for MLX: progress and cancel on the Jobs page; the converted copy opens "
+            "here when it is done."
+        )
+        self._banner.add_action("Cancel converting", self._convert.cancel)
+        self._bar.set_load_state("Converting…", busy=True)
+
+    def _on_convert_progress(self, percent: int) -> None:
+        if not self._is_closed():
+            self._bar.set_load_state(f"Converting… {percent} %", busy=True)
+
+    def _on_converted(self, path: Path) -> None:
+        if not self._is_closed():
+            self._banner.hide()
+            self.open_model(path)
+
+    def _on_convert_failed(self, message: str) -> None:
+        if not self._is_closed():
+            self._bar.set_load_state("Conversion stopped", error=True)
+            self._banner.show_text(message)

@@ -41,6 +41,7 @@ from app.ui.chat.composer import Composer
 from app.ui.chat.connect_dialog import ConnectDialog
 from app.ui.chat.conversation_control import ConversationControl
 from app.ui.chat.conversation_list import ConversationList
+from app.ui.chat.convert_action import ConvertAction
 from app.ui.chat.graft_action import GraftAction
 from app.ui.chat.model_bar import ModelBar
 from app.ui.chat.model_choice import ModelChoice
@@ -80,6 +81,7 @@ class ChatWindow(QMainWindow):
         self._own_jobs = jobs is None
         self.jobs = jobs if jobs is not None else JobRunner(_open_job_store(dirs), self)
         self.graft = GraftAction(self.jobs, dirs.grafted_models, self)
+        self.convert = ConvertAction(self.jobs, dirs.converted_models, self)
 
         self.model_bar = ModelBar()
         self.conversations = ConversationList()
@@ -105,6 +107,7 @@ class ChatWindow(QMainWindow):
             panel=self.settings_panel,
             remote_controls=self.remote_controls,
             graft=self.graft,
+            convert=self.convert,
             is_closed=lambda: self._closed,
         )
         self.remote_connections = RemoteConnections(

@@ -2,6 +2,12 @@
 
 Actions work on the selected job: cancel, pause/resume (downloads), retry (failed, cancelled or
 interrupted jobs — a download resumes from its partial files), and show files.
+
+The table spans the page's width above the selected job's details, so a job's name ("Download
+org/name (all files)") shows whole: beside the details, six columns of at least 70 px left the
+name column a few letters ("Do…s)"). The other columns fit their content; the name column takes
+the rest and, when even that is too narrow, keeps its start ("Download org/na…"), which says
+what the job does.
 """
 
 from __future__ import annotations
@@ -31,6 +37,9 @@ from app.ui.errors import show_error
 from app.ui.jobs.model import JOB_ID_ROLE, PROGRESS_COLUMN, PROGRESS_ROLE, JobRow, JobTableModel
 from app.ui.jobs.progress import JobProgressView
 from app.ui.jobs.runner import JobRunner
+
+MIN_COLUMN_WIDTH = 40
+"""Empty columns (no speed for a finished job) stay narrow; their titles still fit."""
 
 
 class ProgressDelegate(QStyledItemDelegate):
@@ -75,10 +84,10 @@ class JobMonitor(QWidget):
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         for column in range(1, jobs.columnCount()):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
-        header.setMinimumSectionSize(70)
+        header.setMinimumSectionSize(MIN_COLUMN_WIDTH)
         self.table.setAlternatingRowColors(True)
         self.table.setWordWrap(False)
-        self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
 
         self.progress = JobProgressView(runner, jobs)
         self.cancel_button = QPushButton("Cancel")
@@ -97,15 +106,15 @@ class JobMonitor(QWidget):
 
         details = QWidget()
         details_layout = QVBoxLayout(details)
-        details_layout.setContentsMargins(6, 0, 0, 0)
+        details_layout.setContentsMargins(0, 6, 0, 0)
         details_layout.addWidget(self.progress, 1)
         details_layout.addLayout(buttons)
 
-        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter = QSplitter(Qt.Orientation.Vertical)
         self.splitter.addWidget(self.table)
         self.splitter.addWidget(details)
-        self.splitter.setStretchFactor(0, 3)
-        self.splitter.setStretchFactor(1, 2)
+        self.splitter.setStretchFactor(0, 2)
+        self.splitter.setStretchFactor(1, 3)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.splitter)

@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
 
 from app.engine.chat.history import HistoryStore
 from app.engine.chat.model_files import ModelDescription, describe_model
+from app.engine.convert.fp8_check import is_fp8_refusal
 from app.engine.errors import MtpStudioError
 from app.engine.library.deletion import DeletePlan, delete, plan_delete
 from app.engine.library.inventory import (
@@ -298,7 +299,7 @@ class LibraryPage(QWidget):
     def _update_actions(self) -> None:
         model = self.selected_model()
         enabled = {
-            self.chat_action: model is not None and model.description.runnable,
+            self.chat_action: model is not None and chat_can_open(model.description),
             self.graft_action: model is not None and model.can_graft,
             self.download_action: model is not None and model.mtp.kind == SIDECAR_ON_HUB,
             self.reveal_action: model is not None,
@@ -327,7 +328,7 @@ class LibraryPage(QWidget):
 
     def _chat(self) -> None:
         model = self.selected_model()
-        if model is not None and model.description.runnable:
+        if model is not None and chat_can_open(model.description):
             self.chat_requested.emit(model.path)
 
     def _graft(self) -> None:
@@ -411,4 +412,12 @@ def _summary(inventory: Inventory, opened_count: int) -> str:
     return (
         f"{count} {noun}, {format_bytes(inventory.total_bytes)} on disk. "
         f"Looked in {places}{opened}."
+    )
+
+
+def chat_can_open(description: ModelDescription) -> bool:
+    """Runnable models, and FP8 checkpoints: the chat says why mlx-lm cannot load one and
+    offers to convert it."""
+    return description.runnable or (
+        description.problem is None and is_fp8_refusal(description.runnable_reason)
     )
