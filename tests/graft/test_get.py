@@ -13,7 +13,7 @@ import pytest
 
 from app.engine.chat.model_files import describe_model
 from app.engine.hub.get import GET_KIND, GRAFTED, NO_MTP, PAIRED, GetJob, GetPlan, plan_get
-from app.engine.hub.search import HEAD_INSIDE
+from app.engine.hub.search import HEAD_INSIDE, SEPARATE_HEAD
 from app.engine.jobs import JobContext
 from app.engine.settings import app_dirs
 from app.engine.store import JobSpec, JobState, JobStore
@@ -21,7 +21,7 @@ from app.engine.store.kinds import build_job
 from tests.catalog.helpers import entry, write_catalog
 from tests.graft.splits import write_split
 from tests.localhub import LocalHub
-from tests.localhub.shaped_repos import card
+from tests.localhub.shaped_repos import SEPARATE_HEAD_REPO, card, seed_shaped_repos
 from tests.store.isolation import IsolatedHome, isolate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,6 +123,21 @@ def test_a_head_inside_is_only_downloaded(hub: LocalHub, home: IsolatedHome) -> 
     assert (plan.quant, plan.way) == ("Q8_0-mtp", HEAD_INSIDE)
     assert result.ready_path.name == "Demo-MTP-Q8_0-mtp.gguf"
     assert describe_model(result.ready_path).mtp_blocks == 1
+
+
+def test_a_separate_head_file_is_grafted_into_its_trunk(
+    local_hub: LocalHub, home: IsolatedHome
+) -> None:
+    seed_shaped_repos(local_hub)
+    local_hub.traffic.reset()
+    plan, result = get(local_hub, home, SEPARATE_HEAD_REPO)
+    assert (plan.quant, plan.way) == ("Q8_0", SEPARATE_HEAD)  # even with a catalog sidecar
+    assert result.ready_path == app_dirs().grafted_models / "Tiny-MTP-8B-Q8_0-mtp.gguf"
+    assert describe_model(result.ready_path).mtp_blocks == 1
+    assert result.note == "the separate head file mtp-Tiny-MTP-8B-Q8_0.gguf was grafted into a copy"
+    fetched = {path for (_, path) in local_hub.traffic.bytes_served_per_file()}
+    # config.json: the base model's shape, read by the plan to judge what fits
+    assert fetched == {"Tiny-MTP-8B-Q8_0.gguf", "mtp-Tiny-MTP-8B-Q8_0.gguf", "config.json"}
 
 
 def test_an_mlx_conversion_is_paired_with_the_sidecar(hub: LocalHub, home: IsolatedHome) -> None:
