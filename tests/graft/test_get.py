@@ -148,9 +148,27 @@ def test_an_mlx_conversion_is_paired_with_the_sidecar(hub: LocalHub, home: Isola
     assert result.note.endswith("mtp.safetensors")
 
 
-def test_without_a_sidecar_it_says_there_is_no_head(hub: LocalHub, home: IsolatedHome) -> None:
+def test_without_a_catalog_the_sidecar_published_on_the_hub_is_grafted(
+    hub: LocalHub, home: IsolatedHome
+) -> None:
     plan = plan_get(
         GGUF_REPO, "Q4_0", endpoint=hub.endpoint, token=None, sidecars={}, memory_bytes=None
+    )
+    # acme/demo-mtp-mtp: the publish flow's <base-slug>-mtp name for acme/Demo-MTP
+    assert (plan.way, plan.sidecar_repo) == (GRAFTED, SIDECAR_REPO)
+    result = GetJob(plan, hub.endpoint, home.hub_cache, app_dirs().grafted_models)(JobContext())
+    assert describe_model(result.ready_path).mtp_blocks == 1
+
+
+def test_without_any_sidecar_it_says_there_is_no_head(
+    hub: LocalHub, graft_files: dict[str, Path]
+) -> None:
+    hub.seed_files(
+        "plainfolk/Other-GGUF",
+        {"README.md": card("acme/Other"), "Other-Q4_0.gguf": graft_files["trunk_q4"]},
+    )
+    plan = plan_get(
+        "plainfolk/Other-GGUF", endpoint=hub.endpoint, token=None, sidecars={}, memory_bytes=None
     )
     assert plan.way == NO_MTP
 
