@@ -28,8 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from huggingface_hub import HfApi
-
 from app.engine.chat.sidecar import find_sidecar
 from app.engine.download import CACHE, DownloadJob, DownloadRequest
 from app.engine.download.job import DownloadResult
@@ -39,18 +37,15 @@ from app.engine.gguf_header import read_gguf_header
 from app.engine.graft.download_job import SIDECAR_FILE
 from app.engine.graft.job import GraftRequest, default_output_path
 from app.engine.graft.split import is_split_part, join_split_gguf, joined_name
-from app.engine.hub.failures import hub_error
 from app.engine.hub.fit import FITS
 from app.engine.hub.gguf_peek import mtp_blocks_in
 from app.engine.hub.search import (
     GGUF,
     HEAD_INSIDE,
-    HUB_FAILURES,
     SEPARATE_HEAD,
-    HubFacts,
     QuantOption,
     RepoHit,
-    describe_repo,
+    describe_repo_id,
 )
 from app.engine.jobs import JobContext, ResultEvent
 
@@ -107,12 +102,9 @@ def plan_get(
     memory_bytes: int | None,
 ) -> GetPlan:
     """The plan for ``repo_id``; ``quant`` empty: the largest quantisation that fits."""
-    api = HfApi(endpoint=endpoint, token=token)
-    try:
-        info = api.model_info(repo_id, files_metadata=True)
-    except HUB_FAILURES as exc:
-        raise hub_error(exc, f"reading the files of {repo_id}", endpoint) from None
-    hit = describe_repo(info, sidecars, HubFacts(endpoint, token), memory_bytes)
+    hit = describe_repo_id(
+        repo_id, endpoint=endpoint, token=token, sidecars=sidecars, memory_bytes=memory_bytes
+    )
     if not hit.quantisations:
         raise DownloadError(f"{repo_id} holds no GGUF, MLX or safetensors model files")
     return plan_for(hit, _chosen(hit.quantisations, quant, repo_id))

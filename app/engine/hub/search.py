@@ -187,6 +187,24 @@ def search_models(
     return SearchResult(query, hits, time.perf_counter() - started)
 
 
+def describe_repo_id(
+    repo_id: str,
+    *,
+    endpoint: str,
+    token: str | None,
+    sidecars: Mapping[str, str],
+    memory_bytes: int | None,
+) -> RepoHit:
+    """One repo described as a search hit (what ``get`` and the download wizard's quantisation
+    picker show); every Hub failure is one :class:`HubError`."""
+    api = HfApi(endpoint=endpoint, token=token)
+    try:
+        info = api.model_info(repo_id, files_metadata=True)
+    except HUB_FAILURES as exc:
+        raise hub_error(exc, f"reading the files of {repo_id}", endpoint) from None
+    return describe_repo(info, sidecars, HubFacts(endpoint, token), memory_bytes)
+
+
 def _files_of(api: HfApi, listed: ModelInfo, endpoint: str) -> ModelInfo:
     try:
         return api.model_info(listed.id, files_metadata=True)
