@@ -38,6 +38,7 @@ class QuantPicker(QWidget):
         super().__init__(parent)
         self._settings = settings
         self._repo_id = ""
+        self._asked = ""
         self.options: tuple[QuantOption, ...] = ()
         self.status_label = QLabel()
         self.status_label.setWordWrap(True)
@@ -73,7 +74,7 @@ class QuantPicker(QWidget):
         return items[0].text(0) if items else ""
 
     def _look_up(self) -> None:
-        repo_id = self._repo_id
+        repo_id = self._asked = self._repo_id
         settings = self._settings()
         self.status_label.setText(f"Looking up the quantisations of {repo_id}…")
         run_in_background(
@@ -84,18 +85,18 @@ class QuantPicker(QWidget):
                 sidecars={},
                 memory_bytes=physical_memory_bytes(),
             ),
-            lambda hit: self._described(repo_id, hit),
-            lambda exc: self._failed(repo_id, exc),
+            self._described,  # bound methods: Qt drops the call if the wizard is gone
+            self._failed,
         )
 
-    def _described(self, repo_id: str, hit: RepoHit) -> None:
-        if repo_id != self._repo_id:
+    def _described(self, hit: RepoHit) -> None:
+        if hit.repo_id.lower() != self._repo_id.lower():
             return
         if hit.format != GGUF or not hit.quantisations:
             self._show((), "")
             return
         count = len(hit.quantisations)
-        self._show(hit.quantisations, f"{repo_id} holds {count} quantisation(s): pick one.")
+        self._show(hit.quantisations, f"{hit.repo_id} holds {count} quantisation(s): pick one.")
         fitting = [q for q in hit.quantisations if q.fit.verdict == FITS]
         best = max(fitting, key=lambda q: q.size) if fitting else hit.quantisations[0]
         self.tree.blockSignals(True)  # a preselection, not the user's choice
@@ -103,8 +104,8 @@ class QuantPicker(QWidget):
         self.tree.blockSignals(False)
         self.found.emit(True)
 
-    def _failed(self, repo_id: str, exc: BaseException) -> None:
-        if repo_id == self._repo_id:
+    def _failed(self, exc: BaseException) -> None:
+        if self._asked == self._repo_id:
             self._show((), f"Could not list the quantisations: {readable(exc)}")
 
     def _show(self, options: tuple[QuantOption, ...], status: str) -> None:
