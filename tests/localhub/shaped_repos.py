@@ -12,8 +12,10 @@ repo is real — the demo model converted as llama.cpp does with ``--no-mtp`` (t
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -66,8 +68,10 @@ SEPARATE_HEAD_FILE = "mtp-Tiny-MTP-8B-Q8_0.gguf"
 
 @functools.cache
 def separate_head_files() -> dict[str, Path]:
-    """The demo model as a ``--no-mtp`` trunk and a ``--mtp`` head file, written once."""
+    """The demo model as a ``--no-mtp`` trunk and a ``--mtp`` head file, written once per test
+    session (removed when it ends)."""
     folder = Path(tempfile.mkdtemp(prefix="shaped-repos-"))
+    atexit.register(shutil.rmtree, folder, True)
     return {
         SEPARATE_TRUNK: write_trunk_only(DEMO_GGUF, folder / SEPARATE_TRUNK),
         SEPARATE_HEAD_FILE: write_head_only(DEMO_GGUF, folder / SEPARATE_HEAD_FILE),
