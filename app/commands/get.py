@@ -1,8 +1,9 @@
 """``mtp-studio get``: download a model and make it draft with MTP, in one step.
 
 Picks the quantisation (``--quant``, else the largest that fits this machine), downloads exactly
-its files, and where it has no MTP head fetches the catalog's sidecar for its base model and
-grafts it (GGUF; a split GGUF is joined first) or leaves it in the cache for chat to pair (MLX).
+its files, and where it has no MTP head grafts the separate ``mtp-*.gguf`` head file beside it, or
+fetches the sidecar for its base model (the catalog's, else one published on the Hub) and grafts
+it (GGUF; a split GGUF is joined first) or leaves it in the cache for chat to pair (MLX).
 Recorded in the job history like a download. Progress and what was done go to stderr; the last
 line on stdout is the ready model's path.
 """
@@ -31,9 +32,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "get",
         help="download one quantisation of a model and make it MTP-ready",
         description=(
-            "Download one quantisation of a Hub repo and, where it has no MTP head, the catalog's "
-            "sidecar for its base model, grafted into a copy (GGUF) or paired (MLX). The last "
-            "line printed is the ready model's path."
+            "Download one quantisation of a Hub repo and make it MTP-ready: a separate mtp-*.gguf "
+            "head file is grafted into a copy; otherwise the sidecar for its base model (the "
+            "catalog's, else one published on the Hub) is grafted (GGUF) or paired (MLX). The "
+            "last line printed is the ready model's path."
         ),
     )
     parser.add_argument("repo", help="owner/name on the Hub (see mtp-studio search)")

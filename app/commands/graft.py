@@ -31,7 +31,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--base", required=True, type=Path, metavar="GGUF", help="base model")
     parser.add_argument(
-        "--sidecar", required=True, type=Path, metavar="FILE", help="mtp.safetensors of the model"
+        "--sidecar",
+        required=True,
+        type=Path,
+        metavar="FILE",
+        help="mtp.safetensors of the model, or the separate head file (mtp-*.gguf) converted "
+        "beside this trunk, whose tensors are copied as they are",
     )
     parser.add_argument("--out", required=True, type=Path, metavar="GGUF", help="file to write")
     parser.add_argument(

@@ -83,8 +83,8 @@ def test_a_split_quantisation_fetches_its_parts_and_nothing_else(
 def test_a_trunk_comes_with_its_separate_head_file(local_hub: LocalHub, home: IsolatedHome) -> None:
     seed_shaped_repos(local_hub)
     local_hub.traffic.reset()
-    result = download(local_hub, home, SEPARATE_HEAD_REPO, "Q4_K_M")
-    assert result.files == ("Tiny-MTP-8B-Q4_K_M.gguf", "mtp-Tiny-MTP-8B-Q8_0.gguf")
+    result = download(local_hub, home, SEPARATE_HEAD_REPO, "Q8_0")
+    assert result.files == ("Tiny-MTP-8B-Q8_0.gguf", "mtp-Tiny-MTP-8B-Q8_0.gguf")
     assert set(local_hub.traffic.bytes_served_per_file()) == {
         (SEPARATE_HEAD_REPO, name) for name in result.files
     }

@@ -54,6 +54,30 @@ def write_trunk_only(source: Path, out: Path) -> Path:
     return out
 
 
+def write_head_only(source: Path, out: Path) -> Path:
+    """``source``'s MTP head as its own file, shaped as llama.cpp's ``convert_hf_to_gguf.py --mtp``
+    writes ``mtp-<model>.gguf``: every metadata entry (``block_count`` and
+    ``nextn_predict_layers`` counting the head), the head block's tensors and the shared
+    ``token_embd``/``output_norm``/``output`` — and no trunk block."""
+    reader = GGUFReader(source)
+    writer = GGUFWriter(out, ARCH)
+    for key, field in reader.fields.items():
+        if key.startswith("GGUF.") or key == "general.architecture":
+            continue
+        kind = field.types[0]
+        sub = field.types[-1] if kind == GGUFValueType.ARRAY else None
+        writer.add_key_value(key, field.contents(), kind, sub_type=sub)
+    for tensor in reader.tensors:
+        if tensor.name.startswith("blk.") and not tensor.name.startswith(f"blk.{HEAD_BLOCK}."):
+            continue
+        writer.add_tensor(tensor.name, np.asarray(tensor.data), raw_dtype=tensor.tensor_type)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return out
+
+
 def requantise(source: Path, out: Path, file_type: int) -> Path:
     """``source`` requantised by llama.cpp's own quantiser (``llama_model_quantize``)."""
     llama_cpp_log.install()

@@ -10,15 +10,24 @@ import pytest
 
 from app.engine.graft import graft_mtp
 from app.engine.mtp import LocalFolderSource, extract_mtp
-from tests.graft.bases import DEMO_FP8, DEMO_GGUF, DEMO_HF, requantise, write_trunk_only
+from tests.graft.bases import (
+    DEMO_FP8,
+    DEMO_GGUF,
+    DEMO_HF,
+    requantise,
+    write_head_only,
+    write_trunk_only,
+)
 
 
 @pytest.fixture(scope="session")
 def graft_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """``trunk_q8``/``trunk_q4`` bases, ``sidecar_fp8``/``sidecar_hf`` sidecars, and
-    ``grafted_q8``/``grafted_q4`` (the FP8 release's sidecar grafted into each base)."""
+    """``trunk_q8``/``trunk_q4`` bases, ``head_file`` (the demo's head as a separate
+    ``mtp-*.gguf``), ``sidecar_fp8``/``sidecar_hf`` sidecars, and ``grafted_q8``/``grafted_q4``
+    (the FP8 release's sidecar grafted into each base)."""
     root = tmp_path_factory.mktemp("graft")
     files = {"trunk_q8": write_trunk_only(DEMO_GGUF, root / "trunk-q8_0.gguf")}
+    files["head_file"] = write_head_only(DEMO_GGUF, root / "mtp-Demo-MTP-Q8_0.gguf")
     files["trunk_q4"] = requantise(
         files["trunk_q8"], root / "trunk-q4_0.gguf", llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_0
     )

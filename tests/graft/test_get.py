@@ -13,7 +13,7 @@ import pytest
 
 from app.engine.chat.model_files import describe_model
 from app.engine.hub.get import GET_KIND, GRAFTED, NO_MTP, PAIRED, GetJob, GetPlan, plan_get
-from app.engine.hub.search import HEAD_INSIDE
+from app.engine.hub.search import HEAD_INSIDE, SEPARATE_HEAD
 from app.engine.jobs import JobContext
 from app.engine.settings import app_dirs
 from app.engine.store import JobSpec, JobState, JobStore
@@ -21,7 +21,7 @@ from app.engine.store.kinds import build_job
 from tests.catalog.helpers import entry, write_catalog
 from tests.graft.splits import write_split
 from tests.localhub import LocalHub
-from tests.localhub.shaped_repos import card
+from tests.localhub.shaped_repos import SEPARATE_HEAD_REPO, card, seed_shaped_repos
 from tests.store.isolation import IsolatedHome, isolate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -125,6 +125,21 @@ def test_a_head_inside_is_only_downloaded(hub: LocalHub, home: IsolatedHome) -> 
     assert describe_model(result.ready_path).mtp_blocks == 1
 
 
+def test_a_separate_head_file_is_grafted_into_its_trunk(
+    local_hub: LocalHub, home: IsolatedHome
+) -> None:
+    seed_shaped_repos(local_hub)
+    local_hub.traffic.reset()
+    plan, result = get(local_hub, home, SEPARATE_HEAD_REPO)
+    assert (plan.quant, plan.way) == ("Q8_0", SEPARATE_HEAD)  # even with a catalog sidecar
+    assert result.ready_path == app_dirs().grafted_models / "Tiny-MTP-8B-Q8_0-mtp.gguf"
+    assert describe_model(result.ready_path).mtp_blocks == 1
+    assert result.note == "the separate head file mtp-Tiny-MTP-8B-Q8_0.gguf was grafted into a copy"
+    fetched = {path for (_, path) in local_hub.traffic.bytes_served_per_file()}
+    # config.json: the base model's shape, read by the plan to judge what fits
+    assert fetched == {"Tiny-MTP-8B-Q8_0.gguf", "mtp-Tiny-MTP-8B-Q8_0.gguf", "config.json"}
+
+
 def test_an_mlx_conversion_is_paired_with_the_sidecar(hub: LocalHub, home: IsolatedHome) -> None:
     plan, result = get(hub, home, MLX_REPO)
     assert (plan.format, plan.quant, plan.way) == ("mlx", "4bit", PAIRED)
@@ -133,9 +148,27 @@ def test_an_mlx_conversion_is_paired_with_the_sidecar(hub: LocalHub, home: Isola
     assert result.note.endswith("mtp.safetensors")
 
 
-def test_without_a_sidecar_it_says_there_is_no_head(hub: LocalHub, home: IsolatedHome) -> None:
+def test_without_a_catalog_the_sidecar_published_on_the_hub_is_grafted(
+    hub: LocalHub, home: IsolatedHome
+) -> None:
     plan = plan_get(
         GGUF_REPO, "Q4_0", endpoint=hub.endpoint, token=None, sidecars={}, memory_bytes=None
+    )
+    # acme/demo-mtp-mtp: the publish flow's <base-slug>-mtp name for acme/Demo-MTP
+    assert (plan.way, plan.sidecar_repo) == (GRAFTED, SIDECAR_REPO)
+    result = GetJob(plan, hub.endpoint, home.hub_cache, app_dirs().grafted_models)(JobContext())
+    assert describe_model(result.ready_path).mtp_blocks == 1
+
+
+def test_without_any_sidecar_it_says_there_is_no_head(
+    hub: LocalHub, graft_files: dict[str, Path]
+) -> None:
+    hub.seed_files(
+        "plainfolk/Other-GGUF",
+        {"README.md": card("acme/Other"), "Other-Q4_0.gguf": graft_files["trunk_q4"]},
+    )
+    plan = plan_get(
+        "plainfolk/Other-GGUF", endpoint=hub.endpoint, token=None, sidecars={}, memory_bytes=None
     )
     assert plan.way == NO_MTP
 

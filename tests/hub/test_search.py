@@ -20,6 +20,7 @@ from app.engine.hub.search import (
     NO_HEAD,
     SEPARATE_HEAD,
     SIDECAR,
+    SIDECAR_ON_HUB,
     RepoHit,
     SearchQuery,
     search_models,
@@ -33,6 +34,7 @@ from tests.localhub.shaped_repos import (
     MLX_REPO,
     SEPARATE_HEAD_REPO,
     SPLIT_BF16_BYTES,
+    card,
     seed_shaped_repos,
 )
 from tests.store.isolation import IsolatedHome, isolate
@@ -94,6 +96,36 @@ def test_without_a_catalog_sidecar_a_plain_trunk_has_no_head(hub: LocalHub) -> N
     [hit] = result.hits
     assert hit.mtp == NO_HEAD
     assert {q.fit.verdict for q in hit.quantisations} == {"unknown"}
+
+
+def search_without_catalog(hub: LocalHub, text: str) -> dict[str, RepoHit]:
+    result = search_models(
+        SearchQuery(text=text), endpoint=hub.endpoint, token=None, sidecars={}, memory_bytes=None
+    )
+    return {hit.repo_id: hit for hit in result.hits}
+
+
+def test_a_sidecar_published_for_the_base_model_is_found_by_its_card(hub: LocalHub) -> None:
+    hub.seed_files(
+        "headsmith/tiny-heads",
+        {"README.md": card(BASE, tags=("mtp-sidecar", "mtp")), "mtp.safetensors": b"x" * 100},
+    )
+    hit = search_without_catalog(hub, GGUF_REPO)[GGUF_REPO]
+    assert (hit.mtp, hit.sidecar_repo) == (SIDECAR_ON_HUB, "headsmith/tiny-heads")
+    assert [q.mtp for q in hit.quantisations] == [SIDECAR_ON_HUB] * 3
+
+
+def test_a_sidecar_is_found_by_the_publish_flows_name_and_must_hold_the_head(
+    hub: LocalHub,
+) -> None:
+    hub.seed_files("zed/Tiny-MTP-8B-mtp", {"README.md": card(None), "notes.txt": b"soon"})
+    hub.seed_files("zed/Tiny-MTP-8B-mtp-old", {"mtp.safetensors": b"x" * 100})
+    assert search_without_catalog(hub, GGUF_REPO)[GGUF_REPO].mtp == NO_HEAD
+    hub.seed_files("acme/Tiny-MTP-8B-mtp", {"mtp.safetensors": b"x" * 100})
+    hub.seed_files("zed/tiny-mtp-8b-mtp", {"mtp.safetensors": b"x" * 100})
+    hit = search_without_catalog(hub, GGUF_REPO)[GGUF_REPO]
+    # both hold the head; the base model's owner publishes the one chosen
+    assert (hit.mtp, hit.sidecar_repo) == (SIDECAR_ON_HUB, "acme/Tiny-MTP-8B-mtp")
 
 
 def test_fit_uses_the_memory_estimate_with_the_base_models_shape(hub: LocalHub) -> None:

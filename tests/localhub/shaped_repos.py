@@ -4,14 +4,22 @@ Why: what search must understand is the shape of real conversions — a GGUF rep
 quantisations, a large one split into ``-00001-of-00003.gguf`` parts in a folder, a vision
 projector ``mmproj-*.gguf``; a repo whose GGUFs carry the MTP head inside (``…-mtp.gguf``); a
 trunk with its head as a separate ``mtp-*.gguf``; an MLX conversion; a base model. Their cards
-name ``base_model`` so the hub tags them ``base_model:quantized:ORG/NAME`` as the Hub does. The
-file contents are filler of distinct sizes (search reads names and sizes only).
+name ``base_model`` so the hub tags them ``base_model:quantized:ORG/NAME`` as the Hub does. Most
+file contents are filler of distinct sizes (search reads names and sizes only); the separate-head
+repo is real — the demo model converted as llama.cpp does with ``--no-mtp`` (the trunk) and
+``--mtp`` (``mtp-*.gguf``, the head alone) — so ``get`` can graft it and llama.cpp run the result.
 """
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
+from tests.graft.bases import DEMO_GGUF, write_head_only, write_trunk_only
 from tests.localhub.server import LocalHub
 
 BASE = "acme/Tiny-MTP-8B"
@@ -54,6 +62,22 @@ def filler(size: int) -> bytes:
     return os.urandom(size)
 
 
+SEPARATE_TRUNK = "Tiny-MTP-8B-Q8_0.gguf"
+SEPARATE_HEAD_FILE = "mtp-Tiny-MTP-8B-Q8_0.gguf"
+
+
+@functools.cache
+def separate_head_files() -> dict[str, Path]:
+    """The demo model as a ``--no-mtp`` trunk and a ``--mtp`` head file, written once per test
+    session (removed when it ends)."""
+    folder = Path(tempfile.mkdtemp(prefix="shaped-repos-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return {
+        SEPARATE_TRUNK: write_trunk_only(DEMO_GGUF, folder / SEPARATE_TRUNK),
+        SEPARATE_HEAD_FILE: write_head_only(DEMO_GGUF, folder / SEPARATE_HEAD_FILE),
+    }
+
+
 def seed_shaped_repos(hub: LocalHub) -> None:
     """Seed every repo above, with download counts that order them."""
     hub.seed_files(
@@ -77,11 +101,7 @@ def seed_shaped_repos(hub: LocalHub) -> None:
     )
     hub.seed_files(
         SEPARATE_HEAD_REPO,
-        {
-            "README.md": card(BASE),
-            "Tiny-MTP-8B-Q4_K_M.gguf": filler(300 * KB),
-            "mtp-Tiny-MTP-8B-Q8_0.gguf": filler(20 * KB),
-        },
+        {"README.md": card(BASE), **separate_head_files()},
     )
     hub.seed_files(
         MLX_REPO,

@@ -32,8 +32,10 @@ from app.engine.runtime.demo_model import DEMO_MODEL_FILENAME, MODELS_DIR
 
 PLAIN_FOLDER_DEPTH = 4
 _SKIPPED_PREFIXES = ("mmproj", "mtp-")
-"""GGUF files that are not language models on their own: vision projectors and the separate MTP
-head files (``mtp-*.gguf``) that some repos ship beside a trunk converted with ``--no-mtp``."""
+"""GGUF files that are not language models on their own: vision projectors (the library lists
+them with the models of their folder, :mod:`app.engine.library.projectors`) and the separate MTP
+head files (``mtp-*.gguf``) that some repos ship beside a trunk converted with ``--no-mtp``
+(``mtp-studio get`` grafts them into the trunk)."""
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from typing import Any
 
 from app.engine.errors import GraftError
 from app.engine.graft.graft import GraftResult, graft_mtp
+from app.engine.graft.head_file import graft_head_file
 from app.engine.jobs import JobContext
 from app.engine.store.records import JobSpec
 
@@ -67,6 +68,12 @@ class GraftRequest:
         return JobSpec(GRAFT_KIND, self.title, self.to_params())
 
     def run(self, ctx: JobContext) -> GraftResult:
+        """Graft a sidecar (``.safetensors``) or a converter's separate head file (``.gguf``,
+        whose tensors are copied as stored, so ``head_type`` does not apply)."""
+        if self.sidecar.suffix.lower() == ".gguf":
+            if self.replace:
+                raise GraftError("--replace takes a sidecar, not a head GGUF; graft into a trunk")
+            return graft_head_file(self.base, self.sidecar, self.out, ctx)
         return graft_mtp(self.base, self.sidecar, self.out, self.head_type, self.replace, ctx)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -25,7 +25,7 @@ from gguf import GGUFValueType
 
 from app.engine.errors import GraftError
 from app.engine.graft.gguf_layout import GGUF_MAGIC, GgufLayout, TensorInfo
-from app.engine.graft.metadata import NewEntry, encode_entry
+from app.engine.graft.metadata import MetadataPlan, NewEntry, encode_entry
 from app.engine.graft.naming import HeadTensor, RowSlice
 from app.engine.graft.plan import GraftPlan, PlannedTensor
 from app.engine.graft.quantise import encode_rows
@@ -71,10 +71,14 @@ def partial_path(out: Path) -> Path:
     return out.with_name(f".{out.name}.{os.getpid()}.graft-partial")
 
 
+BodyWriter = Callable[[int, int, ProgressReporter], None]
+"""Writes the data section: given the open file, its data start and the progress reporter."""
+
+
 def write_graft(plan: GraftPlan, out: Path, ctx: JobContext) -> int:
     """Write the graft described by ``plan`` to ``out``; return the bytes written."""
     alignment = plan.layout.alignment
-    kept_places, runs, base_end = _place_base(plan.kept, alignment)
+    kept_places, runs, base_end = place_tensors(plan.kept, alignment)
     head_places = []
     offset = base_end
     for tensor in plan.head:
@@ -82,10 +86,30 @@ def write_graft(plan: GraftPlan, out: Path, ctx: JobContext) -> int:
         head = tensor.head
         head_places.append(Placement(head.name, head.dims, int(tensor.ggml_type), offset))
         offset += tensor.nbytes
+
+    def body(fd: int, data_start: int, progress: ProgressReporter) -> None:
+        copy_runs(plan.layout, fd, data_start, runs, progress)
+        _write_head(plan, fd, data_start, head_places, progress)
+
     places = kept_places + head_places
-    header = _header(plan, places, alignment)
-    data_start = _align(len(header), alignment)
-    total = data_start + offset
+    return write_gguf(plan.layout, plan.metadata, places, offset, out, ctx, body)
+
+
+def write_gguf(
+    layout: GgufLayout,
+    metadata: MetadataPlan,
+    places: list[Placement],
+    data_bytes: int,
+    out: Path,
+    ctx: JobContext,
+    body: BodyWriter,
+) -> int:
+    """Write ``layout``'s metadata as changed by ``metadata``, the tensor table ``places`` and
+    the data section (``body``, ``data_bytes`` long) to ``out`` under a temporary name, renamed
+    over ``out`` only when complete; return the bytes written."""
+    header = _header(layout, metadata, places, layout.alignment)
+    data_start = _align(len(header), layout.alignment)
+    total = data_start + data_bytes
     temporary = partial_path(out)
     progress = ctx.progress_reporter("write", total)
     try:
@@ -93,8 +117,7 @@ def write_graft(plan: GraftPlan, out: Path, ctx: JobContext) -> int:
         try:
             _write_all(fd, header + bytes(data_start - len(header)))
             progress.update(data_start)
-            _copy_runs(plan.layout, fd, data_start, runs, progress)
-            _write_head(plan, fd, data_start, head_places, progress)
+            body(fd, data_start, progress)
             if os.lseek(fd, 0, os.SEEK_CUR) != total:
                 raise AssertionError("graft output size differs from its plan")
         finally:
@@ -116,15 +139,16 @@ def _align(offset: int, alignment: int) -> int:
     return -(-offset // alignment) * alignment
 
 
-def _place_base(
-    kept: tuple[TensorInfo, ...], alignment: int
+def place_tensors(
+    kept: tuple[TensorInfo, ...], alignment: int, start: int = 0
 ) -> tuple[list[Placement], list[CopyRun], int]:
-    """New offsets for the kept base tensors and the runs to copy. They are packed in table
-    order, as llama.cpp's loader requires (each offset must equal the aligned end of the previous
-    tensor), so a valid base's data keeps its layout and moves as one run."""
+    """New offsets (from ``start``) for tensors copied from one file, the runs to copy, and the
+    end. They are packed in table order, as llama.cpp's loader requires (each offset must equal
+    the aligned end of the previous tensor), so a valid file's data keeps its layout and moves as
+    one run."""
     targets: dict[str, int] = {}
     runs: list[CopyRun] = []
-    position = 0
+    position = start
     for tensor in kept:
         position = _align(position, alignment)
         targets[tensor.name] = position
@@ -138,12 +162,13 @@ def _place_base(
     return places, runs, position
 
 
-def _header(plan: GraftPlan, places: list[Placement], alignment: int) -> bytes:
+def _header(
+    layout: GgufLayout, metadata: MetadataPlan, places: list[Placement], alignment: int
+) -> bytes:
     """The output's header. Its last metadata entry is the padding string, sized so the data
     section starts at the base's offset modulo a page (the copied runs keep their alignment)."""
-    layout = plan.layout
-    changed = plan.metadata.replaced
-    appended = plan.metadata.appended
+    changed = metadata.replaced
+    appended = metadata.appended
     kv_count = len(layout.entries) + len(appended) + 1
     parts = [GGUF_MAGIC, struct.pack("<IQQ", GGUF_VERSION, len(places), kv_count)]
     with open(layout.path, "rb") as handle:
@@ -170,9 +195,10 @@ def _header(plan: GraftPlan, places: list[Placement], alignment: int) -> bytes:
     return b"".join([*parts, encode_entry(padding), *tensor_infos])
 
 
-def _copy_runs(
+def copy_runs(
     layout: GgufLayout, fd: int, data_start: int, runs: list[CopyRun], progress: ProgressReporter
 ) -> None:
+    """Copy ``runs`` of ``layout``'s data section into the output at ``data_start``."""
     with open(layout.path, "rb", buffering=0) as source:
         for run in runs:
             _pad_to(fd, data_start + run.target)
@@ -200,7 +226,7 @@ def _copy_range(source: int, target: int, offset: int, count: int) -> None:
 def _copy_buffered(source: int, target: int, offset: int, count: int) -> int:
     data = os.pread(source, count, offset)
     if not data:
-        raise OSError(f"the base GGUF ended early at byte {offset}; it changed during the graft")
+        raise OSError(f"a source GGUF ended early at byte {offset}; it changed during the graft")
     _write_all(target, data)
     return len(data)
 

@@ -9,45 +9,43 @@ from its stored parameters) and ends with the path of the ready model.
 How each quantisation gets its head (:attr:`GetPlan.way`):
 
 - ``head inside``: the file already has it (``…-mtp.gguf``, or an original release): download;
-- ``sidecar grafted``: a GGUF without a head whose base model has a catalog sidecar: download the
-  quantisation and ``mtp.safetensors``, join a split GGUF into one file
-  (:mod:`app.engine.graft.split` says why), graft; the grafted copy is the ready model;
-- ``sidecar paired``: an MLX or safetensors conversion with a catalog sidecar: download both into
-  the cache, where chat pairs them (:func:`app.engine.chat.sidecar.find_sidecar`);
-- ``separate head file``: a trunk with an ``mtp-*.gguf`` beside it and no catalog sidecar: both
-  are downloaded; grafting a GGUF head is not done here yet, so the trunk runs without MTP;
+- ``separate head file``: a trunk converted with ``--no-mtp`` and the head beside it as an
+  ``mtp-*.gguf`` (``convert_hf_to_gguf.py --mtp``): both are downloaded and the head file's
+  tensors are copied into a copy of the trunk (:mod:`app.engine.graft.head_file`), a split trunk
+  joined first; preferred to a sidecar, since the head was converted with this very trunk;
+- ``sidecar grafted``: a GGUF without a head whose base model has a sidecar (in the catalog or
+  found on the Hub): download the quantisation and ``mtp.safetensors``, join a split GGUF into
+  one file (:mod:`app.engine.graft.split` says why), graft; the grafted copy is the ready model;
+- ``sidecar paired``: an MLX or safetensors conversion with a sidecar: download both into the
+  cache, where chat pairs them (:func:`app.engine.chat.sidecar.find_sidecar`);
 - ``no MTP head``: downloaded, and said so.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from huggingface_hub import HfApi
-
 from app.engine.chat.sidecar import find_sidecar
 from app.engine.download import CACHE, DownloadJob, DownloadRequest
 from app.engine.download.job import DownloadResult
+from app.engine.download.quantisation import is_head_file, quant_label
 from app.engine.errors import DownloadError, MtpStudioError
 from app.engine.gguf_header import read_gguf_header
 from app.engine.graft.download_job import SIDECAR_FILE
 from app.engine.graft.job import GraftRequest, default_output_path
 from app.engine.graft.split import is_split_part, join_split_gguf, joined_name
-from app.engine.hub.failures import hub_error
 from app.engine.hub.fit import FITS
 from app.engine.hub.gguf_peek import mtp_blocks_in
 from app.engine.hub.search import (
     GGUF,
     HEAD_INSIDE,
-    HUB_FAILURES,
     SEPARATE_HEAD,
-    HubFacts,
     QuantOption,
     RepoHit,
-    describe_repo,
+    describe_repo_id,
 )
 from app.engine.jobs import JobContext, ResultEvent
 
@@ -104,12 +102,9 @@ def plan_get(
     memory_bytes: int | None,
 ) -> GetPlan:
     """The plan for ``repo_id``; ``quant`` empty: the largest quantisation that fits."""
-    api = HfApi(endpoint=endpoint, token=token)
-    try:
-        info = api.model_info(repo_id, files_metadata=True)
-    except HUB_FAILURES as exc:
-        raise hub_error(exc, f"reading the files of {repo_id}", endpoint) from None
-    hit = describe_repo(info, sidecars, HubFacts(endpoint, token), memory_bytes)
+    hit = describe_repo_id(
+        repo_id, endpoint=endpoint, token=token, sidecars=sidecars, memory_bytes=memory_bytes
+    )
     if not hit.quantisations:
         raise DownloadError(f"{repo_id} holds no GGUF, MLX or safetensors model files")
     return plan_for(hit, _chosen(hit.quantisations, quant, repo_id))
@@ -117,12 +112,10 @@ def plan_get(
 
 def plan_for(hit: RepoHit, option: QuantOption) -> GetPlan:
     """The plan for one quantisation of a search hit (what the Discover page's Get runs)."""
-    if option.mtp == HEAD_INSIDE:
-        way = HEAD_INSIDE
+    if option.mtp in (HEAD_INSIDE, SEPARATE_HEAD):
+        way = option.mtp
     elif hit.sidecar_repo:
         way = GRAFTED if hit.format == GGUF else PAIRED
-    elif option.mtp == SEPARATE_HEAD:
-        way = SEPARATE_HEAD
     else:
         way = NO_MTP
     return GetPlan(hit.repo_id, hit.format, option.label, option.files, way, hit.sidecar_repo)
@@ -208,13 +201,8 @@ class GetJob:
         elif plan.way == PAIRED:
             ready, note = model.location, self._pair(model.location, ctx)
         elif plan.way == SEPARATE_HEAD:
-            heads = [name for name in model.files if name not in plan.files]
-            ready = first
-            note = (
-                f"its MTP head is the separate file {', '.join(heads)} beside it; this version "
-                "does not graft a GGUF head, so it runs without MTP (a catalog sidecar for its "
-                "base model would be grafted instead)"
-            )
+            head = model.location / head_file_for(plan.quant, model.files, plan.files)
+            ready, note = self._graft_into(first, head, f"the separate head file {head.name}", ctx)
         elif plan.way == HEAD_INSIDE:
             ready, note = first, "the MTP head is inside the file"
         else:
@@ -235,22 +223,26 @@ class GetJob:
                 f"{self.plan.sidecar_repo} has no {SIDECAR_FILE}; check the catalog entry's "
                 "mtp_sidecar_repo"
             )
+        return self._graft_into(base, sidecar, f"the head of {self.plan.sidecar_repo}", ctx)
+
+    def _graft_into(self, base: Path, head: Path, what: str, ctx: JobContext) -> tuple[Path, str]:
+        """Graft ``head`` (a sidecar or a head GGUF) into a copy of ``base``, joining a split
+        base first; the copy's path and what was done."""
         self.grafted_dir.mkdir(parents=True, exist_ok=True)
         if not is_split_part(base):
             out = default_output_path(base, self.grafted_dir)
-            GraftRequest(base, sidecar, out).run(ctx)
-            return out, f"the head of {self.plan.sidecar_repo} was grafted into a copy"
+            GraftRequest(base, head, out).run(ctx)
+            return out, f"{what} was grafted into a copy"
         joined = self.grafted_dir / f".joining-{joined_name(base)}"
         ctx.stage("join", f"{len(self.plan.files)} parts of {base.name}")
         try:
             join_split_gguf(base, joined, ctx)
             out = self.grafted_dir / f"{Path(joined_name(base)).stem}-mtp.gguf"
-            GraftRequest(joined, sidecar, out).run(ctx)
+            GraftRequest(joined, head, out).run(ctx)
         finally:
             joined.unlink(missing_ok=True)
         return out, (
-            f"the {len(self.plan.files)} parts were joined into one file and the head of "
-            f"{self.plan.sidecar_repo} grafted into it"
+            f"the {len(self.plan.files)} parts were joined into one file and {what} grafted into it"
         )
 
     def _pair(self, model: Path, ctx: JobContext) -> str:
@@ -263,6 +255,17 @@ class GetJob:
             f"the sidecar {sidecar} is in the cache, but its repo name does not follow "
             "<base-slug>-mtp, so chat pairs it only when the model is opened from its catalog entry"
         )
+
+
+def head_file_for(quant: str, downloaded: Sequence[str], trunk_files: Sequence[str]) -> str:
+    """The separate head file to graft: among the downloaded files that are not the trunk's,
+    the one named for the same quantisation, else the first."""
+    heads = sorted(name for name in downloaded if name not in trunk_files and is_head_file(name))
+    if not heads:
+        raise MtpStudioError(
+            "the repo's separate head file (mtp-*.gguf) was not downloaded; run get again"
+        )
+    return next((name for name in heads if quant_label(name) == quant), heads[0])
 
 
 def get_job_from_params(params: dict[str, Any]) -> GetJob:

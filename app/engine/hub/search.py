@@ -11,7 +11,8 @@ MTP readiness, best first: the head is inside the file (``…-mtp.gguf``; a GGUF
 the first 64 KiB of the repo's smallest quantisation, one ranged read — declares
 ``nextn_predict_layers``; or the original release that the catalog extracts heads from); a
 separate ``mtp-*.gguf`` head file sits beside the trunk; the catalog has a sidecar for the repo's
-base model (``mtp-studio get`` grafts it); none.
+base model (``mtp-studio get`` grafts it); a sidecar for it is published on the Hub
+(:mod:`app.engine.hub.sidecar_lookup`, looked up only when the catalog has none); none.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from app.engine.errors import HubError
 from app.engine.hub.failures import hub_error
 from app.engine.hub.fit import Fit, judge_fit
 from app.engine.hub.gguf_peek import remote_mtp_blocks
+from app.engine.hub.sidecar_lookup import find_hub_sidecar
 
 GGUF = "gguf"
 MLX = "mlx"
@@ -48,6 +50,7 @@ SORTS = {"downloads": "downloads", "recent": "last_modified"}
 HEAD_INSIDE = "head inside"
 SEPARATE_HEAD = "separate head file"
 SIDECAR = "sidecar in catalog"
+SIDECAR_ON_HUB = "sidecar on the Hub"
 NO_HEAD = "none"
 DEFAULT_LIMIT = 20
 PARALLEL_REQUESTS = 4
@@ -99,13 +102,14 @@ class RepoHit:
     base_models: tuple[str, ...]
     quantisations: tuple[QuantOption, ...]
     sidecar_repo: str | None
-    """The catalog's sidecar repo for the base model (what ``get`` grafts), if any."""
+    """The sidecar repo for the base model (what ``get`` grafts): the catalog's, else one
+    published on the Hub; None when there is neither."""
     projectors: tuple[str, ...]
 
     @property
     def mtp(self) -> str:
         """The best MTP readiness among the quantisations."""
-        order = (HEAD_INSIDE, SEPARATE_HEAD, SIDECAR, NO_HEAD)
+        order = (HEAD_INSIDE, SEPARATE_HEAD, SIDECAR, SIDECAR_ON_HUB, NO_HEAD)
         found = [q.mtp for q in self.quantisations] or [NO_HEAD]
         return min(found, key=order.index)
 
@@ -183,6 +187,24 @@ def search_models(
     return SearchResult(query, hits, time.perf_counter() - started)
 
 
+def describe_repo_id(
+    repo_id: str,
+    *,
+    endpoint: str,
+    token: str | None,
+    sidecars: Mapping[str, str],
+    memory_bytes: int | None,
+) -> RepoHit:
+    """One repo described as a search hit (what ``get`` and the download wizard's quantisation
+    picker show); every Hub failure is one :class:`HubError`."""
+    api = HfApi(endpoint=endpoint, token=token)
+    try:
+        info = api.model_info(repo_id, files_metadata=True)
+    except HUB_FAILURES as exc:
+        raise hub_error(exc, f"reading the files of {repo_id}", endpoint) from None
+    return describe_repo(info, sidecars, HubFacts(endpoint, token), memory_bytes)
+
+
 def _files_of(api: HfApi, listed: ModelInfo, endpoint: str) -> ModelInfo:
     try:
         return api.model_info(listed.id, files_metadata=True)
@@ -222,6 +244,9 @@ def describe_repo(
     bases = base_models(info.tags or [])
     fmt = repo_format(info, sizes)
     sidecar = next((sidecars[b] for b in (info.id, *bases) if b in sidecars), None)
+    sidecar_kind = SIDECAR
+    if sidecar is None and fmt in FORMATS:
+        sidecar, sidecar_kind = facts.hub_sidecar(bases, info.id), SIDECAR_ON_HUB
     shape = facts.shape(info.id if "config.json" in sizes else None, bases)
     if fmt == GGUF:
         files = gguf_files(sizes)
@@ -231,7 +256,11 @@ def describe_repo(
                 label=q.label,
                 size=q.size,
                 files=q.files,
-                mtp=_gguf_mtp(q.head_inside or head_in_files, bool(files.head_files), sidecar),
+                mtp=_gguf_mtp(
+                    q.head_inside or head_in_files,
+                    bool(files.head_files),
+                    sidecar_kind if sidecar else NO_HEAD,
+                ),
                 fit=judge_fit(q.size, shape, memory_bytes),
             )
             for q in files.quantisations
@@ -241,7 +270,7 @@ def describe_repo(
         weights = tuple(sorted(p for p in sizes if p.endswith(".safetensors")))
         size = sum(sizes[p] for p in weights)
         own_heads = info.id in sidecars and fmt == SAFETENSORS
-        mtp = HEAD_INSIDE if own_heads else SIDECAR if sidecar else NO_HEAD
+        mtp = HEAD_INSIDE if own_heads else sidecar_kind if sidecar else NO_HEAD
         bits = _BITS.search(info.id.rsplit("/", 1)[-1])
         label = f"{bits.group(1)}bit" if bits else "full"
         fit = judge_fit(size, shape, memory_bytes)
@@ -269,23 +298,37 @@ def _heads_in_files(
     return bool(facts.mtp_blocks(info.id, info.sha, plain[0].first_file))
 
 
-def _gguf_mtp(head_inside: bool, head_file: bool, sidecar: str | None) -> str:
+def _gguf_mtp(head_inside: bool, head_file: bool, otherwise: str) -> str:
     if head_inside:
         return HEAD_INSIDE
-    if head_file:
-        return SEPARATE_HEAD
-    return SIDECAR if sidecar else NO_HEAD
+    return SEPARATE_HEAD if head_file else otherwise
 
 
 class HubFacts:
     """What a search reads from the Hub besides listings: model shapes from config.json files
-    (each repo read at most once per search) and GGUF headers' first kilobytes."""
+    (each repo read at most once per search), GGUF headers' first kilobytes, and published
+    sidecars for base models (each set of bases looked up once per search)."""
 
     def __init__(self, endpoint: str, token: str | None) -> None:
         self._endpoint = endpoint
         self._token = token
         self._shapes: dict[str, ModelShape | None] = {}
+        self._sidecars: dict[tuple[str, ...], str | None] = {}
         self._lock = threading.Lock()
+        self._sidecar_lock = threading.Lock()
+
+    def hub_sidecar(self, bases: tuple[str, ...], repo_id: str) -> str | None:
+        """A sidecar published on the Hub for ``bases`` (by card, then by name), or None. A
+        failed lookup counts as none found: the repo is still listed, only without a sidecar."""
+        key = bases or (repo_id,)
+        with self._sidecar_lock:
+            if key not in self._sidecars:
+                api = HfApi(endpoint=self._endpoint, token=self._token)
+                try:
+                    self._sidecars[key] = find_hub_sidecar(api, bases, repo_id)
+                except HUB_FAILURES:
+                    self._sidecars[key] = None
+            return self._sidecars[key]
 
     def shape(self, own: str | None, bases: tuple[str, ...]) -> ModelShape | None:
         with self._lock:

@@ -6,10 +6,13 @@ actually free, and only then remove anything.
 - A model in a Hugging Face cache is deleted with huggingface_hub's own cache API, which knows
   which blobs other revisions or files still link: when no other weights of the repo stay, every
   cached revision goes (``delete_revisions``: the repo's whole cache folder); otherwise only the
-  model's files in each revision (``delete_files``: a sibling quant of the same repo stays).
+  model's files in each revision (``delete_files``: a sibling quant of the same repo stays). A
+  vision projector or a separate head file is no model of its own: it stays while another model
+  of the repo stays, and goes with the last one (:mod:`app.engine.library.projectors`).
 - Anything else is removed only when it lies inside one of the library's roots (the models
   folder, the grafted copies) or is a file the user opened by hand; a symlink is never followed
-  (a model that is a link is refused), and the bundled demo model is never deleted.
+  (a model that is a link is refused), and the bundled demo model is never deleted. The vision
+  projectors beside a GGUF go with it unless another model in its folder stays.
 
 Every refusal and failure is a :class:`~app.engine.errors.LibraryError` naming the path and
 what to do about it.
@@ -25,6 +28,7 @@ from pathlib import Path
 
 from huggingface_hub import DeleteCacheStrategy
 
+from app.engine.download.quantisation import is_head_file, is_projector
 from app.engine.errors import LibraryError
 from app.engine.library.disk import (
     WEIGHT_SUFFIXES,
@@ -40,6 +44,7 @@ from app.engine.library.inventory import (
     OPENED_FILE,
     LibraryModel,
 )
+from app.engine.library.projectors import other_models_beside
 from app.engine.safepath import escape_problem
 
 
@@ -116,7 +121,7 @@ def _plan_cache_delete(model: LibraryModel) -> DeletePlan:
     files = selected_files(repo, selection_for(model.description, snapshot))
     chosen = {Path(file.file_path) for file in files}
     others_stay = any(
-        Path(file.file_path) not in chosen and file.file_name.endswith(WEIGHT_SUFFIXES)
+        Path(file.file_path) not in chosen and _is_model_weight(file.file_name)
         for revision in repo.revisions
         for file in revision.files
     )
@@ -139,6 +144,11 @@ def _plan_cache_delete(model: LibraryModel) -> DeletePlan:
                 "link by hand"
             )
     return DeletePlan(model, paths, freed, strategy)
+
+
+def _is_model_weight(name: str) -> bool:
+    """A file of a model (not a projector or a separate head file, which belong to one)."""
+    return name.endswith(WEIGHT_SUFFIXES) and not (is_projector(name) or is_head_file(name))
 
 
 def _unscanned_bytes(repo_folder: Path, blobs: set[Path]) -> int:
@@ -169,6 +179,8 @@ def _leftover_message(model: LibraryModel, leftovers: list[Path]) -> str:
 
 def _plan_plain_delete(model: LibraryModel) -> DeletePlan:
     targets = model_targets(model.description)
+    if model.projectors and not other_models_beside(model.description, set(targets)):
+        targets = (*targets, *(projector.path for projector in model.projectors))
     for target in targets:
         if target.is_symlink():
             raise LibraryError(

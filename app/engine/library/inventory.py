@@ -26,6 +26,7 @@ from app.engine.library.disk import (
     selection_for,
 )
 from app.engine.library.formats import ModelFormat, model_format
+from app.engine.library.projectors import Projector, projectors_of
 from app.engine.runtime.demo_model import MODELS_DIR
 
 BUNDLED = "bundled"
@@ -149,6 +150,8 @@ class LibraryModel:
     size_bytes: int
     mtp: MtpStatus
     description: ModelDescription
+    projectors: tuple[Projector, ...] = ()
+    """Vision projectors (``mmproj-*.gguf``) beside a GGUF model, listed with it."""
 
     @property
     def deletable(self) -> bool:
@@ -203,6 +206,7 @@ def describe_for_library(
         size_bytes=size_on_disk(description, location, caches),
         mtp=mtp_status(description, location, sources.catalog_sidecars),
         description=description,
+        projectors=projectors_of(description),
     )
 
 

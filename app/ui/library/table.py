@@ -35,6 +35,11 @@ def mtp_text(model: LibraryModel) -> str:
     return model.mtp.label
 
 
+def vision_lines(model: LibraryModel) -> list[str]:
+    """One line per vision projector listed with the model: ``Vision: mmproj-… (size)``."""
+    return [f"Vision: {p.name} ({format_bytes(p.size_bytes)})" for p in model.projectors]
+
+
 class LibraryTableModel(ColumnTableModel):
     columns = COLUMNS
 
@@ -75,7 +80,7 @@ class LibraryTableModel(ColumnTableModel):
     def _cells(model: LibraryModel) -> tuple[str, ...]:
         return (
             model.name,
-            model.format,
+            f"{model.format} + vision" if model.projectors else model.format,
             model.quantisation,
             format_bytes(model.size_bytes),
             mtp_text(model),
@@ -89,6 +94,7 @@ class LibraryTableModel(ColumnTableModel):
             lines.append(f"Sidecar: {model.mtp.sidecar}")
         if model.mtp.note:
             lines.append(model.mtp.note)
+        lines.extend(vision_lines(model))
         return "\n".join(lines)
 
 

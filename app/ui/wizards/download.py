@@ -1,5 +1,9 @@
 """The download wizard: pick a repo and files, check the destination, then watch it download.
 
+For a GGUF repo the first page lists its quantisations (:mod:`app.ui.wizards.quant_picker`) and
+preselects the largest that fits this machine; the download then fetches exactly that one (every
+part of a split file, plus a separate head file) through the ``quant`` download parameter.
+
 Planning (pin the commit, list the files) asks the Hub, so it runs in the background; the space
 check is local. The download itself is a job in the monitor: closing the wizard leaves it
 running, and pause, resume and cancel work from either place.
@@ -8,6 +12,7 @@ running, and pause, resume and cancel work from either place.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -41,13 +46,20 @@ from app.ui.jobs.model import JobTableModel
 from app.ui.jobs.runner import JobRunner
 from app.ui.look.tones import tone_style
 from app.ui.settings_dialog import FolderField
+from app.ui.wizards.quant_picker import QuantPicker
 from app.ui.wizards.run_page import JobRunPage
 
 SIDECAR_PATTERN = "mtp.safetensors"
 
 
 class RepoPage(QWizardPage):
-    def __init__(self, repo_id: str, include: tuple[str, ...], sidecar_repo: str = "") -> None:
+    def __init__(
+        self,
+        repo_id: str,
+        include: tuple[str, ...],
+        settings: Callable[[], Settings],
+        sidecar_repo: str = "",
+    ) -> None:
         super().__init__()
         self.setTitle("What to download")
         self.setSubTitle("A repo on the Hub, and which of its files.")
@@ -57,10 +69,16 @@ class RepoPage(QWizardPage):
         self.all_radio = QRadioButton("All files")
         self.pattern_radio = QRadioButton("Files matching")
         self.sidecar_radio = QRadioButton(f"Only the MTP sidecar ({SIDECAR_PATTERN})")
+        self.quant_radio = QRadioButton("One quantisation:")
+        self.quant_radio.setObjectName("quantRadio")
+        self.quant_radio.hide()
+        self.quant_picker = QuantPicker(settings)
+        self.quant_picker.found.connect(self._quantisations_found)
+        self.quant_picker.chosen.connect(self._quantisation_chosen)
         self.pattern_edit = QLineEdit()
         self.pattern_edit.setPlaceholderText("globs separated by spaces, e.g. *.json *.safetensors")
         group = QButtonGroup(self)
-        for radio in (self.all_radio, self.pattern_radio, self.sidecar_radio):
+        for radio in (self.quant_radio, self.all_radio, self.pattern_radio, self.sidecar_radio):
             group.addButton(radio)
             radio.toggled.connect(self.completeChanged)
         if include == (SIDECAR_PATTERN,):
@@ -71,6 +89,7 @@ class RepoPage(QWizardPage):
         else:
             self.all_radio.setChecked(True)
         self.repo_edit.textChanged.connect(self.completeChanged)
+        self.repo_edit.textChanged.connect(self.quant_picker.repo_changed)
         self.pattern_edit.textChanged.connect(self.completeChanged)
         self.pattern_edit.textEdited.connect(lambda _text: self.pattern_radio.setChecked(True))
         self.sidecar_repo = sidecar_repo
@@ -89,6 +108,8 @@ class RepoPage(QWizardPage):
         layout.addWidget(QLabel("Revision (branch, tag or commit)"))
         layout.addWidget(self.revision_edit)
         layout.addSpacing(8)
+        layout.addWidget(self.quant_radio)
+        layout.addWidget(self.quant_picker, 1)
         layout.addWidget(self.all_radio)
         pattern_row = QHBoxLayout()
         pattern_row.addWidget(self.pattern_radio)
@@ -97,14 +118,31 @@ class RepoPage(QWizardPage):
         layout.addWidget(self.sidecar_radio)
         layout.addSpacing(8)
         layout.addWidget(self.graft_check)
-        layout.addStretch(1)
+        self.quant_picker.repo_changed(repo_id)
+
+    def _quantisations_found(self, found: bool) -> None:
+        self.quant_radio.setVisible(found)
+        if found and self.all_radio.isChecked():  # all files of a GGUF repo: every quantisation
+            self.quant_radio.setChecked(True)
+        elif not found and self.quant_radio.isChecked():
+            self.all_radio.setChecked(True)
+        self.completeChanged.emit()
+
+    def _quantisation_chosen(self) -> None:
+        if self.quant_picker.selected_label():
+            self.quant_radio.setChecked(True)
+        self.completeChanged.emit()
+
+    def quant(self) -> str:
+        """The chosen quantisation's label, or "" when files are chosen otherwise."""
+        return self.quant_picker.selected_label() if self.quant_radio.isChecked() else ""
 
     def include(self) -> tuple[str, ...]:
         if self.sidecar_radio.isChecked():
             return (SIDECAR_PATTERN,)
         if self.pattern_radio.isChecked():
             return tuple(self.pattern_edit.text().split())
-        return ()
+        return ()  # all files, or one quantisation (see quant())
 
     def grafting(self) -> bool:
         """The model's GGUFs get the sidecar's head after the download."""
@@ -114,7 +152,8 @@ class RepoPage(QWizardPage):
     def isComplete(self) -> bool:
         owner, _, name = self.repo_edit.text().strip().partition("/")
         patterns_ok = not self.pattern_radio.isChecked() or bool(self.include())
-        return bool(owner and name) and patterns_ok
+        quant_ok = not self.quant_radio.isChecked() or bool(self.quant())
+        return bool(owner and name) and patterns_ok and quant_ok
 
 
 class PlanPage(QWizardPage):
@@ -262,7 +301,10 @@ class RunPage(JobRunPage):
         request = self._wizard.request(destination=folder, layout=layout)
         if self._wizard.repo_page.grafting():
             sidecar = replace(
-                request, repo_id=self._wizard.repo_page.sidecar_repo, include=(SIDECAR_PATTERN,)
+                request,
+                repo_id=self._wizard.repo_page.sidecar_repo,
+                include=(SIDECAR_PATTERN,),
+                quant="",
             )
             job = DownloadGraftJob(request, sidecar, self._wizard.grafted_dir)
             self.start(JobSpec(DOWNLOAD_GRAFT_KIND, job.title, job.to_params()), job)
@@ -314,7 +356,7 @@ class DownloadWizard(QWizard):
         self.jobs = jobs
         self.settings = settings
         self.grafted_dir = grafted_dir or app_dirs().grafted_models
-        self.repo_page = RepoPage(repo_id, include, sidecar_repo)
+        self.repo_page = RepoPage(repo_id, include, lambda: self.settings, sidecar_repo)
         self.plan_page = PlanPage(self)
         self.run_page = RunPage(self)
         for page in (self.repo_page, self.plan_page, self.run_page):
@@ -329,4 +371,5 @@ class DownloadWizard(QWizard):
             revision=self.repo_page.revision_edit.text().strip() or "main",
             include=self.repo_page.include(),
             layout=layout,
+            quant=self.repo_page.quant(),
         )
