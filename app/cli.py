@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from app import __version__
 from app.commands import COMMANDS
+from app.engine.credentials import mask_credentials
 from app.engine.errors import JobCancelled, MtpStudioError
 
 
@@ -52,10 +53,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except JobCancelled as exc:
-        print(f"mtp-studio: {exc}", file=sys.stderr)
+        print(f"mtp-studio: {mask_credentials(str(exc))}", file=sys.stderr)
         return 130
     except MtpStudioError as exc:
-        print(f"mtp-studio: error: {exc}", file=sys.stderr)
+        print(f"mtp-studio: error: {mask_credentials(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("mtp-studio: interrupted", file=sys.stderr)

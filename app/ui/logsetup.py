@@ -10,22 +10,23 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 from typing import TextIO
 
+from app.engine.credentials import mask_credentials
+
 LOG_FILE_NAME = "mtp-studio.log"
-_TOKEN_PATTERN = re.compile(r"hf_[A-Za-z0-9]{6,}")
 
 
 class TokenMask(logging.Filter):
-    """Replaces Hub tokens in the formatted message with ``hf_…``."""
+    """Masks Hub tokens (``hf_…``) and credentials in URLs in the formatted message."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        if _TOKEN_PATTERN.search(message):
-            record.msg = _TOKEN_PATTERN.sub("hf_…", message)
+        masked = mask_credentials(message)
+        if masked != message:
+            record.msg = masked
             record.args = None
         return True
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
+from app.engine.credentials import mask_credentials
 from app.engine.errors import MtpStudioError
 from app.engine.jobs import JobEvent, LogEvent, ProgressEvent, ResultEvent, StageEvent
 from app.engine.store.records import JobRecord, JobSpec, JobState, StoredEvent
@@ -134,7 +135,7 @@ class JobStore:
                 (
                     spec.kind,
                     spec.title,
-                    json.dumps(spec.params),
+                    mask_credentials(json.dumps(spec.params)),
                     JobState.QUEUED.value,
                     time.time(),
                     self.session,
@@ -182,7 +183,7 @@ class JobStore:
         with self._lock, self._writing():
             self._db.execute(
                 "UPDATE jobs SET state=?, finished_at=?, error=? WHERE id=?",
-                (state.value, time.time(), error, job_id),
+                (state.value, time.time(), mask_credentials(error), job_id),
             )
 
     def _append(self, job_id: int, kind: str, text: str, level: str = "info") -> None:
@@ -190,7 +191,7 @@ class JobStore:
             self._db.execute(
                 "INSERT INTO events (job_id, seq, at, kind, text, level) VALUES "
                 "(?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE job_id=?), ?, ?, ?, ?)",
-                (job_id, job_id, time.time(), kind, text, level),
+                (job_id, job_id, time.time(), kind, mask_credentials(text), level),
             )
 
     def _mark_dead_sessions_interrupted(self) -> list[int]:
