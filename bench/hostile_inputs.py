@@ -3,7 +3,7 @@
     python bench/hostile_inputs.py --before /path/to/old/checkout [--after .] [--json]
 
 Builds every hostile input once in a temporary folder (from the bundled demo model and
-checkpoints: shards are linked, not copied), then runs each case as the user would — the real
+checkpoints, copied), then runs each case as the user would — the real
 CLI, ``python -m app …``, or the real build script — once with each checkout's code (its folder
 as working directory and ``PYTHONPATH``, so ``-m app`` imports that code). Each run is a
 subprocess with a wall-clock timeout (``--timeout``, 20 s) and an address-space cap
@@ -58,11 +58,9 @@ def _gguf_with_value(path: Path, value: bytes) -> Path:
     return path
 
 
-def _linked_checkpoint(source: Path, folder: Path, edit: Callable[[dict], None]) -> Path:
-    folder.mkdir()
-    for item in source.iterdir():
-        if item.name != "config.json":
-            (folder / item.name).symlink_to(item)
+def _copied_checkpoint(source: Path, folder: Path, edit: Callable[[dict], None]) -> Path:
+    """A copy of ``source`` (links would be refused as leading outside the checkpoint)."""
+    shutil.copytree(source, folder, ignore=shutil.ignore_patterns("config.json"))
     config = json.loads((source / "config.json").read_text())
     edit(config)
     (folder / "config.json").write_text(json.dumps(config))
@@ -79,20 +77,17 @@ def _alias_bomb() -> str:
 def build_cases(work: Path) -> list[Case]:
     """Write every hostile input under ``work`` and return the cases that use them."""
     hf, fp8 = DEMO / "demo-mtp-hf", DEMO / "demo-mtp-fp8"
-    trillion = _linked_checkpoint(
+    trillion = _copied_checkpoint(
         hf, work / "trillion-mtp", lambda c: c.update(mtp_num_hidden_layers=10**12)
     )
-    nextn = _linked_checkpoint(
+    nextn = _copied_checkpoint(
         hf, work / "trillion-nextn", lambda c: c.update(num_nextn_predict_layers=10**12)
     )
     deep = work / "deep-config"
-    _linked_checkpoint(hf, deep, lambda c: None)
+    _copied_checkpoint(hf, deep, lambda c: None)
     (deep / "config.json").write_text('{"a":' + "[" * 50_000 + "]" * 50_000 + "}")
     digits = work / "digits-index"
-    digits.mkdir()
-    for item in fp8.iterdir():
-        if item.name != "model.safetensors.index.json":
-            (digits / item.name).symlink_to(item)
+    shutil.copytree(fp8, digits)
     index = json.loads((fp8 / "model.safetensors.index.json").read_text())
     text = json.dumps(index).replace('"metadata": {', '"metadata": {"n": ' + "9" * 50_000 + ", ", 1)
     (digits / "model.safetensors.index.json").write_text(text)
@@ -124,7 +119,9 @@ def build_cases(work: Path) -> list[Case]:
         "import sys; from pathlib import Path; "
         "from tests.hardening.test_hostile_names import small_conversation; "
         "from app.engine.chat.export import export_conversation; "
-        f"export_conversation(small_conversation(Path({str(work)!r})), Path(sys.argv[1]))"
+        "from app.engine.errors import MtpStudioError\n"
+        f"try: export_conversation(small_conversation(Path({str(work)!r})), Path(sys.argv[1]))\n"
+        "except MtpStudioError as exc: sys.exit(f'error: {exc}')"
     )
 
     def build_script(root: Path) -> list[str]:
