@@ -18,7 +18,6 @@ from contextlib import contextmanager
 
 from app import __version__
 from app.commands import COMMANDS
-from app.engine.credentials import mask_credentials
 from app.engine.errors import JobCancelled, MtpStudioError
 
 
@@ -58,10 +57,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         with _sigterm_unwinds():
             return int(args.func(args) or 0)
     except JobCancelled as exc:
-        print(f"mtp-studio: {mask_credentials(str(exc))}", file=sys.stderr)
+        print(f"mtp-studio: {_masked(exc)}", file=sys.stderr)
         return 130
     except MtpStudioError as exc:
-        print(f"mtp-studio: error: {mask_credentials(str(exc))}", file=sys.stderr)
+        print(f"mtp-studio: error: {_masked(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("mtp-studio: interrupted", file=sys.stderr)
@@ -69,6 +68,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Terminated:
         print("mtp-studio: terminated", file=sys.stderr)
         return 143
+
+
+def _masked(exc: BaseException) -> str:
+    """The message with credentials masked (imported here: ``--help`` loads no engine area)."""
+    from app.engine.credentials import mask_credentials
+
+    return mask_credentials(str(exc))
 
 
 class Terminated(BaseException):
