@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from app.engine.chat.model_files import describe_model
 from app.engine.errors import ExtractError
 from app.engine.mtp import LocalFolderSource, extract_mtp
 from tests.mtp.checkpoints import INDEX_FILE, build_deepseek_v3, build_qwen35
@@ -61,3 +62,14 @@ def test_fifty_thousand_digit_number_in_the_index_is_refused(tmp_path: Path) -> 
         '{"metadata": {"total_size": ' + "9" * 50_000 + "}}"
     )
     _refused(checkpoint.folder, tmp_path, rf"{INDEX_FILE} is not valid JSON: Exceeds the limit")
+
+
+def test_a_model_folder_with_a_deeply_nested_config_is_described_as_unreadable(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text("[" * 50_000 + "]" * 50_000)
+    (folder / "model.safetensors").write_bytes(bytes(8))
+    problem = describe_model(folder).problem
+    assert problem is not None and "config.json cannot be read (nests deeper" in problem
