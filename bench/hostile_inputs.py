@@ -102,15 +102,14 @@ def build_cases(work: Path) -> list[Case]:
 
     (work / "bomb.yaml").write_text(_alias_bomb())
     (work / "flow.yaml").write_text("models: " + "[" * 5000 + "]" * 5000 + "\n")
-    (work / "block.yaml").write_text(
-        "models:\n" + "".join(" " * (2 * i + 2) + "- a:\n" for i in range(1500))
-    )
+    (work / "block.yaml").write_text("models:\n  " + "- " * 1500 + "a\n")
     entry = "  - key: m{i}\n    repo: org/m{i}\n    base_model: org/base\n    notes: {pad}\n"
     pad = "x" * 60
-    with (work / "big.yaml").open("w") as out:
-        out.write("models:\n")
-        for i in range(100_000):
-            out.write(entry.format(i=i, pad=pad))
+    for name, count in (("big.yaml", 100_000), ("at-cap.yaml", 7_800)):
+        with (work / name).open("w") as out:
+            out.write("models:\n")
+            for i in range(count):
+                out.write(entry.format(i=i, pad=pad))
 
     link_target = work / "victim.txt"
     link_target.write_text("precious")
@@ -121,7 +120,7 @@ def build_cases(work: Path) -> list[Case]:
         "from app.engine.chat.export import export_conversation; "
         "from app.engine.errors import MtpStudioError\n"
         f"try: export_conversation(small_conversation(Path({str(work)!r})), Path(sys.argv[1]))\n"
-        "except MtpStudioError as exc: sys.exit(f'error: {exc}')"
+        "except MtpStudioError as exc: print(f'error: {exc}', file=sys.stderr); sys.exit(2)"
     )
 
     def build_script(root: Path) -> list[str]:
@@ -160,6 +159,7 @@ def build_cases(work: Path) -> list[Case]:
         Case("catalog validate: flow nesting 5 000", catalog(work / "flow.yaml"), base),
         Case("catalog validate: block nesting 1 500", catalog(work / "block.yaml"), base),
         Case("catalog validate: 10 MB catalog", catalog(work / "big.yaml"), base),
+        Case("catalog validate: 1 MB catalog (7 800 entries)", catalog(work / "at-cap.yaml"), base),
         Case(
             "chat --seed -1 (demo model)",
             lambda _root: [
@@ -291,12 +291,14 @@ def main() -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print("| input | before: exit, s, peak MiB | after: exit, s, peak MiB | after says |")
-    print("|---|---|---|---|")
+    print("| input | before: exit, s, peak MiB | before says | after: exit, s, peak MiB |", end="")
+    print(" after says |")
+    print("|---|---|---|---|---|")
     for row in rows:
         b, a = row["before"], row["after"]
         print(
             f"| {row['input']} | {b['exit']}, {b['seconds']}, {b['peak_mib']} | "
+            f"{b['last_line'][:60].replace('|', '/')} | "
             f"{a['exit']}, {a['seconds']}, {a['peak_mib']} | {a['last_line'].replace('|', '/')} |"
         )
     return 0

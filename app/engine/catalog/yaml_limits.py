@@ -19,12 +19,15 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-MAX_CATALOG_BYTES = 4 * 1024 * 1024
-"""About 500 times the bundled catalog; a larger file is not a hand-kept catalog."""
+MAX_CATALOG_BYTES = 1024 * 1024
+"""About 130 times the bundled catalog (some 10 000 entries); a larger file is not a hand-kept
+catalog, and parsing one costs ruamel tens of seconds."""
 MAX_DEPTH = 64
 """A catalog entry nests three levels deep; anything past this is not a catalog."""
-MAX_EXPANDED_NODES = 200_000
-"""Values a catalog may hold once every alias is expanded (validation visits each)."""
+MAX_EXPANDED_NODES = 1_000_000
+"""Values a catalog may hold once every alias is expanded (validation visits each). A file within
+:data:`MAX_CATALOG_BYTES` holds at most about 520 000 values written out (two bytes each), so
+only aliases can pass this."""
 
 _BRACKET = re.compile(r"[\[\]{}]")
 
