@@ -61,6 +61,8 @@ def locked_message(path: Path, what: str) -> str:
 
 def lock_holders(path: Path) -> list[tuple[int, str]]:
     """``(pid, command name)`` of other processes that lock or open ``path`` (Linux only)."""
+    if not Path("/proc/locks").exists():  # macOS, Windows: the message names no process
+        return []
     inodes = set()
     for suffix in _COMPANIONS:
         try:
