@@ -2,15 +2,19 @@
 
 With no subcommand the desktop window opens. Errors the user can act on (:class:`MtpStudioError`)
 are printed as one clear line and exit with status 2; anything else is a bug and keeps its
-traceback.
+traceback. SIGTERM stops a command the way Ctrl-C does, so a graft or an extraction removes its
+temporary file on the way out (exit status 143) instead of leaving it behind.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from app import __version__
 from app.commands import COMMANDS
@@ -50,16 +54,49 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         return _launch_gui(parser)
     try:
-        return int(args.func(args) or 0)
+        with _sigterm_unwinds():
+            return int(args.func(args) or 0)
     except JobCancelled as exc:
-        print(f"mtp-studio: {exc}", file=sys.stderr)
+        print(f"mtp-studio: {_masked(exc)}", file=sys.stderr)
         return 130
     except MtpStudioError as exc:
-        print(f"mtp-studio: error: {exc}", file=sys.stderr)
+        print(f"mtp-studio: error: {_masked(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("mtp-studio: interrupted", file=sys.stderr)
         return 130
+    except Terminated:
+        print("mtp-studio: terminated", file=sys.stderr)
+        return 143
+
+
+def _masked(exc: BaseException) -> str:
+    """The message with credentials masked (imported here: ``--help`` loads no engine area)."""
+    from app.engine.credentials import mask_credentials
+
+    return mask_credentials(str(exc))
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived: unwinds like Ctrl-C, so ``finally`` blocks and clean-ups run."""
+
+
+def _terminated(_signum: int, _frame: object) -> None:
+    raise Terminated
+
+
+@contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """While the command runs, SIGTERM raises :class:`Terminated` (main thread only; the
+    previous handler is put back, so an in-process caller keeps its own)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _launch_gui(parser: argparse.ArgumentParser) -> int:

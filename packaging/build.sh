@@ -12,6 +12,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 [ -x "$PY" ] || PY=.venv/Scripts/python.exe
+if [ ! -x "$PY" ]; then
+    echo "build: no Python environment at .venv (nor \$PY); run 'bash packaging/setup.sh' first, or set PY=/path/to/python" >&2
+    exit 2
+fi
 VERSION=$("$PY" -c 'import app; print(app.__version__)')
 BUILD=packaging/build
 DIST=dist

@@ -92,7 +92,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--top-p", type=float, default=0.95, metavar="P", help="default 0.95")
     parser.add_argument("--top-k", type=int, default=20, metavar="N", help="0 = off (default 20)")
     parser.add_argument("--min-p", type=float, default=0.0, metavar="P", help="0 = off (default)")
-    parser.add_argument("--seed", type=int, help="make sampling reproducible")
+    parser.add_argument(
+        "--seed",
+        type=seed_argument,
+        metavar="N",
+        help="make sampling reproducible with seed N (0 to 2^63-1); -1 or none: a random seed",
+    )
     parser.add_argument("--max-tokens", type=int, default=512, metavar="N")
     parser.add_argument("--system", metavar="TEXT", help="a system message to start with")
     parser.add_argument("--prompt", metavar="TEXT", help="answer this one message and exit")
@@ -235,6 +240,26 @@ def describe_backend(client: RuntimeClient) -> str:
     if client.sidecar is not None:
         line += f" · sidecar: {client.sidecar}"
     return line
+
+
+MAX_SEED = 2**63 - 1
+RANDOM_SEED = -1
+
+
+def seed_argument(text: str) -> int | None:
+    """A seed from 0 to 2^63-1, or None (a random seed) for -1, the usual "random" value."""
+    try:
+        seed = int(text)
+    except ValueError:
+        seed = None
+    if seed == RANDOM_SEED:
+        return None
+    if seed is None or not 0 <= seed <= MAX_SEED:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a seed: use a whole number from 0 to {MAX_SEED}, or -1 for a "
+            "random seed"
+        )
+    return seed
 
 
 def depth_argument(text: str) -> int | str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
+from app.engine.credentials import mask_credentials
 from app.engine.jobs import JobEvent, LogEvent, ProgressEvent, ResultEvent, StageEvent
 from app.engine.transfer_rate import TransferRate, format_duration
 from app.engine.units import format_bytes, format_rate
@@ -36,9 +37,9 @@ class ProgressPrinter:
         self._last_percent = -1
         if isinstance(event, StageEvent):
             detail = f" {event.detail}" if event.detail else ""
-            self._stream.write(f"{event.stage}:{detail}\n")
+            self._stream.write(mask_credentials(f"{event.stage}:{detail}") + "\n")
         elif isinstance(event, LogEvent):
-            self._stream.write(f"  {event.message}\n")
+            self._stream.write(f"  {mask_credentials(event.message)}\n")
         self._stream.flush()
 
     def _progress(self, event: ProgressEvent) -> None:

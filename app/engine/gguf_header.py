@@ -14,7 +14,9 @@ is ever asked to load it.
 Every count and length in the header is checked against the bytes left in the file before it is
 used (to read, seek or loop), arrays may nest only :data:`MAX_ARRAY_DEPTH` deep, and a tensor
 shape whose element count passes 2^64 is refused: a hostile or corrupt file gets a clear error,
-never a hang, a crash or an allocation sized by a number it claims.
+never a hang, a crash or an allocation sized by a number it claims. :class:`GgufFieldReader` holds
+those checks and is the one GGUF field reader: the graft's byte-span reader
+(:mod:`app.engine.graft.gguf_layout`) builds on it too.
 """
 
 from __future__ import annotations
@@ -47,11 +49,15 @@ _SCALARS = {
     11: "q",
     12: "d",
 }
-_STRING = 8
-_ARRAY = 9
-_MAX_STRING_BYTES = 64 * 1024 * 1024
+STRING_TYPE = 8
+ARRAY_TYPE = 9
+MAX_STRING_BYTES = 64 * 1024 * 1024
 MAX_ARRAY_DEPTH = 8
 _MAX_ELEMENTS = 2**64
+KEY_MIN_BYTES = 12
+"""The least a metadata entry takes: its key's length prefix and its value type."""
+TENSOR_MIN_BYTES = 24
+"""The least a tensor-table entry takes: name length, dimension count, type and offset."""
 
 
 @dataclass(frozen=True)
@@ -70,7 +76,13 @@ class GgufHeader:
     required_bytes: int | None
 
 
-class _Reader:
+class GgufFieldReader:
+    """Reads GGUF fields from ``handle``; every length is checked against the bytes left first.
+
+    Raises ``ValueError`` (a claim the file cannot hold, a nesting too deep, an unknown type)
+    or ``EOFError``; callers turn both into their area's error.
+    """
+
     def __init__(self, handle: BinaryIO, order: str, file_size: int) -> None:
         self._handle = handle
         self._order = order
@@ -91,7 +103,7 @@ class _Reader:
 
     def string(self) -> str:
         length = self.unpack("Q")
-        if length > _MAX_STRING_BYTES:
+        if length > MAX_STRING_BYTES:
             raise ValueError(f"a metadata string of {length} bytes")
         self.claim(length, 1, "a string")
         data = self._handle.read(length)
@@ -107,25 +119,30 @@ class _Reader:
     def value(self, kind: int, depth: int = 0) -> Any:
         if kind in _SCALARS:
             return self.unpack(_SCALARS[kind])
-        if kind == _STRING:
+        if kind == STRING_TYPE:
             return self.string()
-        if kind == _ARRAY:
-            if depth >= MAX_ARRAY_DEPTH:
-                raise ValueError(f"metadata arrays nested more than {MAX_ARRAY_DEPTH} deep")
-            item_kind = self.unpack("I")
-            count = self.unpack("Q")
-            item_bytes = struct.calcsize(_SCALARS[item_kind]) if item_kind in _SCALARS else 8
-            self.claim(count, item_bytes, "an array")
+        if kind == ARRAY_TYPE:
+            item_kind, count = self.array_header(depth)
             if count <= SHORT_ARRAY_LIMIT:
                 return [self.value(item_kind, depth + 1) for _ in range(count)]
             self.skip_array(item_kind, count, depth + 1)
             return LongArray(count)
         raise ValueError(f"unknown metadata value type {kind}")
 
+    def array_header(self, depth: int) -> tuple[int, int]:
+        """An array's item type and count, checked against the nesting limit and the file."""
+        if depth >= MAX_ARRAY_DEPTH:
+            raise ValueError(f"metadata arrays nested more than {MAX_ARRAY_DEPTH} deep")
+        item_kind = self.unpack("I")
+        count = self.unpack("Q")
+        item_bytes = struct.calcsize(_SCALARS[item_kind]) if item_kind in _SCALARS else 8
+        self.claim(count, item_bytes, "an array")
+        return item_kind, count
+
     def skip_array(self, item_kind: int, count: int, depth: int) -> None:
         if item_kind in _SCALARS:
             self._handle.seek(struct.calcsize(_SCALARS[item_kind]) * count, 1)
-        elif item_kind == _STRING:
+        elif item_kind == STRING_TYPE:
             for _ in range(count):
                 self.skip_string()
         else:
@@ -141,18 +158,18 @@ def read_gguf_header(path: Path) -> GgufHeader:
                 raise ValueError("it does not start with the GGUF magic bytes")
             version_bytes = handle.read(4)
             order = "<" if struct.unpack("<I", version_bytes)[0] < 0x10000 else ">"
-            reader = _Reader(handle, order, os.fstat(handle.fileno()).st_size)
+            reader = GgufFieldReader(handle, order, os.fstat(handle.fileno()).st_size)
             version = struct.unpack(order + "I", version_bytes)[0]
             if version < 2:
                 raise ValueError(f"GGUF version {version} is too old (llama.cpp reads 2 and 3)")
             tensor_count = reader.unpack("Q")
             key_count = reader.unpack("Q")
-            reader.claim(key_count, 12, "the key count")  # a key: length, type, ≥ 0 bytes
+            reader.claim(key_count, KEY_MIN_BYTES, "the key count")
             metadata: dict[str, Any] = {}
             for _ in range(key_count):
                 key = reader.string()
                 metadata[key] = reader.value(reader.unpack("I"))
-            reader.claim(tensor_count, 24, "the tensor count")  # name length, dims, type, offset
+            reader.claim(tensor_count, TENSOR_MIN_BYTES, "the tensor count")
             data_end = 0
             known = True
             for _ in range(tensor_count):
@@ -161,7 +178,7 @@ def read_gguf_header(path: Path) -> GgufHeader:
                 reader.claim(dim_count, 8, "a tensor's dimension count")
                 dims = [reader.unpack("Q") for _ in range(dim_count)]
                 kind, offset = reader.unpack("I"), reader.unpack("Q")
-                nbytes = _tensor_bytes(kind, dims)
+                nbytes = tensor_bytes(kind, dims)
                 known = known and nbytes is not None
                 data_end = max(data_end, offset + (nbytes or 0))
             alignment = metadata.get("general.alignment", GGUF_DEFAULT_ALIGNMENT)
@@ -197,7 +214,7 @@ def metadata_prefix(data: bytes) -> dict[str, Any]:
     handle.seek(4)
     version_bytes = handle.read(4)
     order = "<" if struct.unpack("<I", version_bytes)[0] < 0x10000 else ">"
-    reader = _Reader(handle, order, len(data))
+    reader = GgufFieldReader(handle, order, len(data))
     metadata: dict[str, Any] = {}
     try:
         reader.unpack("Q")  # the tensor count
@@ -209,7 +226,8 @@ def metadata_prefix(data: bytes) -> dict[str, Any]:
     return metadata
 
 
-def _tensor_bytes(kind: int, dims: list[int]) -> int | None:
+def tensor_bytes(kind: int, dims: list[int] | tuple[int, ...]) -> int | None:
+    """Bytes a tensor takes (None: a type unknown here); ValueError past 2^64 elements."""
     try:
         block, size = GGML_QUANT_SIZES[GGMLQuantizationType(kind)]
     except (ValueError, KeyError):

@@ -14,6 +14,7 @@ from types import TracebackType
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 
+from app.engine.credentials import mask_credentials
 from app.engine.errors import MtpStudioError
 
 log = logging.getLogger(__name__)
@@ -22,7 +23,7 @@ _shown: set[QMessageBox] = set()  # a box without a parent lives only as long as
 
 def readable(exc: BaseException) -> str:
     if isinstance(exc, MtpStudioError):
-        return str(exc)
+        return mask_credentials(str(exc))
     return (
         f"Something unexpected went wrong ({type(exc).__name__}). The details are in the log "
         "file (Help → Open logs folder); please include it when you report the problem."

@@ -42,6 +42,7 @@ from PySide6.QtWidgets import (
 from app.engine.catalog import CatalogEntry
 from app.engine.chat.history import HISTORY_FILE_NAME
 from app.engine.chat.model_files import describe_model
+from app.engine.credentials import mask_credentials
 from app.engine.errors import MtpStudioError
 from app.engine.hub.get import GET_KIND, GetJob
 from app.engine.hub.search import catalog_sidecars
@@ -650,7 +651,7 @@ class MainWindow(QMainWindow):
             self.library.refresh(select=Path(ready) if ready else None)
 
     def _update_status(self) -> None:
-        self.endpoint_label.setText(f"Hub: {self.settings.endpoint}")
+        self.endpoint_label.setText(f"Hub: {mask_credentials(self.settings.endpoint)}")
         self.token_label.setText(token_summary())
         running = len(self.runner.running_jobs())
         self.jobs_label.setText(f"{running} job(s) running" if running else "No job running")

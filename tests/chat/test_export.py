@@ -75,7 +75,7 @@ def test_an_export_replaces_a_file_whole_and_leaves_no_partial_file(
 ) -> None:
     target = tmp_path / "chat.md"
     target.write_text("an older export", encoding="utf-8")
-    export_conversation(conversation, target)
+    export_conversation(conversation, target, replace=True)
     assert target.read_text(encoding="utf-8").startswith("# Lines in a file")
     assert [p.name for p in tmp_path.iterdir()] == ["chat.md"]
 

@@ -200,3 +200,21 @@ def test_an_unreachable_hub_is_a_clear_error(home: IsolatedHome) -> None:
     )
     with pytest.raises(DownloadError, match=r"cannot reach http://127\.0\.0\.1:9"):
         run(job)
+
+
+def test_partial_files_of_another_interrupted_download_are_reported(
+    local_hub: LocalHub, repo: str, tmp_path: Path
+) -> None:
+    """Issue 23: a killed download's partial files that this download will not resume are
+    named in its log (the Jobs page shows it), so the space they hold is not lost unseen."""
+    work = tmp_path / "model" / ".cache" / "mtp-studio"
+    work.mkdir(parents=True)
+    (work / "0123abcd.incomplete").write_bytes(bytes(2048))
+    events: list[JobEvent] = []
+    run(DownloadJob(request(local_hub, tmp_path / "model", layout=FOLDER)), events)
+    logged = [e.message for e in events if isinstance(e, LogEvent)]
+    assert any(
+        line.startswith(f"1 partial file(s) (2.0 kB) in {work} are left from an interrupted")
+        for line in logged
+    ), logged
+    assert (work / "0123abcd.incomplete").exists(), "reported, not deleted: it may be resumed"

@@ -113,3 +113,47 @@ def test_pooled_requests_weigh_each_cycle_and_token_once() -> None:
     # Not the mean of the two requests' rates: 110 tokens over (2.0 + 0.1) s of decoding.
     assert pooled.decode_tokens_per_second == pytest.approx(110 / 2.1)
     assert pooled.mode == "lc" and pooled.depth == 3 and pooled.verify_calls == 44
+
+
+def test_alpha_under_auto_depth_uses_the_depths_drafted() -> None:
+    # Issue 23: auto depth (most 4) drafted one token in each of 8 cycles and 5 were kept:
+    # 1 + α = 13/8, so α = 0.625 (the largest depth gave 0.39).
+    stats = _stats(
+        depth=4,
+        adaptive=True,
+        cycles=8,
+        drafted_by_depth=(8, 0, 0, 0),
+        accepted_by_depth=(5, 0, 0, 0),
+        draft_steps=8,
+        verify_calls=8,
+        draft_seconds=0.08,
+        verify_seconds=0.8,
+    )
+    assert stats.depth_mix == ((1, 8),)
+    assert stats.alpha == pytest.approx(0.625, abs=1e-9)
+    assert stats.expected_speedup == pytest.approx(1.625 / 1.1)
+
+
+def test_alpha_for_a_mix_of_depths_reproduces_the_measured_tokens() -> None:
+    # 10 cycles: 4 drafted nothing, 2 drafted one token, 4 drafted three.
+    stats = _stats(
+        depth=3,
+        adaptive=True,
+        cycles=10,
+        drafted_by_depth=(6, 4, 4),
+        accepted_by_depth=(5, 3, 2),
+    )
+    assert stats.depth_mix == ((0, 4), (1, 2), (3, 4))
+    expected = (
+        4 * expected_tokens_per_cycle(stats.alpha, 0)
+        + 2 * expected_tokens_per_cycle(stats.alpha, 1)
+        + 4 * expected_tokens_per_cycle(stats.alpha, 3)
+    ) / 10
+    assert expected == pytest.approx(stats.tokens_per_cycle)
+    assert 0 < stats.alpha < 1
+
+
+def test_a_fixed_depth_gives_the_same_alpha_as_before() -> None:
+    stats = _stats()
+    assert stats.depth_mix == ((3, 40),)
+    assert stats.alpha == pytest.approx(alpha_for_tokens_per_cycle(stats.tokens_per_cycle, 3))

@@ -2,7 +2,9 @@
 
 ruamel.yaml's round-trip mode keeps comments, key order, quoting and unknown fields; edits are
 applied in place to the parsed document rather than by re-serialising plain dicts, and a save goes
-to a temporary file in the same folder that replaces the original only once it is complete.
+to a temporary file in the same folder that replaces the original only once it is complete. The
+text is parsed once, within the bounds of :mod:`app.engine.catalog.yaml_limits` (size, nesting,
+alias expansion), so a hostile catalog is a one-line error, not a minute of work or a traceback.
 """
 
 from __future__ import annotations
@@ -19,6 +21,12 @@ from ruamel.yaml.util import load_yaml_guess_indent
 
 from app.engine.catalog.crosscheck import LocatedFields
 from app.engine.catalog.problems import EntryLocation, Problem, Severity
+from app.engine.catalog.yaml_limits import (
+    MAX_CATALOG_BYTES,
+    MAX_DEPTH,
+    check_document,
+    check_text,
+)
 from app.engine.errors import CatalogError
 
 _MODELS = "models"
@@ -37,16 +45,22 @@ class CatalogFile:
     def read(cls, path: Path) -> CatalogFile:
         """Parse ``path``; raise :class:`CatalogError` if it cannot be read or is not YAML."""
         try:
-            text = path.read_text(encoding="utf-8")
+            text = _read_bounded(path)
         except FileNotFoundError:
             raise CatalogError(
                 f"catalog file {path} does not exist; check the path given to --catalog"
             ) from None
         except (OSError, UnicodeDecodeError) as exc:
             raise CatalogError(f"cannot read catalog file {path}: {exc}") from exc
-        yaml = _round_trip_yaml(text)
         try:
-            document = yaml.load(text)
+            check_text(text)
+            document, yaml = _load_round_trip(text)
+            check_document(document)
+        except RecursionError:
+            raise CatalogError(
+                f"{path} is refused: it nests deeper than {MAX_DEPTH} levels; a catalog entry "
+                "needs three"
+            ) from None
         except YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
@@ -54,6 +68,8 @@ class CatalogFile:
             raise CatalogError(
                 f"{where}: not valid YAML ({problem}); fix the syntax at that line"
             ) from exc
+        except ValueError as exc:
+            raise CatalogError(f"{path} is refused: {exc}") from None
         return cls(path, document, yaml)
 
     def structure_problems(self) -> list[Problem]:
@@ -182,15 +198,28 @@ def to_plain(value: Any) -> Any:
     return value
 
 
-def _round_trip_yaml(text: str) -> YAML:
-    """A round-trip parser set to write back with the indentation the file already uses."""
+def _read_bounded(path: Path) -> str:
+    """The file's text, read only up to just past :data:`MAX_CATALOG_BYTES`."""
+    with path.open("rb") as handle:
+        data = handle.read(MAX_CATALOG_BYTES + 1)
+    if len(data) > MAX_CATALOG_BYTES:
+        raise CatalogError(
+            f"{path} is refused: it is larger than the {MAX_CATALOG_BYTES} bytes a catalog may "
+            "take; split it into several files (--catalog is repeatable)"
+        )
+    return data.decode("utf-8")
+
+
+def _load_round_trip(text: str) -> tuple[Any, YAML]:
+    """The document, parsed once, and a round-trip YAML set to write back with the indentation
+    the file already uses (guessed from its lines)."""
     yaml = YAML(typ="rt")
     yaml.preserve_quotes = True
     yaml.width = 4096
     try:
-        _, sequence_indent, dash_offset = load_yaml_guess_indent(text)
-    except YAMLError:
-        sequence_indent, dash_offset = None, None
+        document, sequence_indent, dash_offset = load_yaml_guess_indent(text, yaml=yaml)
+    except IndexError:  # ruamel's guess trips on a line holding only dashes, e.g. "  -"
+        document, sequence_indent, dash_offset = yaml.load(text), None, None
     if sequence_indent is not None:
         offset = dash_offset or 0
         yaml.indent(
@@ -198,7 +227,7 @@ def _round_trip_yaml(text: str) -> YAML:
         )
     else:
         yaml.indent(mapping=2, sequence=4, offset=2)
-    return yaml
+    return document, yaml
 
 
 def _field_lines(node: CommentedMap) -> dict[str, int]:

@@ -6,13 +6,18 @@ statistics (recorded and derived), so an export is a complete record of the conv
 The file is written under a temporary name and renamed, so a failed export never leaves half a
 file in place of a good one. The temporary file is created exclusively (a link planted under a
 guessable name cannot redirect the write), and a target that is a folder or whose name holds a
-control character is refused before anything is written.
+control character or passes the file system's length limit is refused before anything is
+written. An existing file is replaced only when the caller says so (the GUI's save dialog has
+asked), and never when it is anything but a regular file: a link, a device such as ``/dev/null``
+or a pipe stays as it is.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,6 +35,8 @@ from app.engine.errors import MtpStudioError
 from app.engine.safepath import plain_name_problem
 
 EXPORT_FORMAT_VERSION = 1
+MAX_NAME_BYTES = 255
+"""The longest file name (in UTF-8 bytes) ext4, APFS, NTFS and most others accept."""
 ROLE_HEADINGS = {USER: "User", ASSISTANT: "Assistant"}
 
 
@@ -112,17 +119,17 @@ def to_json(conversation: Conversation) -> str:
     return json.dumps(to_json_document(conversation), indent=2, ensure_ascii=False) + "\n"
 
 
-def export_conversation(conversation: Conversation, path: Path) -> Path:
-    """Write ``conversation`` to ``path``: JSON for a ``.json`` name, Markdown otherwise."""
+def export_conversation(conversation: Conversation, path: Path, replace: bool = False) -> Path:
+    """Write ``conversation`` to ``path``: JSON for a ``.json`` name, Markdown otherwise.
+
+    ``replace``: an existing regular file at ``path`` may be replaced (else it is an error).
+    """
     path = Path(path)
-    if (problem := plain_name_problem(path.name)) is not None:
-        raise ExportError(f"cannot export to {str(path)!r}: {problem}; choose another file name")
-    if path.is_dir():
-        raise ExportError(f"{path} is a folder; choose a file name inside it, e.g. chat.md")
+    _check_target(path, replace)
     text = to_json(conversation) if path.suffix.lower() == ".json" else to_markdown(conversation)
     temporary: Path | None = None
     try:
-        handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+        handle, name = tempfile.mkstemp(prefix=".export-", suffix=".partial", dir=path.parent)
         temporary = Path(name)
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             out.write(text)
@@ -130,7 +137,43 @@ def export_conversation(conversation: Conversation, path: Path) -> Path:
     except OSError as exc:
         if temporary is not None:
             temporary.unlink(missing_ok=True)
+        if exc.errno == errno.ENAMETOOLONG:
+            raise ExportError(
+                f"cannot export to {path}: the path is longer than this file system allows; "
+                "choose a shorter name or folder"
+            ) from None
         raise ExportError(
             f"cannot write {path} ({exc.strerror or exc}); choose a folder you can write to"
         ) from None
     return path
+
+
+def _check_target(path: Path, replace: bool) -> None:
+    if (problem := plain_name_problem(path.name)) is not None:
+        raise ExportError(f"cannot export to {str(path)!r}: {problem}; choose another file name")
+    if len(path.name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        raise ExportError(
+            f"cannot export to a file name of {len(path.name)} characters ({path.name[:40]}…): "
+            f"file systems allow {MAX_NAME_BYTES} bytes; choose a shorter name"
+        )
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise ExportError(
+            f"cannot export to {path} ({exc.strerror or exc}); choose another file name"
+        ) from None
+    if stat.S_ISDIR(mode):
+        raise ExportError(f"{path} is a folder; choose a file name inside it, e.g. chat.md")
+    if not stat.S_ISREG(mode):
+        kind = "a link" if stat.S_ISLNK(mode) else "a device, pipe or socket"
+        raise ExportError(
+            f"{path} is {kind}, not a regular file, and is never replaced by an export; "
+            "choose another file name"
+        )
+    if not replace:
+        raise ExportError(
+            f"{path} already exists and is not replaced without confirmation; choose another "
+            "name, or confirm replacing it"
+        )

@@ -38,6 +38,7 @@ from app.engine.chat.conversation import (
 from app.engine.errors import MtpStudioError
 from app.engine.runtime.request import GenerationResult
 from app.engine.runtime.stats import DecodeStats
+from app.engine.store.sqlite_file import connect_private, is_locked, locked_message
 
 SCHEMA_VERSION = 1
 HISTORY_FILE_NAME = "chat.sqlite3"
@@ -119,7 +120,7 @@ class HistoryStore:
     @staticmethod
     def _open(path: Path) -> sqlite3.Connection:
         try:
-            db = sqlite3.connect(path, check_same_thread=False, timeout=10)
+            db = connect_private(path)
             version = db.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
                 db.close()
@@ -134,6 +135,8 @@ class HistoryStore:
             db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             db.commit()
         except sqlite3.DatabaseError as exc:
+            if is_locked(exc):
+                raise HistoryError(locked_message(path, "chat history")) from None
             raise HistoryError(
                 f"{path}: cannot open the chat history ({exc}); move the file away to start a "
                 "new history (the old file is not changed)"
@@ -154,13 +157,20 @@ class HistoryStore:
                 self._db.commit()
             except sqlite3.DatabaseError as exc:
                 self._db.rollback()
+                if is_locked(exc):
+                    raise HistoryError(locked_message(self.path, "chat history")) from None
                 raise HistoryError(
                     f"{self.path}: cannot write the chat history ({exc}); check free disk space"
                 ) from None
 
     def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
-            return self._db.execute(sql, args).fetchall()
+            try:
+                return self._db.execute(sql, args).fetchall()
+            except sqlite3.OperationalError as exc:
+                if is_locked(exc):
+                    raise HistoryError(locked_message(self.path, "chat history")) from None
+                raise
 
     # -- conversations ------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from app.engine.bounded_json import parse_bounded_json
 from app.engine.chat.memory import MemoryEstimate, ModelShape, estimate_memory
 from app.engine.errors import MtpStudioError
 from app.engine.gguf_header import GgufHeader, LongArray, read_gguf_header
@@ -199,9 +200,11 @@ def _describe_folder(path: Path, origin: str) -> ModelDescription:
             "folder that holds config.json and the *.safetensors files, or a .gguf file"
         )
     try:
-        config = json.loads(config_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        config = parse_bounded_json(config_path.read_bytes())
+    except (OSError, ValueError) as exc:
         raise MtpStudioError(f"{config_path} cannot be read ({exc}); re-download it") from None
+    if not isinstance(config, dict):
+        raise MtpStudioError(f"{config_path} is not a JSON object; re-download it")
     text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
     merged = {**config, **text}
     architectures = config.get("architectures") or []

@@ -13,6 +13,7 @@ so the command exits non-zero and the monitor shows the download as failed, not 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -104,6 +105,8 @@ class DownloadJob:
         todo = [file for file in safe if not layout.is_complete(file)]
         reused = total - sum(file.size for file in todo)
         already = sum(partial_size(layout.partial_path(file)) for file in todo)
+        if (stray := _stray_partials(layout, plan.files)) is not None:
+            ctx.log(stray)
 
         ctx.stage("space", str(layout.root))
         needed = sum(file.size for file in todo) - already
@@ -214,3 +217,24 @@ def _refused_message(
 def download_job_from_params(params: dict[str, Any]) -> DownloadJob:
     """The factory the job store uses to retry a download from its stored parameters."""
     return DownloadJob(DownloadRequest.from_params(params))
+
+
+def _stray_partials(layout: Layout, files: Sequence[RemoteFile]) -> str | None:
+    """A line about partial files in ``layout``'s work folder that this download will not
+    resume (left by an interrupted download of other files or another revision), or None."""
+    if not files:
+        return None
+    ours = {layout.partial_path(file) for file in files}
+    folder = next(iter(ours)).parent
+    try:
+        stray = [p for p in folder.glob("*.incomplete") if p not in ours and p.is_file()]
+    except OSError:
+        return None
+    if not stray:
+        return None
+    size = sum(p.stat().st_size for p in stray)
+    return (
+        f"{len(stray)} partial file(s) ({format_bytes(size)}) in {folder} are left from an "
+        "interrupted download of other files or another revision; run that download again to "
+        "resume them, or delete them to free the space"
+    )

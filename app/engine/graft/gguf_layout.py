@@ -6,19 +6,30 @@ every tensor's type, dimensions and data offset. :mod:`app.engine.gguf_header` a
 different question (values for display, long arrays skipped), so this reader keeps spans instead.
 It walks the header once with seeks past long arrays, so a 150 000-entry vocabulary costs
 milliseconds, and it checks the file is as long as its tensor table says (a truncated download is
-refused here, before anything is written).
+refused here, before anything is written). Fields are read by the hardened
+:class:`~app.engine.gguf_header.GgufFieldReader`, so every count, string length and nesting depth
+the file declares is checked against the bytes it holds before it is used.
 """
 
 from __future__ import annotations
 
+import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from gguf import GGML_QUANT_SIZES, GGUF_DEFAULT_ALIGNMENT, GGMLQuantizationType, GGUFValueType
+from gguf import GGUF_DEFAULT_ALIGNMENT, GGUFValueType
 
 from app.engine.errors import GraftError
+from app.engine.gguf_header import (
+    ARRAY_TYPE,
+    KEY_MIN_BYTES,
+    STRING_TYPE,
+    TENSOR_MIN_BYTES,
+    GgufFieldReader,
+    tensor_bytes,
+)
 
 GGUF_MAGIC = b"GGUF"
 DECODED_ARRAY_LIMIT = 1024
@@ -93,70 +104,36 @@ class GgufLayout:
         return str(self.value("general.architecture", ""))
 
 
-def tensor_nbytes(ggml_type: int, dims: tuple[int, ...]) -> int:
-    """Bytes a tensor of this type and shape occupies (rows must be whole quantisation blocks)."""
-    block, size = GGML_QUANT_SIZES[GGMLQuantizationType(ggml_type)]
-    elements = 1
-    for dim in dims:
-        elements *= dim
-    return elements // block * size
+class _SpanReader(GgufFieldReader):
+    """The hardened field reader, returning each value with its array item type."""
 
-
-class _SpanReader:
-    def __init__(self, handle: BinaryIO) -> None:
-        self._handle = handle
-
-    def unpack(self, code: str) -> Any:
-        size = struct.calcsize(code)
-        data = self._handle.read(size)
-        if len(data) != size:
-            raise EOFError
-        return struct.unpack("<" + code, data)[0]
-
-    def string(self) -> str:
-        length = self.unpack("Q")
-        data = self._handle.read(length)
-        if len(data) != length:
-            raise EOFError
-        return data.decode("utf-8", errors="replace")
-
-    def value(self, value_type: int) -> tuple[Any, int | None]:
+    def entry_value(self, value_type: int, depth: int = 0) -> tuple[Any, int | None]:
         if value_type in SCALAR_FORMATS:
             return self.unpack(SCALAR_FORMATS[value_type]), None
-        if value_type == GGUFValueType.STRING:
+        if value_type == STRING_TYPE:
             return self.string(), None
-        if value_type == GGUFValueType.ARRAY:
-            item_type = self.unpack("I")
-            count = self.unpack("Q")
+        if value_type == ARRAY_TYPE:
+            item_type, count = self.array_header(depth)
             if count <= DECODED_ARRAY_LIMIT:
-                return [self.value(item_type)[0] for _ in range(count)], item_type
-            self._skip_array(item_type, count)
+                items = [self.entry_value(item_type, depth + 1)[0] for _ in range(count)]
+                return items, item_type
+            self.skip_array(item_type, count, depth + 1)
             return None, item_type
         raise ValueError(f"unknown metadata value type {value_type}")
-
-    def _skip_array(self, item_type: int, count: int) -> None:
-        if item_type in SCALAR_FORMATS:
-            self._handle.seek(struct.calcsize(SCALAR_FORMATS[item_type]) * count, 1)
-        elif item_type == GGUFValueType.STRING:
-            for _ in range(count):
-                self._handle.seek(self.unpack("Q"), 1)
-        else:
-            for _ in range(count):
-                self.value(item_type)
 
 
 def read_gguf_layout(path: Path) -> GgufLayout:
     """The layout of ``path``; a :class:`GraftError` if it is not a complete GGUF file."""
     path = Path(path)
     try:
-        file_size = path.stat().st_size
         with open(path, "rb", buffering=1024 * 1024) as handle:
+            file_size = os.fstat(handle.fileno()).st_size
             layout = _read(handle, path, file_size)
     except OSError as exc:
         raise GraftError(
             f"cannot read the base GGUF {path} ({exc.strerror or exc}); check the path"
         ) from None
-    except (EOFError, ValueError, struct.error) as exc:
+    except (EOFError, ValueError, struct.error, OverflowError) as exc:
         reason = "it ends inside its header" if isinstance(exc, EOFError) else str(exc)
         raise GraftError(
             f"{path} is not a readable GGUF file ({reason}); download it again"
@@ -173,7 +150,7 @@ def read_gguf_layout(path: Path) -> GgufLayout:
 def _read(handle: BinaryIO, path: Path, file_size: int) -> GgufLayout:
     if handle.read(4) != GGUF_MAGIC:
         raise ValueError("it does not start with the GGUF magic bytes")
-    reader = _SpanReader(handle)
+    reader = _SpanReader(handle, "<", file_size)
     version = reader.unpack("I")
     if version >= 0x10000:
         raise ValueError("it is a big-endian GGUF, which grafting does not support")
@@ -181,22 +158,25 @@ def _read(handle: BinaryIO, path: Path, file_size: int) -> GgufLayout:
         raise ValueError(f"GGUF version {version} is too old (llama.cpp reads 2 and 3)")
     tensor_count = reader.unpack("Q")
     key_count = reader.unpack("Q")
+    reader.claim(key_count, KEY_MIN_BYTES, "the key count")
     entries: list[MetadataEntry] = []
     for _ in range(key_count):
         start = handle.tell()
         key = reader.string()
         value_type = reader.unpack("I")
-        value, item_type = reader.value(value_type)
+        value, item_type = reader.entry_value(value_type)
         entries.append(MetadataEntry(key, value_type, item_type, value, start, handle.tell()))
+    reader.claim(tensor_count, TENSOR_MIN_BYTES, "the tensor count")
     tensors: list[TensorInfo] = []
     for _ in range(tensor_count):
         name = reader.string()
-        dims = tuple(reader.unpack("Q") for _ in range(reader.unpack("I")))
+        dim_count = reader.unpack("I")
+        reader.claim(dim_count, 8, f"tensor {name!r}'s dimension count")
+        dims = tuple(reader.unpack("Q") for _ in range(dim_count))
         ggml_type, offset = reader.unpack("I"), reader.unpack("Q")
-        try:
-            nbytes = tensor_nbytes(ggml_type, dims)
-        except (ValueError, KeyError):
-            raise ValueError(f"tensor {name} has a type ({ggml_type}) unknown here") from None
+        nbytes = tensor_bytes(ggml_type, dims)
+        if nbytes is None:
+            raise ValueError(f"tensor {name!r} has a type ({ggml_type}) unknown here")
         tensors.append(TensorInfo(name, dims, ggml_type, offset, nbytes))
     alignment = next((e.value for e in entries if e.key == "general.alignment"), None)
     if not isinstance(alignment, int) or alignment <= 0:

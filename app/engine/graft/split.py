@@ -28,6 +28,10 @@ from typing import BinaryIO
 from app.engine.errors import GraftError
 from app.engine.graft.gguf_layout import GGUF_MAGIC, GgufLayout, TensorInfo, read_gguf_layout
 from app.engine.jobs import JobContext
+from app.engine.partial_files import create_partial, sweep_partials
+
+JOIN_PARTIAL = "join-partial"
+"""The suffix of a join's temporary file (created exclusively; a killed join's is swept)."""
 
 SPLIT_NAME = re.compile(r"^(?P<prefix>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$")
 COPY_BUFFER = 8 * 1024 * 1024
@@ -95,10 +99,13 @@ def join_split_gguf(first_part: Path, out: Path, ctx: JobContext | None = None) 
     data_start = _align(len(head), alignment)
     total = data_start + position
     out = Path(out)
-    temporary = out.with_name(f".{out.name}.{os.getpid()}.join-partial")
+    for leftover in sweep_partials(out.parent, JOIN_PARTIAL):
+        ctx.log(leftover.describe())
     progress = ctx.progress_reporter("join", total)
+    temporary: Path | None = None
     try:
-        with open(temporary, "wb") as writer:
+        fd, temporary = create_partial(out, JOIN_PARTIAL)
+        with os.fdopen(fd, "wb") as writer:
             writer.write(head + bytes(data_start - len(head)))
             for layout, tensor, target in places:
                 writer.write(bytes(data_start + target - writer.tell()))
@@ -108,13 +115,15 @@ def join_split_gguf(first_part: Path, out: Path, ctx: JobContext | None = None) 
                 raise AssertionError("joined GGUF size differs from its plan")
         os.replace(temporary, out)
     except OSError as exc:
-        temporary.unlink(missing_ok=True)
+        if temporary is not None:
+            temporary.unlink(missing_ok=True)
         raise GraftError(
             f"joining {first.path.name} into {out} failed ({exc.strerror or exc}); check the "
             f"free space of {out.parent} (the joined file is as large as all parts together)"
         ) from None
     except BaseException:
-        temporary.unlink(missing_ok=True)
+        if temporary is not None:
+            temporary.unlink(missing_ok=True)
         raise
     return out
 

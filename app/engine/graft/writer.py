@@ -6,9 +6,11 @@ quantised and written a few megabytes of rows at a time. Base tensors keep their
 nothing is dropped, their offsets, so their bytes move as one run. Each step reports progress
 (bytes) and checks the cancel token. The file is written under a temporary name beside the output
 and renamed over it when complete; any failure or cancellation removes the temporary file, so the
-output path only ever holds a complete file. Like the extractor and the downloads, it leaves
-writeback to the OS (no fsync): on a page-cached base an fsync costs about half a plain copy
-again (bench_graft prints both), and it guards only against power loss, not a failed job.
+output path only ever holds a complete file. The temporary file is created exclusively with a
+random name (:mod:`app.engine.partial_files`), and those left by a killed graft are removed, and
+logged, when the next graft writes to the same folder. Like the extractor and the downloads, it
+leaves writeback to the OS (no fsync): on a page-cached base an fsync costs about half a plain
+copy again (bench_graft prints both), and it guards only against power loss, not a failed job.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from app.engine.graft.plan import GraftPlan, PlannedTensor
 from app.engine.graft.quantise import encode_rows
 from app.engine.graft.sidecar import SidecarTensor, read_rows, read_sidecar
 from app.engine.jobs import JobContext, ProgressReporter
+from app.engine.partial_files import create_partial, sweep_partials
 
 COPY_STEP = 256 * 1024 * 1024
 PAGE = 4096
@@ -66,9 +69,7 @@ class CopyRun:
     length: int
 
 
-def partial_path(out: Path) -> Path:
-    """The temporary name a graft writes under, beside ``out``."""
-    return out.with_name(f".{out.name}.{os.getpid()}.graft-partial")
+GRAFT_PARTIAL = "graft-partial"
 
 
 BodyWriter = Callable[[int, int, ProgressReporter], None]
@@ -110,10 +111,12 @@ def write_gguf(
     header = _header(layout, metadata, places, layout.alignment)
     data_start = _align(len(header), layout.alignment)
     total = data_start + data_bytes
-    temporary = partial_path(out)
+    for leftover in sweep_partials(out.parent, GRAFT_PARTIAL):
+        ctx.log(leftover.describe())
     progress = ctx.progress_reporter("write", total)
+    temporary: Path | None = None
     try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        fd, temporary = create_partial(out, GRAFT_PARTIAL)
         try:
             _write_all(fd, header + bytes(data_start - len(header)))
             progress.update(data_start)
@@ -124,13 +127,15 @@ def write_gguf(
             os.close(fd)
         os.replace(temporary, out)
     except OSError as exc:
-        temporary.unlink(missing_ok=True)
+        if temporary is not None:
+            temporary.unlink(missing_ok=True)
         raise GraftError(
             f"writing {out} failed ({exc.strerror or exc}); check the free space and permissions "
             f"of {out.parent}, then run the graft again"
         ) from None
     except BaseException:
-        temporary.unlink(missing_ok=True)
+        if temporary is not None:
+            temporary.unlink(missing_ok=True)
         raise
     return total
 

@@ -16,6 +16,7 @@ from typing import Any
 from huggingface_hub import ModelCardData
 from huggingface_hub.repocard import RepoCard
 
+from app.engine.credentials import mask_credentials
 from app.engine.units import format_bytes
 
 LICENSE_FIELDS = ("license", "license_name", "license_link")
@@ -71,7 +72,7 @@ def render_card(
         tags=[*SIDECAR_TAGS, provenance.layout],
         **licence,
     )
-    source_url = f"{endpoint.rstrip('/')}/{provenance.source_repo}"
+    source_url = mask_credentials(f"{endpoint.rstrip('/')}/{provenance.source_repo}")
     layers = ", ".join(str(i) for i in provenance.layer_indices)
     return f"""---
 {metadata.to_yaml()}

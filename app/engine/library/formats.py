@@ -15,7 +15,6 @@ an error (the chat's description already carries the readable problem).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 from gguf import LlamaFileType
 from safetensors import SafetensorError, safe_open
 
+from app.engine.bounded_json import parse_bounded_json
 from app.engine.chat.model_files import GGUF, ModelDescription
 from app.engine.errors import MtpStudioError
 from app.engine.gguf_header import read_gguf_header
@@ -74,8 +74,8 @@ def gguf_quantisation(path: Path) -> str:
 
 def _config(folder: Path) -> dict[str, Any]:
     try:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        config = parse_bounded_json((folder / "config.json").read_bytes())
+    except (OSError, ValueError):  # unreadable, not JSON, or past the size or depth limits
         return {}
     return config if isinstance(config, dict) else {}
 

@@ -9,11 +9,11 @@ not absolute, …) before anything is read through them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from app.engine.bounded_json import MAX_JSON_BYTES, parse_bounded_json
 from app.engine.errors import ExtractError
 from app.engine.mtp.header import ShardHeader, read_shard_header
 from app.engine.mtp.source import CheckpointSource
@@ -71,13 +71,16 @@ def _read_weight_map(source: CheckpointSource) -> dict[str, str]:
 
 
 def _read_json_object(source: CheckpointSource, path: str) -> dict[str, Any]:
-    raw = source.read_bytes(path)
-    try:
-        value = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    size = source.file_sizes().get(path, 0)
+    if size > MAX_JSON_BYTES:
         raise ExtractError(
-            f"{source.label}/{path} is not valid JSON ({exc}); re-download this file"
-        ) from None
+            f"{source.label}/{path} is {size} bytes, more than the {MAX_JSON_BYTES} a real "
+            "config or index takes; re-download this file from the original release"
+        )
+    try:
+        value = parse_bounded_json(source.read_bytes(path))
+    except ValueError as exc:
+        raise ExtractError(f"{source.label}/{path} {exc}; re-download this file") from None
     if not isinstance(value, dict):
         raise ExtractError(f"{source.label}/{path} is not a JSON object; re-download this file")
     return value

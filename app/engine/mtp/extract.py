@@ -23,7 +23,8 @@ from app.engine.mtp.dequant import Scales, decode_tensor
 from app.engine.mtp.detect import MtpDetection, MtpTensor, detect_mtp
 from app.engine.mtp.readplan import ReadRun, plan_runs
 from app.engine.mtp.source import CheckpointSource
-from app.engine.mtp.writer import OutputTensor, SafetensorsStreamWriter
+from app.engine.mtp.writer import EXTRACT_PARTIAL, OutputTensor, SafetensorsStreamWriter
+from app.engine.partial_files import sweep_partials
 from app.engine.units import format_bytes
 
 READ_SLACK = 0.04
@@ -125,6 +126,8 @@ def extract_mtp(
     budget -= sum(run.wasted for run in scale_runs)
     weight_runs = plan_runs((t.tensor for t in detection.tensors), budget)
     ctx.stage("extract", str(out))
+    for leftover in sweep_partials(out.parent, EXTRACT_PARTIAL):
+        ctx.log(leftover.describe())
     progress = ctx.progress_reporter(
         "extract", sum(run.length for run in (*scale_runs, *weight_runs))
     )

@@ -13,11 +13,11 @@ multiplied, so no claimed number ever sizes an allocation or a loop (tests/harde
 from __future__ import annotations
 
 import itertools
-import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from app.engine.bounded_json import parse_bounded_json
 from app.engine.errors import ExtractError
 from app.engine.mtp.source import CheckpointSource
 
@@ -106,15 +106,10 @@ def read_shard_header(source: CheckpointSource, shard: str) -> ShardHeader:
         )
     raw = source.read_bytes(shard, 8, header_length)
     try:
-        entries = json.loads(raw)
-    except RecursionError:
+        entries = parse_bounded_json(raw, max_bytes=HEADER_LIMIT)
+    except ValueError as exc:
         raise ExtractError(
-            f"{where}: the safetensors header nests JSON too deeply to be a real header; "
-            "re-download this shard"
-        ) from None
-    except ValueError as exc:  # invalid UTF-8 or JSON, or a number of thousands of digits
-        raise ExtractError(
-            f"{where}: the safetensors header is not valid JSON ({exc}); re-download this shard"
+            f"{where}: the safetensors header {exc}; re-download this shard"
         ) from None
     if not isinstance(entries, dict):
         raise ExtractError(f"{where}: the safetensors header is not a JSON object")

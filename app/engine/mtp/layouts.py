@@ -14,8 +14,10 @@ Layouts (mtp-formats.md §2), tried in this order:
 
 Each match is compared with the layer count the config declares (``mtp_num_hidden_layers``,
 ``num_nextn_predict_layers``): layers declared but absent are reported, so a checkpoint with an
-incomplete index is never extracted short without a word. The family (the config's
-``model_type``) is recorded too, since one layout serves many families.
+incomplete index is never extracted short without a word. A declared count above
+:data:`MAX_DECLARED_LAYERS` is refused before anything is built from it (a config claiming
+10^12 layers would otherwise grow a list of missing layers until memory runs out). The family
+(the config's ``model_type``) is recorded too, since one layout serves many families.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ LAYOUT_NEXTN = "deepseek-nextn"
 
 QWEN_COUNT_KEYS = ("mtp_num_hidden_layers", "num_nextn_predict_layers")
 NEXTN_COUNT_KEY = "num_nextn_predict_layers"
+MAX_DECLARED_LAYERS = 64
+"""Real releases declare 1 to 3 MTP layers; a larger count is a damaged or hostile config.json."""
 NEXTN_PREFIXES = ("model.layers.", "model.language_model.layers.", "language_model.model.layers.")
 
 _QWEN_LAYER = re.compile(r"(?:^|\.)mtp\.(?:layers\.)?(\d+)\.")
@@ -65,14 +69,18 @@ def find_layout(label: str, names: list[str], config: Mapping[str, Any]) -> Layo
     if qwen:
         first = next((m for n in qwen if (m := _QWEN_LAYER.search(n))), None)
         prefix = first.string[: first.start(1)].lstrip(".") if first else "mtp.layers."
-        return _numbered(LAYOUT_QWEN, family, qwen, _QWEN_LAYER, config, QWEN_COUNT_KEYS, prefix)
+        return _numbered(
+            label, LAYOUT_QWEN, family, qwen, _QWEN_LAYER, config, QWEN_COUNT_KEYS, prefix
+        )
     for layout, pattern, prefix in (
         (LAYOUT_ERNIE, _ERNIE_LAYER, "model.mtp_block."),
         (LAYOUT_MIMO, _MIMO_LAYER, "model.mtp_layers."),
     ):
         found = [n for n in names if pattern.match(n)]
         if found:
-            return _numbered(layout, family, found, pattern, config, (NEXTN_COUNT_KEY,), prefix)
+            return _numbered(
+                label, layout, family, found, pattern, config, (NEXTN_COUNT_KEY,), prefix
+            )
     return _nextn(label, family, names, config)
 
 
@@ -118,6 +126,7 @@ def _declared(config: Mapping[str, Any], keys: tuple[str, ...]) -> list[tuple[st
 
 
 def _numbered(
+    label: str,
     layout: str,
     family: str,
     names: list[str],
@@ -128,6 +137,8 @@ def _numbered(
 ) -> LayoutMatch:
     layers = tuple(sorted({int(m.group(1)) for n in names if (m := pattern.search(n))}))
     declared = next(iter(_declared(config, count_keys)), None)
+    if declared is not None:
+        _check_declared_count(label, declared, len(layers))
     missing: tuple[int, ...] = ()
     if declared is not None:
         missing = tuple(i for i in range(declared[1]) if i not in layers)
@@ -146,6 +157,7 @@ def _nextn(label: str, family: str, names: list[str], config: Mapping[str, Any])
     declared = next(iter(_declared(config, (NEXTN_COUNT_KEY,))), None)
     if declared is None:
         raise ExtractError(no_heads_message(label, config))
+    _check_declared_count(label, declared, None)
     count = declared[1]
     if count == 0:
         raise ExtractError(
@@ -182,6 +194,17 @@ def _nextn(label: str, family: str, names: list[str], config: Mapping[str, Any])
         missing=missing,
         prefix=prefix + "{i}.",
     )
+
+
+def _check_declared_count(label: str, declared: tuple[str, int], found: int | None) -> None:
+    key, count = declared
+    if count > MAX_DECLARED_LAYERS:
+        held = f" (the checkpoint holds {found})" if found is not None else ""
+        raise ExtractError(
+            f"{label}/config.json declares {key} = {count} MTP layers{held}, more than the "
+            f"{MAX_DECLARED_LAYERS} any release has; the config is damaged — restore the "
+            "original config.json"
+        )
 
 
 def _trunk_prefix(names: list[str], expected: range) -> str:

@@ -16,7 +16,6 @@ import hashlib
 import json
 import os
 import queue
-import secrets
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -26,8 +25,11 @@ from typing import Any
 
 from app.engine.errors import ExtractError
 from app.engine.mtp.header import expected_nbytes
+from app.engine.partial_files import create_partial
 
 _QUEUE_DEPTH = 8
+EXTRACT_PARTIAL = "partial"
+"""The suffix of a sidecar being written (``.mtp.safetensors.<pid>.<random>.partial``)."""
 _DONE = None
 
 
@@ -80,8 +82,7 @@ class SafetensorsStreamWriter:
         self.path = Path(path)
         header = safetensors_header(tensors, metadata)
         self._expected_size = len(header) + sum(t.nbytes for t in tensors)
-        self._temp = self.path.with_name(f".{self.path.name}.{secrets.token_hex(4)}.partial")
-        self._fd = os.open(self._temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        self._fd, self._temp = create_partial(self.path, EXTRACT_PARTIAL)
         self._hash = hashlib.sha256()
         self._size = 0
         self._error: BaseException | None = None

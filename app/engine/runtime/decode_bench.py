@@ -241,7 +241,9 @@ def _figures(
     # Leviathan's figures assume one depth for every cycle: not defined for "auto" or where
     # drafts stop early.
     fixed = not mode.adaptive and not mode.stop_unsure
-    cycle_parts = depth * draft_per_step + verify_per_call if fixed else 0.0
+    # Drafts per cycle as drafted (a reply's last cycles may draft fewer than the depth), the
+    # same mix the expected speedup is computed from.
+    cycle_parts = stats.mean_draft_depth * draft_per_step + verify_per_call if fixed else 0.0
     return ModeFigures(
         label=mode.label,
         mode=mode.mode,

@@ -14,7 +14,6 @@ near 0 means offset style, so 1 is added (mtp-formats.md §5).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ import mlx.nn as nn
 from mlx.utils import tree_flatten
 from safetensors import safe_open
 
+from app.engine.bounded_json import parse_bounded_json
 from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.mlx_heads import (
     HEAD_STYLE_BY_MODEL_TYPE,
@@ -63,7 +63,7 @@ def model_type_of(folder: Path) -> str:
             "choose the folder that holds config.json and the .safetensors weights"
         )
     try:
-        config = json.loads(config_path.read_text(encoding="utf-8"))
+        config = parse_bounded_json(config_path.read_bytes())
     except (OSError, ValueError) as exc:
         raise RuntimeBackendError(f"{config_path} cannot be read as JSON ({exc})") from None
     model_type = config.get("model_type") if isinstance(config, dict) else None

@@ -14,6 +14,11 @@ Definitions:
 - c = cost of one draft step / cost of one verify call, both measured in the same request.
 - Leviathan's expected speedup (1 − α^{K+1}) / ((1 − α)(K·c + 1)), with α the per-token
   acceptance that reproduces the measured tokens per cycle under the i.i.d. model.
+- Where the depth adapts per cycle, K is not one number: the cycles that drafted exactly k
+  tokens (read off ``drafted_by_depth``) each count with their own k, both in solving for α and
+  in the speedup (expected tokens over expected cost, summed over those cycles). Using the
+  largest depth instead understated α: 8 cycles that drafted one token each, 5 kept, is α 0.625,
+  not the 0.39 that depth 4 gives.
 """
 
 from __future__ import annotations
@@ -38,20 +43,41 @@ def expected_tokens_per_cycle(alpha: float, depth: int) -> float:
     return (1.0 - alpha ** (depth + 1)) / (1.0 - alpha)
 
 
-def alpha_for_tokens_per_cycle(tokens_per_cycle: float, depth: int) -> float:
-    """The per-token acceptance α whose expected tokens per cycle equals the measured one."""
-    if depth <= 0 or tokens_per_cycle <= 1.0:
+DepthMix = Sequence[tuple[int, int]]
+"""``(depth, cycles)`` pairs: how many cycles drafted exactly that many tokens."""
+
+
+def alpha_for_tokens_per_cycle(tokens_per_cycle: float, depth: int | DepthMix) -> float:
+    """The per-token acceptance α whose expected tokens per cycle equals the measured one;
+    ``depth`` is the one depth every cycle drafted, or the mix of depths the cycles drafted."""
+    mix = [(depth, 1)] if isinstance(depth, int) else [(k, n) for k, n in depth if n > 0]
+    most = max((k for k, _ in mix), default=0)
+    if most <= 0 or tokens_per_cycle <= 1.0:
         return 0.0
-    if tokens_per_cycle >= depth + 1:
+    if tokens_per_cycle >= _mix_tokens_per_cycle(1.0, mix):
         return 1.0
     low, high = 0.0, 1.0
     for _ in range(_ALPHA_BISECTION_STEPS):
         middle = (low + high) / 2
-        if expected_tokens_per_cycle(middle, depth) < tokens_per_cycle:
+        if _mix_tokens_per_cycle(middle, mix) < tokens_per_cycle:
             low = middle
         else:
             high = middle
     return (low + high) / 2
+
+
+def expected_speedup_for_mix(alpha: float, mix: DepthMix, cost_ratio: float) -> float:
+    """Expected tokens per cycle over expected cost per cycle, for cycles of several depths."""
+    cycles = sum(n for _, n in mix)
+    if not cycles:
+        return 1.0
+    cost = sum(n * (k * cost_ratio + 1.0) for k, n in mix) / cycles
+    return _mix_tokens_per_cycle(alpha, mix) / cost
+
+
+def _mix_tokens_per_cycle(alpha: float, mix: DepthMix) -> float:
+    cycles = sum(n for _, n in mix)
+    return sum(n * expected_tokens_per_cycle(alpha, k) for k, n in mix) / cycles
 
 
 @dataclass(frozen=True)
@@ -137,14 +163,25 @@ class DecodeStats:
         return (self.draft_seconds / self.draft_steps) / (self.verify_seconds / self.verify_calls)
 
     @property
+    def depth_mix(self) -> tuple[tuple[int, int], ...]:
+        """``(depth, cycles)``: how many cycles drafted exactly that many tokens (a cycle that
+        drafts k tokens counts in ``drafted_by_depth[0..k-1]``, so the differences give it)."""
+        drafted = (self.cycles, *self.drafted_by_depth, 0)
+        return tuple(
+            (depth, drafted[depth] - drafted[depth + 1])
+            for depth in range(len(drafted) - 1)
+            if drafted[depth] > drafted[depth + 1]
+        )
+
+    @property
     def alpha(self) -> float:
-        return alpha_for_tokens_per_cycle(self.tokens_per_cycle, self.depth)
+        return alpha_for_tokens_per_cycle(self.tokens_per_cycle, self.depth_mix)
 
     @property
     def expected_speedup(self) -> float:
         if not self.cycles:
             return 1.0
-        return expected_speedup(self.alpha, self.depth, self.draft_verify_cost_ratio)
+        return expected_speedup_for_mix(self.alpha, self.depth_mix, self.draft_verify_cost_ratio)
 
     def to_dict(self) -> dict[str, Any]:
         """Every recorded and derived figure, JSON-serialisable."""

@@ -17,14 +17,18 @@ import sqlite3
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock, Timeout
 
+from app.engine.credentials import mask_credentials
 from app.engine.errors import MtpStudioError
 from app.engine.jobs import JobEvent, LogEvent, ProgressEvent, ResultEvent, StageEvent
 from app.engine.store.records import JobRecord, JobSpec, JobState, StoredEvent
+from app.engine.store.sqlite_file import connect_private, is_locked, locked_message
 
 SCHEMA_VERSION = 1
 
@@ -79,7 +83,7 @@ class JobStore:
             sessions.mkdir(parents=True, exist_ok=True)
             self._session_lock = FileLock(sessions / f"{self.session}.lock")
             self._session_lock.acquire()
-            self._db = sqlite3.connect(path, check_same_thread=False, timeout=10)
+            self._db = connect_private(path)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
@@ -93,6 +97,8 @@ class JobStore:
             self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             self._db.commit()
         except sqlite3.DatabaseError as exc:
+            if is_locked(exc):
+                raise StoreError(locked_message(path, "job history")) from None
             raise StoreError(
                 f"{path}: cannot open the job history ({exc}); "
                 "move the file away to start a new history"
@@ -100,6 +106,17 @@ class JobStore:
         self._lock = threading.Lock()
         self._sessions_dir = sessions
         self.interrupted_on_open = self._mark_dead_sessions_interrupted()
+
+    @contextmanager
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        """A transaction on the database; a lock held too long elsewhere is a StoreError."""
+        try:
+            with self._db:
+                yield self._db
+        except sqlite3.OperationalError as exc:
+            if is_locked(exc):
+                raise StoreError(locked_message(self.path, "job history")) from None
+            raise
 
     def close(self) -> None:
         with self._lock:
@@ -111,14 +128,14 @@ class JobStore:
 
     def create(self, spec: JobSpec, retry_of: int | None = None) -> int:
         """Add a queued job owned by this process and return its id."""
-        with self._lock, self._db:
+        with self._lock, self._writing():
             cursor = self._db.execute(
                 "INSERT INTO jobs (kind, title, params, state, created_at, session, retry_of) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
                     spec.kind,
                     spec.title,
-                    json.dumps(spec.params),
+                    mask_credentials(json.dumps(spec.params)),
                     JobState.QUEUED.value,
                     time.time(),
                     self.session,
@@ -128,7 +145,7 @@ class JobStore:
             return int(cursor.lastrowid or 0)
 
     def mark_running(self, job_id: int) -> None:
-        with self._lock, self._db:
+        with self._lock, self._writing():
             self._db.execute(
                 "UPDATE jobs SET state=?, started_at=?, session=? WHERE id=?",
                 (JobState.RUNNING.value, time.time(), self.session, job_id),
@@ -137,7 +154,7 @@ class JobStore:
     def record(self, job_id: int, event: JobEvent) -> None:
         """Persist one event: progress updates the job row, everything else is appended."""
         if isinstance(event, ProgressEvent):
-            with self._lock, self._db:
+            with self._lock, self._writing():
                 self._db.execute(
                     "UPDATE jobs SET stage=?, done=?, total=?, unit=? WHERE id=?",
                     (event.stage, event.done, event.total, event.unit, job_id),
@@ -146,7 +163,7 @@ class JobStore:
         if isinstance(event, StageEvent):
             text = f"{event.stage}: {event.detail}" if event.detail else event.stage
             self._append(job_id, "stage", text)
-            with self._lock, self._db:
+            with self._lock, self._writing():
                 self._db.execute(
                     "UPDATE jobs SET stage=?, done=0, total=0 WHERE id=?", (event.stage, job_id)
                 )
@@ -154,7 +171,7 @@ class JobStore:
             self._append(job_id, "log", event.message, event.level)
         elif isinstance(event, ResultEvent):
             self._append(job_id, "result", json.dumps(event.summary))
-            with self._lock, self._db:
+            with self._lock, self._writing():
                 self._db.execute(
                     "UPDATE jobs SET result=? WHERE id=?", (json.dumps(event.summary), job_id)
                 )
@@ -163,18 +180,18 @@ class JobStore:
         """Record the final state; a failure's message is also appended to the job's log."""
         if error:
             self._append(job_id, "error", error, "error")
-        with self._lock, self._db:
+        with self._lock, self._writing():
             self._db.execute(
                 "UPDATE jobs SET state=?, finished_at=?, error=? WHERE id=?",
-                (state.value, time.time(), error, job_id),
+                (state.value, time.time(), mask_credentials(error), job_id),
             )
 
     def _append(self, job_id: int, kind: str, text: str, level: str = "info") -> None:
-        with self._lock, self._db:
+        with self._lock, self._writing():
             self._db.execute(
                 "INSERT INTO events (job_id, seq, at, kind, text, level) VALUES "
                 "(?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE job_id=?), ?, ?, ?, ?)",
-                (job_id, job_id, time.time(), kind, text, level),
+                (job_id, job_id, time.time(), kind, mask_credentials(text), level),
             )
 
     def _mark_dead_sessions_interrupted(self) -> list[int]:

@@ -180,13 +180,19 @@ class ConversationControl(QObject):
         dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
         dialog.setNameFilter("Markdown (*.md)" if kind == "md" else "JSON (*.json)")
         dialog.setDefaultSuffix(kind)
-        dialog.fileSelected.connect(lambda path: self.export_to(conversation_id, Path(path)))
+        # The save dialog asks before it returns an existing file's name, so it may be replaced.
+        dialog.fileSelected.connect(
+            lambda path: self.export_to(conversation_id, Path(path), replace=True)
+        )
         dialog.open()
 
-    def export_to(self, conversation_id: int, path: Path) -> Path | None:
-        """Export a conversation as it is stored (Markdown, or JSON for a .json name)."""
+    def export_to(self, conversation_id: int, path: Path, replace: bool = False) -> Path | None:
+        """Export a conversation as it is stored (Markdown, or JSON for a .json name);
+        ``replace``: the user confirmed replacing an existing file."""
         try:
-            written = export_conversation(self._store.conversation(conversation_id), path)
+            written = export_conversation(
+                self._store.conversation(conversation_id), path, replace=replace
+            )
         except MtpStudioError as exc:
             show_error(self._window, "Export failed", exc)
             return None
