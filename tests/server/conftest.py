@@ -34,9 +34,9 @@ def keyed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPro
 
 @pytest.fixture(scope="session")
 def limits_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """A small context (replies without max_tokens fill it quickly), a 1 MiB body cap, one
+    """A 1024-token context (replies without max_tokens fill it quickly), a 1 MiB body cap, one
     allowed browser origin and a queue of one."""
     home = tmp_path_factory.mktemp("limits-serve-home")
-    args = ("--ctx", "512", "--max-body-mib", "1", "--cors", CORS_ORIGIN, "--queue-size", "1")
+    args = ("--ctx", "1024", "--max-body-mib", "1", "--cors", CORS_ORIGIN, "--queue-size", "1")
     with running_server(*args, home=home) as process:
         yield process
