@@ -28,6 +28,7 @@ from app.engine.runtime.client import RuntimeClient
 from app.engine.runtime.demo_model import demo_model_path
 from app.engine.runtime.depth_policy import AUTO, AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
 from app.engine.server.app import build_app
+from app.engine.server.client_snippets import anthropic_base_url
 from app.engine.server.config import (
     DEFAULT_HOST,
     DEFAULT_MAX_BODY_MIB,
@@ -192,6 +193,7 @@ def _announce(
         event = {
             "event": "listening",
             "url": url,
+            "anthropic_url": anthropic_base_url(url),
             "model": config.model_id,
             "mtp_depth": config.mtp_depth,
             "context_length": info.context_length,
@@ -204,6 +206,11 @@ def _announce(
         print(
             f"mtp-studio serve: {LISTENING} {url} · model {config.model_id} · "
             f"{_describe_depth(config, info)} · {key}",
+            file=sys.stderr,
+        )
+        print(
+            f"mtp-studio serve: Anthropic clients and Claude Code: base URL "
+            f"{anthropic_base_url(url)} (POST /v1/messages)",
             file=sys.stderr,
         )
         print(f"mtp-studio serve: {describe_load(plan, info)}", file=sys.stderr)

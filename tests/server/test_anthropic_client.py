@@ -43,6 +43,7 @@ def test_whole_message_names_the_served_model_and_carries_usage_and_mtp(
     mtp = reply.model_extra["mtp"]
     assert mtp["depth"] == 3 and mtp["generated_tokens"] == reply.usage.output_tokens
     assert mtp["drafted_by_depth"][0] > 0
+    server.wait_for_line(f"Claude Code: base URL {server.root_url} ")  # serve says where
 
 
 def test_streamed_events_come_in_anthropics_order_and_equal_the_whole_reply(
