@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from app.engine.runtime.request import GenerationRequest, TokenChunk
+from app.engine.runtime.request import GenerationRequest, GenerationResult, TokenChunk
 from app.engine.runtime.sampling import SamplerSettings
 from app.engine.server import anthropic_replies
 from app.engine.server.anthropic_parsing import parse_count_tokens_body, parse_messages_body
@@ -80,9 +80,8 @@ class AnthropicRoutes:
     ) -> AsyncIterator[str]:
         server = self._server
         finished: Finished | None = None
-        prompt_tokens = 0
-        if isinstance(first, TokenChunk):
-            prompt_tokens = first.stats.prompt_tokens - first.stats.prompt_reused_tokens
+        stats = first.stats if isinstance(first, TokenChunk | GenerationResult) else None
+        prompt_tokens = stats.prompt_tokens - stats.prompt_reused_tokens if stats else 0
         try:
             yield anthropic_replies.stream_opening(
                 message_id, server.config.model_id, prompt_tokens
