@@ -73,6 +73,13 @@ def test_echoed_values_are_short_and_cannot_forge_log_lines(server: ServerProces
     assert not any(line.startswith("POST /v1/forged") for line in server.lines)
 
 
+def test_json_nested_past_the_parsers_depth_is_a_400(server: ServerProcess) -> None:
+    for path in ("/v1/chat/completions", "/v1/messages"):
+        deep = httpx2.post(f"{server.root_url}{path}", content=b"[" * 200_000)
+        assert deep.status_code == 400, deep.text
+        assert "nested too deeply" in deep.text
+
+
 def test_a_client_that_leaves_while_queued_frees_its_place(keyed_server: ServerProcess) -> None:
     client = OpenAI(base_url=keyed_server.base_url, api_key=API_KEY, max_retries=0, timeout=120)
     health = f"{keyed_server.root_url}/health"

@@ -34,3 +34,5 @@ async def json_body(request: Request, limit_bytes: int) -> Any:
         return json.loads(received)
     except ValueError as exc:
         raise bad_request(f"the request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise bad_request("the request body is JSON nested too deeply to read") from None

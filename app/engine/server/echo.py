@@ -25,6 +25,6 @@ def echo(value: Any, limit: int = ECHO_CHARACTERS) -> str:
     """A short, single-line JSON rendering of ``value`` for an error message."""
     try:
         rendered = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         rendered = repr(value)
     return clean(rendered[: limit * 4], limit)

@@ -11,6 +11,7 @@ refusal names the field and the accepted values; quoted values are cut short (:m
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -218,7 +219,13 @@ def _number(body: dict[str, Any], name: str, default: float) -> float:
         return default
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise bad_request(f"'{name}' must be a number, got {echo(value)}", name)
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise bad_request(f"'{name}' must be a finite number, got {echo(value)}", name)
+    return number
 
 
 def _integer(body: dict[str, Any], name: str, default: int) -> int:
