@@ -205,3 +205,19 @@ def test_x_api_key_is_checked_and_anthropic_version_accepted(keyed_server: Serve
     )  # the SDK sends x-api-key and anthropic-version
     assert reply.usage.output_tokens >= 1
     assert API_KEY not in "".join(keyed_server.lines)
+
+
+def test_a_prompt_longer_than_the_context_is_a_400_before_any_event(
+    limits_server: ServerProcess,
+) -> None:
+    client = client_for(limits_server)
+    too_long = [{"role": "user", "content": "word " * 2000}]  # the limits server's context: 1024
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        client.messages.create(model=ASKED, max_tokens=4, messages=too_long)
+    assert "context window" in caught.value.body["error"]["message"]
+    with (
+        pytest.raises(anthropic.BadRequestError) as caught,
+        client.messages.stream(model=ASKED, max_tokens=4, messages=too_long) as stream,
+    ):
+        stream.get_final_message()
+    assert caught.value.body["error"]["type"] == "invalid_request_error"
