@@ -132,3 +132,11 @@ def test_numbers_past_a_float_or_not_finite_are_a_400_naming_the_field(
     with pytest.raises(ApiError) as caught:
         parse_chat_body({**GOOD_BODY, field: value}, DEFAULTS)
     assert caught.value.param == field and "must be a finite number" in caught.value.message
+
+
+@pytest.mark.parametrize("field", ["max_tokens", "top_k", "seed"])
+def test_whole_numbers_of_hundreds_of_digits_are_a_short_400(field: str) -> None:
+    """Found by the fuzzer: the runtime's own check quoted all 400 digits back."""
+    with pytest.raises(ApiError) as caught:
+        parse_chat_body({**GOOD_BODY, field: -(10**400)}, DEFAULTS)
+    assert caught.value.param == field and len(caught.value.message) < MAX_MESSAGE

@@ -22,12 +22,14 @@ from app.engine.runtime.request import MAX_DRAFT_DEPTH, GenerationRequest
 from app.engine.runtime.sampling import SamplerSettings
 from app.engine.server.api_errors import bad_request, unsupported
 from app.engine.server.depth import DepthSetting, allowed_depths, deepest
-from app.engine.server.echo import echo
+from app.engine.server.echo import clean, echo
 
 CHAT_ROLES = ("system", "developer", "user", "assistant")
 ROLE_ALIASES = {"developer": "system"}  # OpenAI's newer name for the system turn
 RANDOM_SEED = -1  # llama.cpp's convention: a fresh seed per request
 MAX_SEED = 2**64 - 1
+MAX_WHOLE_NUMBER = 2**64 - 1
+RUNTIME_MESSAGE_CHARACTERS = 200
 REFUSED_PENALTIES = ("presence_penalty", "frequency_penalty")
 
 
@@ -120,7 +122,7 @@ def generation_fields(
             adaptive_depth=depth == AUTO,
         )
     except RuntimeBackendError as exc:
-        raise bad_request(str(exc)) from exc
+        raise bad_request(clean(str(exc), RUNTIME_MESSAGE_CHARACTERS)) from exc
 
 
 def _refuse_unsupported(body: dict[str, Any]) -> None:
@@ -232,6 +234,8 @@ def _integer(body: dict[str, Any], name: str, default: int) -> int:
     value = body.get(name)
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise bad_request(f"'{name}' must be a whole number, got {echo(value)}", name)
+    if isinstance(value, bool) or not isinstance(value, int) or abs(value) > MAX_WHOLE_NUMBER:
+        raise bad_request(
+            f"'{name}' must be a whole number of at most 20 digits, got {echo(value)}", name
+        )
     return value
