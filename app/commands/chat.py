@@ -92,7 +92,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--top-p", type=float, default=0.95, metavar="P", help="default 0.95")
     parser.add_argument("--top-k", type=int, default=20, metavar="N", help="0 = off (default 20)")
     parser.add_argument("--min-p", type=float, default=0.0, metavar="P", help="0 = off (default)")
-    parser.add_argument("--seed", type=int, help="make sampling reproducible")
+    parser.add_argument(
+        "--seed", type=seed_argument, help="make sampling reproducible (-1 = random, the default)"
+    )
     parser.add_argument("--max-tokens", type=int, default=512, metavar="N")
     parser.add_argument("--system", metavar="TEXT", help="a system message to start with")
     parser.add_argument("--prompt", metavar="TEXT", help="answer this one message and exit")
@@ -251,6 +253,21 @@ def depth_argument(text: str) -> int | str:
 
 def _max_depth(args: argparse.Namespace) -> int:
     return AUTO_MAX_DEPTH if args.mtp_depth == AUTO else int(args.mtp_depth)
+
+
+def seed_argument(text: str) -> int | None:
+    """``--seed``: -1 (llama.cpp's "random") or a whole number 0 to 2^64-1."""
+    try:
+        seed = int(text)
+    except ValueError:
+        seed = -2
+    if seed == -1:
+        return None
+    if not 0 <= seed < 2**64:
+        raise argparse.ArgumentTypeError(
+            f"{text[:40]!r} is not a seed: use -1 (random) or a whole number 0 to 2^64-1"
+        )
+    return seed
 
 
 def run(args: argparse.Namespace) -> int:
