@@ -30,6 +30,7 @@ from app.engine.server.generation_flow import (
 )
 from app.engine.server.parsing import ParsedRequest
 from app.engine.server.scheduler import Job, JobEvent
+from app.engine.server.tool_fields import parses_calls
 
 if TYPE_CHECKING:
     from app.engine.server.app import ApiServer
@@ -51,18 +52,18 @@ class AnthropicRoutes:
             return StreamingResponse(events, media_type="text/event-stream")
         text, finished = await collect_unless_gone(request, job, parsed.stop, first)
         model = server.config.model_id
-        body = anthropic_replies.message(message_id, model, text, finished)
-        server.log_generation(
-            request, started, finished.result, anthropic_replies.stop_reason(finished)
+        body = anthropic_replies.message(
+            message_id, model, text, finished, reads_calls=parses_calls(parsed.generation)
         )
+        server.log_generation(request, started, finished.result, body["stop_reason"])
         return JSONResponse(body)
 
     async def count_tokens(self, request: Request) -> Response:
         """``{"input_tokens": N}``: the prompt prefilled, one token generated and dropped."""
         server = self._server
-        messages = parse_count_tokens_body(await server.body(request))
+        conversation = parse_count_tokens_body(await server.body(request))
         probe = GenerationRequest(
-            messages=messages, max_tokens=1, sampler=SamplerSettings(seed=0), mtp_depth=0
+            **conversation, max_tokens=1, sampler=SamplerSettings(seed=0), mtp_depth=0
         )
         parsed = ParsedRequest(None, probe, (), stream=False, include_usage_chunk=False)
         job, first = await server.start(request, parsed)
@@ -80,22 +81,24 @@ class AnthropicRoutes:
     ) -> AsyncIterator[str]:
         server = self._server
         finished: Finished | None = None
+        blocks = anthropic_replies.ReplyBlocks(reads_calls=parses_calls(parsed.generation))
         stats = first.stats if isinstance(first, TokenChunk | GenerationResult) else None
         prompt_tokens = stats.prompt_tokens - stats.prompt_reused_tokens if stats else 0
         try:
             yield anthropic_replies.stream_opening(
-                message_id, server.config.model_id, prompt_tokens
+                message_id, server.config.model_id, prompt_tokens, blocks
             )
             async for piece in pieces(job, parsed.stop, first):
                 if isinstance(piece, Finished):
                     finished = piece
                     break
-                yield anthropic_replies.text_delta(piece)
+                events = blocks.feed(piece)
+                if events:
+                    yield events
             assert finished is not None
-            yield anthropic_replies.stream_closing(finished)
-            server.log_generation(
-                request, started, finished.result, anthropic_replies.stop_reason(finished)
-            )
+            yield anthropic_replies.stream_closing(finished, blocks)
+            reason = anthropic_replies.stop_reason(finished, called=blocks.called)
+            server.log_generation(request, started, finished.result, reason)
         except ApiError as error:  # the generation failed after the 200 went out
             yield anthropic_replies.event("error", error.anthropic_body())
             server.log_plain(request, error.status, started, error.log_detail)
