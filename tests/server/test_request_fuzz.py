@@ -47,12 +47,18 @@ scalars = (
     | st.floats(allow_nan=True, allow_infinity=True)
     | st.text(alphabet=st.characters(codec="utf-8"), max_size=200)
     | st.sampled_from(["auto", "user", "system", "developer", "assistant", "text", "image", -1])
+    | st.sampled_from(["any", "tool", "none", "required", "function", "object", "toolu_1"])
 )
 json_values = st.recursive(
     scalars,
     lambda children: (
         st.lists(children, max_size=4)
-        | st.dictionaries(st.sampled_from(["role", "content", "type", "text", "x"]), children)
+        | st.dictionaries(
+            st.sampled_from(
+                ["role", "content", "type", "text", "x", "name", "input_schema", "properties"]
+            ),
+            children,
+        )
     ),
     max_leaves=30,
 )
@@ -71,8 +77,14 @@ messages = st.lists(
             "content": st.text(max_size=50)
             | st.lists(
                 st.fixed_dictionaries(
-                    {"type": st.sampled_from(["text", "image"]) | json_values},
-                    optional={"text": json_values},
+                    {
+                        "type": st.sampled_from(["text", "image", "tool_use", "tool_result"])
+                        | json_values
+                    },
+                    optional={
+                        key: json_values
+                        for key in ("text", "id", "name", "input", "tool_use_id", "content")
+                    },
                 ),
                 max_size=3,
             )
@@ -140,3 +152,27 @@ def test_whole_numbers_of_hundreds_of_digits_are_a_short_400(field: str) -> None
     with pytest.raises(ApiError) as caught:
         parse_chat_body({**GOOD_BODY, field: -(10**400)}, DEFAULTS)
     assert caught.value.param == field and len(caught.value.message) < MAX_MESSAGE
+
+
+@pytest.mark.parametrize(
+    ("fields", "param"),
+    [
+        ({"tool_choice": {"type": []}}, "tool_choice"),
+        (
+            {
+                "messages": [
+                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": {}}]}
+                ]
+            },
+            "messages[0].content[0].tool_use_id",
+        ),
+    ],
+)
+def test_unhashable_tool_fields_on_messages_are_a_400_naming_the_field(
+    fields: dict[str, Any], param: str
+) -> None:
+    """Found by the fuzzer: a list or object where Anthropic's tool fields take a string was
+    looked up in a dict (TypeError, a 500)."""
+    with pytest.raises(ApiError) as caught:
+        parse_messages_body({**GOOD_BODY, **fields}, DEFAULTS)
+    assert caught.value.param == param
