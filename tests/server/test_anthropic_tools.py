@@ -95,6 +95,10 @@ def test_forced_tool_use_validates_and_a_tool_result_round_trip_is_accepted(
     assert used > asked.input_tokens + 20
     bare = client.messages.count_tokens(model=ASKED, messages=QUESTION)
     assert asked.input_tokens > bare.input_tokens + 40  # the tools are in the prompt
+    hidden = client.messages.count_tokens(
+        model=ASKED, messages=QUESTION, tools=TOOLS, tool_choice={"type": "none"}
+    )
+    assert hidden.input_tokens == bare.input_tokens  # tool_choice none: the tools are not shown
 
 
 def test_any_tool_streams_as_a_tool_use_block_through_the_stream_helper(
