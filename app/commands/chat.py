@@ -256,7 +256,7 @@ def seed_argument(text: str) -> int | None:
         return None
     if seed is None or not 0 <= seed <= MAX_SEED:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not a seed: use a whole number from 0 to {MAX_SEED}, or -1 for a "
+            f"{text[:40]!r} is not a seed: use a whole number from 0 to {MAX_SEED}, or -1 for a "
             "random seed"
         )
     return seed

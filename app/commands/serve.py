@@ -1,4 +1,5 @@
-"""``mtp-studio serve``: an OpenAI-compatible server for one model, with MTP statistics.
+"""``mtp-studio serve``: an OpenAI- and Anthropic-compatible server for one model, with MTP
+statistics.
 
 Loopback only unless ``--api-key`` (or ``MTP_STUDIO_API_KEY``) is given. Once the model is loaded
 and the port is bound it prints one ``listening on URL`` line on stderr (the Server panel and the
@@ -27,7 +28,14 @@ from app.engine.runtime.client import RuntimeClient
 from app.engine.runtime.demo_model import demo_model_path
 from app.engine.runtime.depth_policy import AUTO, AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
 from app.engine.server.app import build_app
-from app.engine.server.config import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_QUEUE_SIZE, ServerConfig
+from app.engine.server.client_snippets import anthropic_base_url
+from app.engine.server.config import (
+    DEFAULT_HOST,
+    DEFAULT_MAX_BODY_MIB,
+    DEFAULT_PORT,
+    DEFAULT_QUEUE_SIZE,
+    ServerConfig,
+)
 from app.engine.server.depth import deepest
 from app.engine.server.metrics import ServerMetrics
 from app.engine.server.request_log import RequestLogEntry
@@ -41,11 +49,13 @@ SHUTDOWN_GRACE_SECONDS = 5
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "serve",
-        help="serve a model over an OpenAI-compatible HTTP API",
+        help="serve a model over OpenAI- and Anthropic-compatible HTTP APIs",
         description=(
-            "Serve one model at /v1/chat/completions, /v1/completions and /v1/models (plus /health "
-            "and Prometheus /metrics) with MTP speculative decoding. Every reply carries its MTP "
-            "statistics in an 'mtp' object. Requests run one at a time, the rest wait in a FIFO."
+            "Serve one model at /v1/chat/completions, /v1/completions and /v1/models (OpenAI; also "
+            "without /v1) and /v1/messages and /v1/messages/count_tokens (Anthropic), plus /health "
+            "and Prometheus /metrics, with MTP speculative decoding. The model answers whatever "
+            "model name a request gives. Every reply carries its MTP statistics in an 'mtp' "
+            "object. Requests run one at a time, the rest wait in a FIFO."
         ),
     )
     parser.add_argument("--model", type=Path, help="a .gguf model (default: the bundled demo)")
@@ -81,7 +91,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"requests that may wait; more get 503 + Retry-After (default {DEFAULT_QUEUE_SIZE})",
     )
     parser.add_argument(
-        "--max-tokens", type=int, default=512, metavar="N", help="when a request sets none"
+        "--max-tokens",
+        type=int,
+        metavar="N",
+        help="reply length for a request that sets none (default: up to the context size)",
+    )
+    parser.add_argument(
+        "--max-body-mib",
+        type=int,
+        default=DEFAULT_MAX_BODY_MIB,
+        metavar="MIB",
+        help=f"larger request bodies get 413 (default {DEFAULT_MAX_BODY_MIB})",
+    )
+    parser.add_argument(
+        "--cors",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="let web pages from ORIGIN (e.g. http://localhost:3000, or *) call the server; "
+        "repeat for several",
     )
     add_load_arguments(parser)
     parser.add_argument("--threads", type=int, default=0, metavar="N", help="CPU threads")
@@ -105,6 +133,8 @@ def run(args: argparse.Namespace) -> int:
         mtp_depth=args.mtp_depth,
         queue_size=args.queue_size,
         default_max_tokens=args.max_tokens,
+        max_body_bytes=args.max_body_mib * 2**20,
+        cors_origins=tuple(args.cors),
     )
     plan = load_plan(
         args,
@@ -163,6 +193,7 @@ def _announce(
         event = {
             "event": "listening",
             "url": url,
+            "anthropic_url": anthropic_base_url(url),
             "model": config.model_id,
             "mtp_depth": config.mtp_depth,
             "context_length": info.context_length,
@@ -175,6 +206,11 @@ def _announce(
         print(
             f"mtp-studio serve: {LISTENING} {url} · model {config.model_id} · "
             f"{_describe_depth(config, info)} · {key}",
+            file=sys.stderr,
+        )
+        print(
+            f"mtp-studio serve: Anthropic clients and Claude Code: base URL "
+            f"{anthropic_base_url(url)} (POST /v1/messages)",
             file=sys.stderr,
         )
         print(f"mtp-studio serve: {describe_load(plan, info)}", file=sys.stderr)

@@ -11,6 +11,7 @@ import pytest
 from tests.server.server_process import ServerProcess, running_server
 
 API_KEY = "test-key-0123456789"
+CORS_ORIGIN = "http://localhost:3000"
 
 
 @pytest.fixture(scope="session")
@@ -28,4 +29,14 @@ def server(server_home: Path) -> Iterator[ServerProcess]:
 def keyed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     home = tmp_path_factory.mktemp("keyed-serve-home")
     with running_server("--api-key", API_KEY, "--queue-size", "1", home=home) as process:
+        yield process
+
+
+@pytest.fixture(scope="session")
+def limits_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A 1024-token context (replies without max_tokens fill it quickly), a 1 MiB body cap, one
+    allowed browser origin and a queue of one."""
+    home = tmp_path_factory.mktemp("limits-serve-home")
+    args = ("--ctx", "1024", "--max-body-mib", "1", "--cors", CORS_ORIGIN, "--queue-size", "1")
+    with running_server(*args, home=home) as process:
         yield process

@@ -76,15 +76,18 @@ def test_streamed_reply_equals_the_whole_one_and_ends_with_statistics(
             max_tokens=40,
             temperature=0,
             stream=True,
+            stream_options={"include_usage": True},
             extra_body=FIXED,
         )
     )
-    pieces = [chunk.choices[0].delta.content or "" for chunk in chunks]
+    *text_chunks, usage_chunk = chunks
+    pieces = [chunk.choices[0].delta.content or "" for chunk in text_chunks]
     assert len([piece for piece in pieces if piece]) > 2, "the reply came in one piece"
     assert "".join(pieces) == whole.choices[0].message.content
-    last = chunks[-1]
+    last = text_chunks[-1]
     assert last.choices[0].finish_reason == whole.choices[0].finish_reason
-    assert last.usage.completion_tokens == whole.usage.completion_tokens
+    assert usage_chunk.choices == [] and all(chunk.usage is None for chunk in text_chunks)
+    assert usage_chunk.usage.completion_tokens == whole.usage.completion_tokens
     assert (
         last.model_extra["mtp"]["accepted_by_depth"]
         == whole.model_extra["mtp"]["accepted_by_depth"]
@@ -161,7 +164,8 @@ def test_raw_completions_whole_and_streamed(server: ServerProcess) -> None:
         )
     )
     assert "".join(chunk.choices[0].text for chunk in streamed) == whole.choices[0].text
-    assert streamed[-1].usage.completion_tokens == whole.usage.completion_tokens
+    assert all(chunk.usage is None for chunk in streamed), "usage was sent without being asked"
+    assert streamed[-1].model_extra["mtp"]["generated_tokens"] == whole.usage.completion_tokens
 
 
 def test_four_concurrent_requests_all_get_their_own_full_reply(server: ServerProcess) -> None:

@@ -1,6 +1,7 @@
 """The Server panel in the main window (Qt offscreen): opened from the View menu, it starts a real
-``serve`` subprocess without blocking the window, shows and copies its URL, logs each request
-with its tokens/s and acceptance, and stops the server."""
+``serve`` subprocess without blocking the window, shows and copies both APIs' URLs and a client
+snippet for each (the copied snippets run as they are), logs each request with its tokens/s and
+acceptance, and stops the server."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+import contextlib
+import io
 import socket
 import threading
 from collections.abc import Iterator
@@ -64,6 +67,23 @@ def test_panel_serves_logs_requests_and_stops(qtbot, window: MainWindow) -> None
     assert panel.url == f"http://127.0.0.1:{port}/v1" == panel.url_edit.text()
     panel.copy_button.click()
     assert QGuiApplication.clipboard().text() == panel.url
+    assert panel.anthropic_url_edit.text() == f"http://127.0.0.1:{port}"
+    panel.copy_anthropic_button.click()
+    assert QGuiApplication.clipboard().text() == f"http://127.0.0.1:{port}"
+
+    titles = [panel.snippet_choice.itemText(i) for i in range(panel.snippet_choice.count())]
+    assert titles == ["OpenAI (Python)", "Anthropic (Python)", "Claude Code (shell)"]
+    for title in titles[:2]:  # what a user pastes into a Python file runs as it is
+        panel.snippet_choice.setCurrentText(title)
+        panel.copy_snippet_button.click()
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            exec(compile(QGuiApplication.clipboard().text(), title, "exec"), {})
+        assert printed.getvalue().strip(), f"the {title} snippet printed nothing"
+    panel.snippet_choice.setCurrentText("Claude Code (shell)")
+    assert f"export ANTHROPIC_BASE_URL=http://127.0.0.1:{port}\n" in (
+        panel.snippet_view.toPlainText()
+    )
 
     replies: list[str] = []
 
@@ -76,16 +96,17 @@ def test_panel_serves_logs_requests_and_stops(qtbot, window: MainWindow) -> None
 
     caller = threading.Thread(target=ask)
     caller.start()
-    qtbot.waitUntil(lambda: panel.requests_served == 1, timeout=60_000)
+    qtbot.waitUntil(lambda: panel.requests_served == 3, timeout=60_000)
     caller.join()
     assert replies and replies[0]
     assert "POST /v1/chat/completions 200" in panel.log_view.toPlainText()
     figures = panel.figures_label.text()
-    assert "1 replies" in figures and "tok/s" in figures and "acceptance by depth" in figures
+    assert "3 replies" in figures and "tok/s" in figures and "acceptance by depth" in figures
 
     panel.stop_button.click()
     qtbot.waitUntil(lambda: not panel.running, timeout=30_000)
     assert panel.status_label.text() == "Stopped" and panel.url_edit.text() == ""
+    assert panel.anthropic_url_edit.text() == "" and not panel.copy_snippet_button.isEnabled()
     with pytest.raises(httpx2.ConnectError):
         httpx2.get(f"http://127.0.0.1:{port}/health")
 

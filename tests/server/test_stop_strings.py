@@ -20,7 +20,15 @@ def test_a_stop_split_across_chunks_cuts_the_text_before_it() -> None:
 
 def test_the_earliest_of_several_stops_wins() -> None:
     scanner = StopScanner(("cd", "b"))
-    assert scanner.feed("abcd") == "a" and scanner.stopped
+    assert scanner.feed("abcd") == "a" and scanner.matched == "b"
+
+
+def test_six_stops_are_watched_and_the_one_found_is_named() -> None:
+    stops = ("\n\n", "<|im_end|>", "User:", "###", "```", "END")
+    scanner = StopScanner(stops)
+    assert scanner.feed("an answer ``") == "an answer "
+    assert scanner.feed("` and more") == ""
+    assert scanner.matched == "```"
 
 
 def test_held_text_is_flushed_at_the_end() -> None:

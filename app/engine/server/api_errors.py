@@ -1,12 +1,26 @@
-"""OpenAI's error body, so clients (the ``openai`` package included) raise their usual exceptions.
+"""Error replies in the shape each API's clients expect, so they raise their usual exceptions.
 
-``{"error": {"message": …, "type": …, "param": …, "code": …}}`` with the HTTP status that the
-OpenAI API uses for the same situation.
+OpenAI: ``{"error": {"message": …, "type": …, "param": …, "code": …}}``; Anthropic:
+``{"type": "error", "error": {"type": …, "message": …}}``; each with the HTTP status that API
+uses for the same situation. Client-sent values in messages go through :func:`echo.echo`.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from app.engine.server.echo import echo
+
+ANTHROPIC_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    503: "overloaded_error",
+    529: "overloaded_error",
+}
 
 
 class ApiError(Exception):
@@ -21,8 +35,11 @@ class ApiError(Exception):
         param: str | None = None,
         code: str | None = None,
         headers: dict[str, str] | None = None,
+        log_detail: str | None = None,
     ) -> None:
         super().__init__(message)
+        self.log_detail = log_detail or message
+        """What the request log says (a worker bug's traceback, where the reply says less)."""
         self.status = status
         self.message = message
         self.type = type_
@@ -40,27 +57,35 @@ class ApiError(Exception):
             }
         }
 
+    def anthropic_body(self) -> dict[str, Any]:
+        error_type = ANTHROPIC_ERROR_TYPES.get(self.status, "api_error")
+        return {"type": "error", "error": {"type": error_type, "message": self.message}}
+
 
 def bad_request(message: str, param: str | None = None) -> ApiError:
     return ApiError(400, message, param=param, code="invalid_value" if param else None)
 
 
-def unknown_model(requested: str, served: str) -> ApiError:
-    return ApiError(
-        404,
-        f"The model '{requested}' does not exist on this server; it serves '{served}' "
-        "(GET /v1/models lists it).",
-        param="model",
-        code="model_not_found",
-    )
+def unsupported(name: str, value: Any, why: str) -> ApiError:
+    """A field this server understands but cannot honour: refused, never silently ignored."""
+    return bad_request(f"'{name}' {echo(value)} is not supported: {why}", name)
 
 
 def bad_api_key() -> ApiError:
     return ApiError(
         401,
         "Incorrect or missing API key: send the key this server was started with "
-        "(serve --api-key) as 'Authorization: Bearer KEY'.",
+        "(serve --api-key) as 'Authorization: Bearer KEY' or 'x-api-key: KEY'.",
         code="invalid_api_key",
+    )
+
+
+def body_too_large(limit_bytes: int) -> ApiError:
+    return ApiError(
+        413,
+        f"The request body is larger than this server accepts ({limit_bytes // 2**20} MiB); "
+        "send a shorter request, or start the server with a larger --max-body-mib.",
+        code="request_too_large",
     )
 
 

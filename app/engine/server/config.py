@@ -18,12 +18,16 @@ LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost"})
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
 DEFAULT_QUEUE_SIZE = 16
+DEFAULT_MAX_BODY_MIB = 8
 
 
 @dataclass(frozen=True)
 class ServerConfig:
     """``mtp_depth``: a request's depth unless it sends ``mtp_depth`` (``auto`` or 0–8).
-    ``queue_size``: requests that may wait behind the running one before a 503."""
+    ``queue_size``: requests that may wait behind the running one before a 503.
+    ``default_max_tokens``: for a request that sets none; None lets it fill the context.
+    ``max_body_bytes``: larger request bodies get a 413. ``cors_origins``: web origins whose
+    pages may call the server from a browser (none by default)."""
 
     model_path: Path
     model_id: str
@@ -32,7 +36,9 @@ class ServerConfig:
     api_key: str | None = None
     mtp_depth: DepthSetting = DEFAULT_MTP_DEPTH
     queue_size: int = DEFAULT_QUEUE_SIZE
-    default_max_tokens: int = 512
+    default_max_tokens: int | None = None
+    max_body_bytes: int = DEFAULT_MAX_BODY_MIB * 2**20
+    cors_origins: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_bind(self.host, self.api_key)
@@ -41,6 +47,10 @@ class ServerConfig:
             raise ServerError(f"port {self.port} is invalid: use 1–65535 (0 picks a free one)")
         if self.queue_size < 1:
             raise ServerError(f"queue size {self.queue_size} is invalid: use 1 or more")
+        if self.default_max_tokens is not None and self.default_max_tokens < 1:
+            raise ServerError(f"--max-tokens {self.default_max_tokens} is invalid: use 1 or more")
+        if self.max_body_bytes < 2**20:
+            raise ServerError("--max-body-mib must be 1 or more")
 
     @property
     def url(self) -> str:

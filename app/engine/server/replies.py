@@ -5,7 +5,8 @@ and accepted by depth, acceptance, tokens per cycle, drafts per cycle, decode to
 whole replies, and in the last chunk of a stream. Its ``depth`` is ``"auto"`` where the depth was
 chosen each cycle (``max_depth`` is then the deepest it could draft, ``mean_draft_depth`` what it
 drafted per cycle on average), else the fixed depth. Remote clients (``chat --endpoint``) read
-it back.
+it back. A stream carries ``usage`` once, in OpenAI's extra last chunk, and only when the request
+asks for it (``stream_options.include_usage``); clients that add up usage count it once.
 """
 
 from __future__ import annotations
@@ -81,7 +82,6 @@ def chat_chunk(
         "choices": [{"index": 0, "delta": delta, "finish_reason": reason, "logprobs": None}],
     }
     if result is not None:
-        chunk["usage"] = usage(result)
         chunk[MTP_EXTENSION] = mtp_extension(result.stats)
     return chunk
 
@@ -92,8 +92,11 @@ def text_completion(
     text: str,
     reason: str | None = None,
     result: GenerationResult | None = None,
+    *,
+    whole: bool = False,
 ) -> dict[str, Any]:
-    """A whole ``text_completion`` (``result`` given) or one streamed piece of it."""
+    """A ``whole`` ``text_completion`` or one streamed piece of it (the last one: ``result``
+    given, for its MTP statistics)."""
     reply: dict[str, Any] = {
         "id": reply_id,
         "object": "text_completion",
@@ -102,7 +105,8 @@ def text_completion(
         "choices": [{"index": 0, "text": text, "finish_reason": reason, "logprobs": None}],
     }
     if result is not None:
-        reply["usage"] = usage(result)
+        if whole:
+            reply["usage"] = usage(result)
         reply[MTP_EXTENSION] = mtp_extension(result.stats)
     return reply
 

@@ -3,7 +3,8 @@
 The runtime's worker runs one generation at a time, so HTTP requests queue here. A thread owns the
 :class:`RuntimeClient` and runs the jobs in arrival order; each job streams its chunks back to the
 request's event loop. A full queue refuses at once (the handler answers 503 with Retry-After) and
-a cancelled job (its client went away) is skipped if still waiting, or stopped if running.
+a cancelled job (its client went away) leaves the queue at once, freeing its place, or is stopped
+if running.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import queue
 import threading
 import time
 import traceback
@@ -48,21 +48,30 @@ class QueueFull(Exception):
 class Job:
     """A queued generation; its events arrive on :attr:`events` in the submitting event loop."""
 
-    def __init__(self, request: GenerationRequest, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self,
+        request: GenerationRequest,
+        loop: asyncio.AbstractEventLoop,
+        withdraw: Callable[[Job], None],
+    ) -> None:
         self.request = request
         self.events: asyncio.Queue[JobEvent] = asyncio.Queue()
         self._loop = loop
+        self._withdraw = withdraw
         self._lock = threading.Lock()
         self._stream: GenerationStream | None = None
         self.cancelled = False
 
     def cancel(self) -> None:
-        """Thread-safe: skip the job if it waits, stop its generation if it runs."""
+        """Thread-safe: take the job out of the queue if it waits, stop its generation if it
+        runs."""
         with self._lock:
             self.cancelled = True
             stream = self._stream
         if stream is not None:
             stream.cancel()
+        else:
+            self._withdraw(self)
 
     def _attach(self, stream_factory: Callable[[], GenerationStream]) -> GenerationStream | None:
         with self._lock:
@@ -86,7 +95,10 @@ class Scheduler:
         on_finished: Callable[[GenerationResult], None] | None = None,
     ) -> None:
         self._client = client
-        self._waiting: queue.Queue[Job | None] = queue.Queue(maxsize=queue_size)
+        self._queue_size = queue_size
+        self._waiting: deque[Job] = deque()
+        self._changed = threading.Condition()
+        self._stopping = False
         self._on_finished = on_finished
         self._recent_seconds: deque[float] = deque(maxlen=RECENT_DURATIONS)
         self._running: Job | None = None
@@ -94,7 +106,8 @@ class Scheduler:
 
     @property
     def waiting(self) -> int:
-        return self._waiting.qsize()
+        with self._changed:
+            return len(self._waiting)
 
     @property
     def busy(self) -> bool:
@@ -105,28 +118,39 @@ class Scheduler:
 
     def submit(self, request: GenerationRequest) -> Job:
         """Queue ``request``; raises :class:`QueueFull` when no place is left."""
-        job = Job(request, asyncio.get_running_loop())
-        try:
-            self._waiting.put_nowait(job)
-        except queue.Full:
-            raise QueueFull(self.waiting, self._retry_after_seconds()) from None
+        job = Job(request, asyncio.get_running_loop(), self._withdraw)
+        with self._changed:
+            if len(self._waiting) >= self._queue_size:
+                raise QueueFull(len(self._waiting), self._retry_after_seconds())
+            self._waiting.append(job)
+            self._changed.notify()
         return job
 
     def stop(self) -> None:
         """Cancel the running job, refuse the waiting ones, end the thread (the client stays)."""
-        while True:
-            try:
-                job = self._waiting.get_nowait()
-            except queue.Empty:
-                break
-            if job is not None:
-                job._post(JobFailed("the server is shutting down", user_error=True))
+        with self._changed:
+            self._stopping = True
+            refused, self._waiting = list(self._waiting), deque()
+            self._changed.notify()
+        for job in refused:
+            job._post(JobFailed("the server is shutting down", user_error=True))
         running = self._running
         if running is not None:
             running.cancel()
-        with contextlib.suppress(queue.Full):
-            self._waiting.put_nowait(None)
         self._thread.join(timeout=30)
+
+    def _withdraw(self, job: Job) -> None:
+        with self._changed, contextlib.suppress(ValueError):
+            self._waiting.remove(job)
+
+    def _next(self) -> Job | None:
+        """The oldest waiting job; None once the scheduler stops."""
+        with self._changed:
+            while not self._waiting and not self._stopping:
+                self._changed.wait()
+            if self._stopping:
+                return None
+            return self._waiting.popleft()
 
     def _retry_after_seconds(self) -> int:
         """About how long until a place frees: the mean recent request time (1 s before any)."""
@@ -135,7 +159,7 @@ class Scheduler:
         return max(1, math.ceil(sum(self._recent_seconds) / len(self._recent_seconds)))
 
     def _run(self) -> None:
-        while (job := self._waiting.get()) is not None:
+        while (job := self._next()) is not None:
             self._running = job
             started = time.monotonic()
             try:

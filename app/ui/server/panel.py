@@ -1,9 +1,11 @@
-"""The Server panel: start and stop a local OpenAI-compatible server, see who calls it.
+"""The Server panel: start and stop a local OpenAI- and Anthropic-compatible server, see who
+calls it.
 
 The server runs as a ``mtp-studio serve --log-format json`` subprocess (a :class:`QProcess`, so
 the GUI thread never waits on it, and a crash in the server cannot take the window down). Its
-stderr lines are read as they come: the ``listening`` event gives the URL to copy, each
-``request`` event a line in the live log and the latest decode speed and acceptance.
+stderr lines are read as they come: the ``listening`` event gives the URLs of both APIs to copy
+and a ready-to-paste client set-up for each (:mod:`client_snippets`), each ``request`` event a
+line in the live log and the latest decode speed and acceptance.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ import sys
 from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QProcess, QTimer, Signal
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import (
+    QComboBox,
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
@@ -31,6 +34,7 @@ from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.demo_model import demo_model_path
 from app.engine.runtime.depth_policy import AUTO, AUTO_MAX_DEPTH
 from app.engine.runtime.request import MAX_DRAFT_DEPTH
+from app.engine.server.client_snippets import ClientSnippet, anthropic_base_url, client_snippets
 from app.engine.server.config import DEFAULT_PORT
 from app.engine.server.request_log import RequestLogEntry
 
@@ -49,7 +53,8 @@ def serve_command(*args: str) -> list[str]:
 
 
 class ServerPanel(QWidget):
-    """Model, port and depth; Start/Stop; the URL with a Copy button; the live request log."""
+    """Model, port and depth; Start/Stop; both APIs' URLs and client snippets, each with a Copy
+    button; the live request log."""
 
     url_changed = Signal(str)  # "" while no server listens
     request_logged = Signal(object)  # RequestLogEntry
@@ -102,6 +107,37 @@ class ServerPanel(QWidget):
         url_row = QHBoxLayout()
         url_row.addWidget(self.url_edit, 1)
         url_row.addWidget(self.copy_button)
+        self.anthropic_url_edit = QLineEdit()
+        self.anthropic_url_edit.setReadOnly(True)
+        self.anthropic_url_edit.setPlaceholderText("not running")
+        self.anthropic_url_edit.setToolTip(
+            "Base URL for Anthropic clients and Claude Code (they add /v1/messages)"
+        )
+        self.copy_anthropic_button = QPushButton("Copy")
+        self.copy_anthropic_button.setEnabled(False)
+        self.copy_anthropic_button.clicked.connect(
+            lambda: QGuiApplication.clipboard().setText(self.anthropic_url_edit.text())
+        )
+        anthropic_row = QHBoxLayout()
+        anthropic_row.addWidget(self.anthropic_url_edit, 1)
+        anthropic_row.addWidget(self.copy_anthropic_button)
+
+        self.snippets: tuple[ClientSnippet, ...] = ()
+        self.snippet_choice = QComboBox()
+        self.snippet_choice.currentIndexChanged.connect(self._show_snippet)
+        self.snippet_view = QPlainTextEdit()
+        self.snippet_view.setReadOnly(True)
+        self.snippet_view.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self.snippet_view.setPlaceholderText("Start the server to see how clients connect")
+        self.snippet_view.setMaximumHeight(170)
+        self.copy_snippet_button = QPushButton("Copy")
+        self.copy_snippet_button.setEnabled(False)
+        self.copy_snippet_button.clicked.connect(
+            lambda: QGuiApplication.clipboard().setText(self.snippet_view.toPlainText())
+        )
+        snippet_row = QHBoxLayout()
+        snippet_row.addWidget(self.snippet_choice, 1)
+        snippet_row.addWidget(self.copy_snippet_button)
 
         self.status_label = QLabel("Stopped")
         self.figures_label = QLabel("No requests yet")
@@ -113,9 +149,12 @@ class ServerPanel(QWidget):
         form.addRow("Model", model_row)
         form.addRow("Port", self.port_spin)
         form.addRow("MTP depth", self.depth_spin)
-        form.addRow("URL", url_row)
+        form.addRow("OpenAI URL", url_row)
+        form.addRow("Anthropic URL", anthropic_row)
+        form.addRow("Client", snippet_row)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
+        layout.addWidget(self.snippet_view)
         layout.addLayout(buttons)
         layout.addWidget(self.status_label)
         layout.addWidget(self.figures_label)
@@ -202,6 +241,9 @@ class ServerPanel(QWidget):
             self.url = str(event["url"])
             self.url_edit.setText(self.url)
             self.copy_button.setEnabled(True)
+            self.anthropic_url_edit.setText(anthropic_base_url(self.url))
+            self.copy_anthropic_button.setEnabled(True)
+            self._set_snippets(client_snippets(self.url, str(event.get("model"))))
             depth = event.get("mtp_depth", self.mtp_depth())
             self.status_label.setText(
                 f"Serving {event.get('model')} at {self.url} · MTP depth {depth}"
@@ -230,6 +272,8 @@ class ServerPanel(QWidget):
         self._process = None
         self.url = ""
         self.url_edit.clear()
+        self.anthropic_url_edit.clear()
+        self._set_snippets(())
         self.url_changed.emit("")
         self._set_controls(running=False)
         if self._stopping or exit_code == 0:
@@ -242,13 +286,29 @@ class ServerPanel(QWidget):
     def _set_controls(self, *, running: bool) -> None:
         self.start_button.setEnabled(not running)
         self.stop_button.setEnabled(running)
-        self.copy_button.setEnabled(False)
+        for button in (self.copy_button, self.copy_anthropic_button):
+            button.setEnabled(False)
         for widget in (self.model_edit, self.port_spin, self.depth_spin):
             widget.setEnabled(not running)
 
     def _kill_if_running(self, process: QProcess) -> None:
         if process is self._process and process.state() != QProcess.ProcessState.NotRunning:
             process.kill()
+
+    def _set_snippets(self, snippets: tuple[ClientSnippet, ...]) -> None:
+        self.snippets = snippets
+        self.snippet_choice.blockSignals(True)
+        self.snippet_choice.clear()
+        self.snippet_choice.addItems([snippet.title for snippet in snippets])
+        self.snippet_choice.blockSignals(False)
+        self.copy_snippet_button.setEnabled(bool(snippets))
+        self._show_snippet(0)
+
+    def _show_snippet(self, index: int) -> None:
+        if 0 <= index < len(self.snippets):
+            self.snippet_view.setPlainText(self.snippets[index].text)
+        else:
+            self.snippet_view.clear()
 
     def _copy_url(self) -> None:
         QGuiApplication.clipboard().setText(self.url)
