@@ -19,5 +19,5 @@ COMMANDS: dict[str, str] = {
     "get": "download one quantisation of a model and make it MTP-ready",
     "bench": "run a benchmark and print its figures",
     "chat": "chat with a model (MTP speculative decoding)",
-    "serve": "serve a model over an OpenAI-compatible HTTP API",
+    "serve": "serve a model over OpenAI- and Anthropic-compatible HTTP APIs",
 }
