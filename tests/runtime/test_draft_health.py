@@ -7,11 +7,13 @@ symptom is the speed lost to drafts that never land. The real llama.cpp backend 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from app.cli import main
 from app.engine.runtime.backend import LoadSettings
 from app.engine.runtime.depth_memory import DepthMemory, model_identity
 from app.engine.runtime.depth_policy import DepthPolicies
@@ -121,3 +123,28 @@ def test_far_below_what_the_model_keeps_on_another_backend_stops_drafting(
     alone = DepthPolicies(DepthMemory(tmp_path / "alone" / "adaptive-depth.json"))
     for _ in range(4):
         assert ask(weak, alone, depth=2).note is None
+
+
+def test_bench_decode_flags_a_backend_whose_drafts_are_garbage(
+    scrambled: LlamaCppBackend, capsys: pytest.CaptureFixture
+) -> None:
+    args = ["bench", "decode", "--model", str(scrambled.info.path), "--depths", "1"]
+    assert main([*args, "--max-tokens", "24", "--repeats", "1", "--threads", "1", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["draft_health"].startswith(f"{DRAFTING_STOPPED}: the MTP head's first draft")
+    assert (
+        report["checks"]["drafts kept: the backend computes the MTP head (draft health)"] is False
+    )
+    assert report["checks"]["greedy MTP identical to plain decoding"] is True
+    lc = next(mode for mode in report["modes"] if mode["label"] == "MTP LC K=1")
+    assert lc["mean_draft_depth"] == 0  # every timed request ran plainly
+
+
+def test_bench_decode_says_nothing_of_a_sound_head(
+    tiny_models: dict[str, Path], capsys: pytest.CaptureFixture
+) -> None:
+    args = ["bench", "decode", "--model", str(tiny_models["mtp"]), "--depths", "1"]
+    assert main([*args, "--max-tokens", "24", "--repeats", "1", "--threads", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "[ok] drafts kept: the backend computes the MTP head (draft health)" in out
+    assert "DRAFTS BROKEN" not in out
