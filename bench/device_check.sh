@@ -145,13 +145,13 @@ sys.exit(0 if report.running == report.best else 1)'
 check "tests on this build" "$out/tests.txt" "$PYTHON" -m pytest -q -p no:cacheprovider "${GPU_TESTS[@]}"
 # 3. bench decode: the demo model, then the stand-ins.
 check "bench decode, demo model" "$out/decode-demo.json" \
-    "$PYTHON" -m app.cli bench decode "${DECODE_ARGS[@]}" --json
+    "$PYTHON" -m app bench decode "${DECODE_ARGS[@]}" --json
 for factor in $WIDE_FACTORS; do
     check "bench decode --wide $factor" "$out/decode-wide$factor.json" \
-        "$PYTHON" -m app.cli bench decode "${DECODE_ARGS[@]}" --wide "$factor" --json
+        "$PYTHON" -m app bench decode "${DECODE_ARGS[@]}" --wide "$factor" --json
 done
 # 4. TTFT per turn.
-check "bench chat (TTFT per turn)" "$out/chat.txt" "$PYTHON" -m app.cli bench chat "${CHAT_ARGS[@]}"
+check "bench chat (TTFT per turn)" "$out/chat.txt" "$PYTHON" -m app bench chat "${CHAT_ARGS[@]}"
 [ "$MODE" != dry-run ] || exit 0
 
 section() {

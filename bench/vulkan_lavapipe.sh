@@ -82,7 +82,7 @@ set +e
 "$PYTHON" -m pytest -q -p no:cacheprovider tests/runtime/test_exactness.py >"$work/exactness.txt" 2>&1
 exactness_rc=$?
 step "bench decode on the demo model on Vulkan"
-"$PYTHON" -m app.cli bench decode --repeats 1 --max-tokens 64 --json >"$work/decode.json" 2>"$work/decode.err"
+"$PYTHON" -m app bench decode --repeats 1 --max-tokens 64 --json >"$work/decode.json" 2>"$work/decode.err"
 decode_rc=$?
 set -e
 

@@ -42,8 +42,8 @@ def test_the_device_check_dry_run_names_every_step(tmp_path: Path) -> None:
     planned = done.stdout
     assert "CMAKE_ARGS=-DGGML_CUDA=on" in planned and "pip wheel --no-deps" in planned
     assert "-m pytest -q -p no:cacheprovider tests/runtime/test_exactness.py" in planned
-    decode = "-m app.cli bench decode --repeats 2 --max-tokens 128"
+    decode = "-m app bench decode --repeats 2 --max-tokens 128"
     assert f"{decode} --json" in planned
     assert f"{decode} --wide 24 --json" in planned and f"{decode} --wide 96 --json" in planned
-    assert "-m app.cli bench chat --turns 6" in planned
+    assert "-m app bench chat --turns 6" in planned
     assert not any(tmp_path.iterdir()), "a dry run builds nothing"
