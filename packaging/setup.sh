@@ -51,7 +51,7 @@ if ! ls "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl >/dev/null 2>&1; then
         CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc 2>/dev/null || echo 2)} \
         .venv/bin/python -m pip wheel --no-deps --wheel-dir "$WHEELS" "llama-cpp-python==$LLAMA_VERSION"
 fi
-# The flavour's own wheel replaces whichever build is installed (same version, other flags).
-.venv/bin/python -m pip install --quiet --no-deps --force-reinstall "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl
 .venv/bin/python -m pip install --quiet --find-links "$WHEELS" -e ".[dev,bundle]"
+# This build's wheel replaces whichever build was installed (same version, other flags).
+.venv/bin/python -m pip install --quiet --no-deps --force-reinstall "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl
 echo "setup: done — run .venv/bin/mtp-studio"

@@ -99,6 +99,12 @@ def test_a_software_vulkan_device_is_not_a_gpu(tmp_path: Path) -> None:
     assert printed.startswith("build: CPU\n")
 
 
+def test_a_vulkaninfo_that_fails_finds_no_gpu(tmp_path: Path) -> None:
+    failing = "echo 'ERROR: [Loader Message] vkCreateInstance failed' >&2; exit 1"
+    printed = plan(tmp_path, {"vulkaninfo": failing, "glslc": "true"})
+    assert printed.startswith("build: CPU\n")
+
+
 def test_the_rocm_toolkit_gets_rocm_with_its_compiler(tmp_path: Path) -> None:
     hipconfig = 'case "$1" in -l) echo /opt/rocm/llvm/bin ;; -R) echo /opt/rocm ;; esac'
     printed = plan(tmp_path, {"hipconfig": hipconfig})
