@@ -13,7 +13,8 @@
 #    wheel: the virtualenv's own (CPU) llama-cpp-python is never replaced;
 # 3. runs the greedy-exactness tests and `bench decode` on the demo model with that build,
 #    and writes the report: devices, build info, exactness, acceptance by depth, speed.
-# Environment: PYTHON (default .venv/bin/python, else python3), MTP_STUDIO_WHEEL_CACHE.
+# Environment: PYTHON (default .venv/bin/python, else python3), MTP_STUDIO_WHEEL_CACHE,
+# VULKAN_INCLUDE_DIR (Vulkan-Headers 1.3.272+; default /usr/include, else Debian 13's, see below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=packaging/build_plan.sh
@@ -44,6 +45,32 @@ if [ ${#missing[@]} -gt 0 ]; then
     fi
     step "installing ${missing[*]}"
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# llama.cpp's Vulkan backend needs Vulkan-Headers 1.3.272 or newer (VK_EXT_layer_settings);
+# Debian 12 ships 1.3.239. Then the headers of Debian 13's libvulkan-dev are unpacked into the
+# cache (apt-get download with a private source list and lists folder: the system's apt sources
+# and installed packages are not touched) and the build is pointed at them.
+header_version() { sed -n 's/^#define VK_HEADER_VERSION \([0-9]*\).*/\1/p' "$1/vulkan/vulkan_core.h"; }
+VULKAN_INCLUDE_DIR=${VULKAN_INCLUDE_DIR:-/usr/include}
+if [ "$(header_version "$VULKAN_INCLUDE_DIR")" -lt 272 ]; then
+    headers=${MTP_STUDIO_WHEEL_CACHE:-$HOME/.cache/mtp-studio/wheels}/vulkan-headers-trixie
+    if [ ! -f "$headers/usr/include/vulkan/vulkan_core.h" ]; then
+        step "Vulkan-Headers $(header_version "$VULKAN_INCLUDE_DIR") are too old for llama.cpp (needs 1.3.272+): unpacking Debian 13's libvulkan-dev into $headers"
+        apt_dir=$(mktemp -d)
+        mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$headers"
+        echo "deb http://deb.debian.org/debian trixie main" >"$apt_dir/sources.list"
+        apt_private=(-o "Dir::Etc::sourcelist=$apt_dir/sources.list" -o "Dir::Etc::sourceparts=-"
+            -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache")
+        apt-get "${apt_private[@]}" update >/dev/null
+        (cd "$apt_dir" && apt-get "${apt_private[@]}" download libvulkan-dev >/dev/null 2>&1)
+        dpkg-deb -x "$apt_dir"/libvulkan-dev_*.deb "$headers"
+        rm -rf "$apt_dir"
+    fi
+    VULKAN_INCLUDE_DIR=$headers/usr/include
+    FLAGS="$FLAGS -DVulkan_INCLUDE_DIR=$VULKAN_INCLUDE_DIR"
+    WHEELS=$(wheel_cache_dir "$FLAGS")
+    SITE=$WHEELS/site-$LLAMA_VERSION
 fi
 
 mkdir -p "$WHEELS"

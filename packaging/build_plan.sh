@@ -6,7 +6,8 @@
 #   macOS on arm64                    → Metal  (-DGGML_METAL=on)
 #   nvidia-smi lists a GPU + nvcc     → CUDA   (-DGGML_CUDA=on)
 #   hipconfig (ROCm toolkit)          → ROCm   (-DGGML_HIP=on, HIPCXX/HIP_PATH from hipconfig)
-#   vulkaninfo shows a GPU + glslc    → Vulkan (-DGGML_VULKAN=on)
+#   vulkaninfo shows a GPU + glslc    → Vulkan (-DGGML_VULKAN=on; Vulkan headers 1.3.272+ in
+#                                       $VULKAN_SDK/include or /usr/include)
 # Everything is found through commands on PATH (and uname), so a test can fake a machine.
 # A GPU whose toolkit is missing adds one line to PLAN_HINTS saying what to install, and the
 # plan falls through to the next candidate (finally the CPU). CMAKE_ARGS, when set, wins.
@@ -14,6 +15,8 @@
 # plan_build sets: PLAN_BUILD (CPU, CUDA, Metal, ROCm, Vulkan or custom), PLAN_FLAGS (the
 # CMAKE_ARGS to build with; empty for the CPU), PLAN_REASON (why), PLAN_HINTS (lines, may be
 # empty), PLAN_ENV (extra "NAME=value" words for the build, ROCm only).
+
+VULKAN_HEADERS_NEEDED=272 # llama.cpp's Vulkan backend uses VK_EXT_layer_settings (1.3.272)
 
 _has() { command -v "$1" >/dev/null 2>&1; }
 
@@ -66,13 +69,22 @@ plan_build() {
     fi
     vulkan=$(_vulkan_gpus | head -n 1)
     if [ -n "$vulkan" ]; then
-        if _has glslc; then
+        local headers=${VULKAN_SDK:+$VULKAN_SDK/include}
+        headers=${headers:-/usr/include}
+        local version
+        version=$(sed -n 's/^#define VK_HEADER_VERSION \([0-9]*\).*/\1/p' "$headers/vulkan/vulkan_core.h" 2>/dev/null || true)
+        if _has glslc && [ "${version:-0}" -ge "$VULKAN_HEADERS_NEEDED" ]; then
             PLAN_BUILD=Vulkan
             PLAN_FLAGS="-DGGML_VULKAN=on"
             PLAN_REASON="vulkaninfo lists the GPU $vulkan and glslc (the shader compiler) is on PATH"
             return
         fi
-        PLAN_HINTS+="setup: a Vulkan GPU was found ($vulkan) but not the Vulkan SDK (glslc); install it (apt: glslc libvulkan-dev spirv-headers · dnf: glslc vulkan-loader-devel spirv-headers-devel · winget: KhronosGroup.VulkanSDK) and run setup again to use the GPU"$'\n'
+        local missing="glslc"
+        [ -n "$version" ] || missing="the Vulkan headers"
+        [ -z "$version" ] || [ "$version" -ge "$VULKAN_HEADERS_NEEDED" ] \
+            || missing="Vulkan headers 1.3.$VULKAN_HEADERS_NEEDED or newer (found 1.3.$version in $headers; Debian 12's are too old: use the LunarG Vulkan SDK and set VULKAN_SDK)"
+        _has glslc || missing="glslc"
+        PLAN_HINTS+="setup: a Vulkan GPU was found ($vulkan) but not the Vulkan SDK ($missing); install it (apt: glslc libvulkan-dev spirv-headers · dnf: glslc vulkan-loader-devel spirv-headers-devel · winget: KhronosGroup.VulkanSDK) and run setup again to use the GPU"$'\n'
     fi
     PLAN_BUILD=CPU
     PLAN_FLAGS=""

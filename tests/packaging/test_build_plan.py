@@ -86,12 +86,32 @@ def test_an_nvidia_gpu_with_the_cuda_toolkit_gets_cuda(tmp_path: Path) -> None:
     assert f"CACHE/{key('-DGGML_CUDA=on')}" in printed
 
 
+def vulkan_sdk(folder: Path, header_version: int) -> str:
+    """A Vulkan SDK folder whose headers are of ``header_version`` (1.3.N)."""
+    headers = folder / "include" / "vulkan"
+    headers.mkdir(parents=True)
+    (headers / "vulkan_core.h").write_text(f"#define VK_HEADER_VERSION {header_version}\n")
+    return str(folder)
+
+
 def test_a_vulkan_gpu_with_glslc_gets_vulkan(tmp_path: Path) -> None:
-    printed = plan(tmp_path, {"vulkaninfo": RADEON, "glslc": "true"})
+    sdk = vulkan_sdk(tmp_path / "sdk", 309)
+    printed = plan(tmp_path, {"vulkaninfo": RADEON, "glslc": "true"}, VULKAN_SDK=sdk)
     assert "build: Vulkan\n" in printed
     assert "AMD Radeon RX 9070 XT (RADV GFX1201)" in printed
     assert "CMAKE_ARGS: -DGGML_VULKAN=on\n" in printed
     assert f"CACHE/{key('-DGGML_VULKAN=on')}" in printed
+
+
+def test_vulkan_headers_too_old_for_llama_cpp_say_so(tmp_path: Path) -> None:
+    sdk = vulkan_sdk(tmp_path / "sdk", 239)  # Debian 12's libvulkan-dev
+    lines = plan(tmp_path, {"vulkaninfo": RADEON, "glslc": "true"}, VULKAN_SDK=sdk).splitlines()
+    assert lines[0].startswith(
+        "setup: a Vulkan GPU was found (AMD Radeon RX 9070 XT (RADV GFX1201)) but not the Vulkan "
+        f"SDK (Vulkan headers 1.3.272 or newer (found 1.3.239 in {sdk}/include; Debian 12's are "
+        "too old: use the LunarG Vulkan SDK and set VULKAN_SDK)); install it"
+    )
+    assert lines[1] == "build: CPU"
 
 
 def test_a_software_vulkan_device_is_not_a_gpu(tmp_path: Path) -> None:
