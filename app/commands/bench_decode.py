@@ -196,6 +196,8 @@ def render(benchmark: DecodeBenchmark) -> str:
         f"targets (best depth K={benchmark.best_depth}):",
     ]
     lines += [f"  [{'ok' if met else 'MISSED'}] {name}" for name, met in benchmark.checks.items()]
+    if benchmark.drafts_stopped is not None:
+        lines += ["", f"DRAFTS BROKEN on this backend — {benchmark.drafts_stopped}"]
     if benchmark.llama_server_rows:
         lines += ["", *_llama_server_lines(benchmark)]
     return "\n".join(lines)

@@ -71,8 +71,13 @@ def write_tiny_qwen35(
     perturbation: float = 0.35,
     output_scale: float = 1.0,
     shape: TinyModelShape = TinyModelShape(),
+    scrambled_head: bool = False,
 ) -> Path:
-    """Write a random qwen35 GGUF to ``path`` with ``mtp_blocks`` nextn blocks (0 = none)."""
+    """Write a random qwen35 GGUF to ``path`` with ``mtp_blocks`` nextn blocks (0 = none).
+
+    ``scrambled_head`` permutes the embedding half of the head's ``eh_proj``: the head then
+    predicts from the wrong features, as a backend that miscomputes it would, and its drafts
+    are almost never right (the trunk, hence the output, is unchanged)."""
     rng = np.random.default_rng(seed)
     tokens, token_types = vocabulary()
     n_vocab = len(tokens)
@@ -173,6 +178,8 @@ def write_tiny_qwen35(
         add_attention(bid)
         add_common(bid)
         embedding_half = np.eye(s.n_embd, dtype=np.float32)
+        if scrambled_head:
+            embedding_half = embedding_half[np.random.default_rng(seed + 1).permutation(s.n_embd)]
         hidden_half = normal(s.n_embd, s.n_embd, small)
         writer.add_tensor(
             f"blk.{bid}.nextn.eh_proj.weight", np.concatenate([embedding_half, hidden_half], 1)

@@ -27,6 +27,7 @@ from app.engine.runtime.acceptance import AcceptMode
 from app.engine.runtime.bench_interval import Interval, to_best_interval
 from app.engine.runtime.client import RuntimeClient
 from app.engine.runtime.depth_policy import AUTO, AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
+from app.engine.runtime.draft_health import DRAFTING_STOPPED
 from app.engine.runtime.llama_server_bench import LlamaServerPool, ServerFigures
 from app.engine.runtime.prompting import ChatMessage
 from app.engine.runtime.request import GenerationRequest
@@ -132,6 +133,9 @@ class DecodeBenchmark:
     to_best_intervals: dict[str, Interval] = field(default_factory=dict)
     """Per adaptive mode (:data:`ADAPTIVE_MODES`): the 90 % paired-bootstrap interval of
     :meth:`to_best` in wall time (:mod:`bench_interval`)."""
+    drafts_stopped: str | None = None
+    """Why drafting was stopped on this backend (:mod:`draft_health`: its drafts were found
+    garbage), or None: the MTP rows then ran as plain decoding."""
 
     def row(self, mode: str, depth: int) -> ModeFigures:
         return next(r for r in self.rows if r.mode == mode and r.depth == depth)
@@ -152,6 +156,9 @@ class DecodeBenchmark:
     def checks(self) -> dict[str, bool]:
         best = self.row("lc", self.best_depth)
         checks = {"greedy MTP identical to plain decoding": all(self.greedy_identical.values())}
+        checks["drafts kept: the backend computes the MTP head (draft health)"] = (
+            self.drafts_stopped is None
+        )
         for depth in self.depths:
             checks[f"LC accepts ≥ match at depth {depth}"] = (
                 self.row("lc", depth).mean_accepted_length
@@ -191,6 +198,7 @@ class DecodeBenchmark:
             "prompts": self.prompts,
             "repeats": self.repeats,
             "greedy_identical": self.greedy_identical,
+            "draft_health": self.drafts_stopped,
             "ar_seconds_per_token": self.ar_seconds_per_token,
             "best_depth": self.best_depth,
             "checks": self.checks,
@@ -378,6 +386,7 @@ def run_decode_benchmark(
         DEFAULT,
     ]
     requests: dict[_Mode, list[DecodeStats]] = {mode: [] for mode in modes}
+    stopped: str | None = None
 
     progress("warm-up")
     warm_up = _Mode("", "lc", max(depths), AcceptMode.LEVIATHAN_CHEN)
@@ -393,9 +402,10 @@ def run_decode_benchmark(
             progress(f"repeat {repeat + 1}/{repeats}, prompt {index + 1}/{len(prompts)}")
             sampler = sampler_for(seed + 1000 * repeat + index)
             for mode in modes:
-                requests[mode].append(
-                    client.generate(mode.request(prompt, sampler, max_tokens)).stats
-                )
+                result = client.generate(mode.request(prompt, sampler, max_tokens))
+                requests[mode].append(result.stats)
+                if result.note is not None and result.note.startswith(DRAFTING_STOPPED):
+                    stopped = result.note
             if llama_server is not None:
                 llama_server.run(prompt, sampler, max_tokens)
 
@@ -414,6 +424,7 @@ def run_decode_benchmark(
         rows=rows,
         llama_server_rows=llama_server.figures() if llama_server is not None else (),
         to_best_intervals=_to_best_intervals(requests, modes),
+        drafts_stopped=stopped,
     )
 
 

@@ -85,6 +85,7 @@ from typing import Any, Protocol
 from app.engine.runtime.cycle_times import CycleTimes
 from app.engine.runtime.depth_memory import DepthMemory, model_identity
 from app.engine.runtime.draft_confidence import ConfidenceStop
+from app.engine.runtime.draft_health import DraftHealth
 
 AUTO = "auto"
 DEFAULT_MTP_DEPTH: int | str = AUTO
@@ -417,6 +418,8 @@ class DepthPolicies:
 
     def __init__(self, memory: DepthMemory | None = None, *, remember: bool = True) -> None:
         self._memory = memory or (DepthMemory.in_app_data() if remember else None)
+        self.draft_health = DraftHealth(self._memory.path.parent if self._memory else None)
+        """Whether drafting pays at all on this backend (stops it when drafts are garbage)."""
         self._adaptive: dict[int, AdaptiveDepth] = {}
         self.confidence = ConfidenceStop()
         """Which of the head's confidence bands were accepted, for ``stop_unsure_drafts``."""
@@ -439,6 +442,7 @@ class DepthPolicies:
 
     def save(self) -> None:
         """Write each adaptive policy's state under its key (a no-op without memory)."""
+        self.draft_health.save()
         if self._memory is None:
             return
         for max_depth, key in self._keys.items():

@@ -215,6 +215,10 @@ def generate(
             f"MTP depth {depth} exceeds the depth {backend.info.max_draft_depth} this model was "
             "loaded for; load it again with a larger maximum draft depth or lower --mtp-depth"
         )
+    policies = depth_policies or DepthPolicies(remember=False)
+    watch = policies.draft_health.watch(backend.info.path, backend.performance_fingerprint)
+    if depth > 0 and watch.reason is not None:  # this backend's drafts were found garbage
+        note, depth = watch.reason, 0
     mode = "ar" if depth == 0 else str(request.accept)
     seed = request.sampler.seed if request.sampler.seed is not None else secrets.randbits(63)
     rng = np.random.default_rng(seed)
@@ -226,7 +230,6 @@ def generate(
         clock=backend.cycle_clock,
     )
     output = _Output(backend, request, recorder, emit)
-    policies = depth_policies or DepthPolicies(remember=False)
     policy = policies.for_request(
         depth,
         adaptive=request.adaptive_depth,
@@ -274,9 +277,12 @@ def generate(
                 output.commit([last])
                 continue
             cycle_depth = policy.choose(min(room, output.remaining - 1))
+            if watch.reason is not None:  # found garbage in this request: plain from here on
+                cycle_depth = 0
             started = clock()
             cycle = decoder.cycle(last, cycle_depth, stop)
             policy.observe(cycle.drafted, cycle.accepted, clock() - started)
+            watch.observe(cycle.drafted, cycle.accepted)
             last = cycle.tokens[-1]
             output.commit(cycle.tokens)
     except BaseException:
@@ -290,6 +296,6 @@ def generate(
         finish_reason=output.finish_reason,
         stats=recorder.snapshot(),
         seed=seed,
-        note=note,
+        note=note or (watch.reason if depth > 0 else None),
         kept_state_bytes=backend.kept_state_bytes,
     )

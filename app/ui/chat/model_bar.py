@@ -175,6 +175,7 @@ class ModelBar(QWidget):
         self.busy.setTextVisible(False)
         self.busy.hide()
         self._accelerator_text = "Backend: checking…"
+        self._drafting_stopped: str | None = None
         self._accelerator_tooltip = ""
         self.backend = QLabel(self._accelerator_text)
         self.backend.setObjectName("backendIndicator")
@@ -264,6 +265,8 @@ class ModelBar(QWidget):
             self.info.setText("Choose a model, or open a GGUF file or a model folder.")
         else:
             self.info.setText(describe_html(model, self._memory, self._load_options))
+        if model is not self._shown:
+            self._drafting_stopped = None  # a verdict on one model's drafts
         self._shown = model
         self._update_graft_button()
         self._show_backend(model)
@@ -314,8 +317,19 @@ class ModelBar(QWidget):
             )
             self.backend.setToolTip("")
         else:
-            self.backend.setText(self._accelerator_text)
+            text = self._accelerator_text
+            if self._drafting_stopped is not None:
+                stopped = html.escape(self._drafting_stopped)
+                text += f"<br><span style='color:{tone_color('warning')}'>{stopped}</span>"
+            self.backend.setText(text)
             self.backend.setToolTip(self._accelerator_tooltip)
+
+    def set_drafting_stopped(self, reason: str) -> None:
+        """Drafting was stopped for the loaded model on this backend: the backend line says
+        why until another model is shown."""
+        self._drafting_stopped = reason
+        if self._remote is None:
+            self._show_backend(self.current())
 
     def set_load_state(self, text: str, *, busy: bool = False, error: bool = False) -> None:
         self.busy.setVisible(busy)

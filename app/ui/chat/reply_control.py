@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QMainWindow
 
 from app.engine.chat.conversation import (
@@ -24,6 +24,7 @@ from app.engine.chat.conversation import (
 )
 from app.engine.chat.history import HistoryStore
 from app.engine.chat.recorder import ReplyRecorder
+from app.engine.runtime.draft_health import DRAFTING_STOPPED
 from app.engine.runtime.request import GenerationResult
 from app.ui.chat.banner import Banner
 from app.ui.chat.bridge import ReplyTicket, RuntimeBridge
@@ -44,6 +45,9 @@ STOPPING_MESSAGE_MS = 3000
 
 class ReplyControl(QObject):
     """Starts, streams, stops and compares the replies of the chat window (``window``)."""
+
+    drafting_stopped = Signal(str)
+    """A reply says drafting was stopped on this backend (its drafts were found garbage)."""
 
     def __init__(
         self,
@@ -155,6 +159,8 @@ class ReplyControl(QObject):
         self._transcript.record_plain_reply(result.stats)
         if self._live is not None:
             self._live.finish(result)
+        if result.note is not None and result.note.startswith(DRAFTING_STOPPED):
+            self.drafting_stopped.emit(result.note)
         self._end_reply()
 
     def _on_failed(self, message: str) -> None:

@@ -147,6 +147,7 @@ class ChatWindow(QMainWindow):
         self.settings_panel.show_template_requested.connect(
             lambda: show_template(self, self.target.model)
         )
+        self.replies.drafting_stopped.connect(self.model_bar.set_drafting_stopped)
         self._add_shortcuts()
 
         recent = self.store.conversations()
