@@ -52,6 +52,10 @@ def serve_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "app", "serve", *args]
 
 
+MIN_TEXT_BOX_HEIGHT = 44
+"""Pixels the snippet and log boxes may shrink to (about two lines)."""
+
+
 class ServerPanel(QWidget):
     """Model, port and depth; Start/Stop; both APIs' URLs and client snippets, each with a Copy
     button; the live request log."""
@@ -130,6 +134,9 @@ class ServerPanel(QWidget):
         self.snippet_view.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.snippet_view.setPlaceholderText("Start the server to see how clients connect")
         self.snippet_view.setMaximumHeight(170)
+        # both text boxes may shrink to a few lines, so the page never makes the window taller
+        # than a small screen (a QStackedWidget is as tall as its tallest page's minimum)
+        self.snippet_view.setMinimumHeight(MIN_TEXT_BOX_HEIGHT)
         self.copy_snippet_button = QPushButton("Copy")
         self.copy_snippet_button.setEnabled(False)
         self.copy_snippet_button.clicked.connect(
@@ -144,6 +151,7 @@ class ServerPanel(QWidget):
         self.log_view = QPlainTextEdit()
         self.log_view.setReadOnly(True)
         self.log_view.setMaximumBlockCount(LOG_LINES)
+        self.log_view.setMinimumHeight(MIN_TEXT_BOX_HEIGHT)
 
         form = QFormLayout()
         form.addRow("Model", model_row)
