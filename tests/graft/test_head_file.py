@@ -4,8 +4,6 @@ tensors byte for byte, and in llama.cpp the demo's greedy tokens with MTP drafti
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,8 +18,8 @@ from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
 from app.engine.runtime.prompting import ChatMessage
 from app.engine.runtime.request import GenerationRequest, GenerationResult
 from tests.graft.bases import ARCH, DEMO_GGUF
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.graft.test_cli import cli
+from tests.store.isolation import IsolatedHome, isolate
 
 
 @pytest.fixture(scope="module")
@@ -70,27 +68,24 @@ def test_llama_cpp_drafts_with_the_grafted_head_and_gives_the_demo_models_tokens
         demo.close()
 
 
+@pytest.fixture
+def home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> IsolatedHome:
+    """The CLI's data folders (its job history) under the test's own folder."""
+    return isolate(monkeypatch, tmp_path / "home")
+
+
 def test_the_graft_command_takes_a_head_file_for_its_sidecar(
-    graft_files: dict[str, Path], tmp_path: Path
+    graft_files: dict[str, Path], tmp_path: Path, home: IsolatedHome
 ) -> None:
     out = tmp_path / "joined.gguf"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "app",
-            "graft",
-            "--base",
-            str(graft_files["trunk_q8"]),
-            "--sidecar",
-            str(graft_files["head_file"]),
-            "--out",
-            str(out),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    done = cli(
+        home,
+        "--base",
+        str(graft_files["trunk_q8"]),
+        "--sidecar",
+        str(graft_files["head_file"]),
+        "--out",
+        str(out),
     )
     assert done.returncode == 0, done.stderr
     assert "blocks: 8 trunk + 1 MTP" in done.stdout

@@ -87,6 +87,28 @@ def test_newest_jobs_come_first_and_retries_point_at_their_original(tmp_path: Pa
     store.close()
 
 
+def test_a_row_with_unreadable_parameters_is_listed_not_fatal(tmp_path: Path) -> None:
+    """A history row written by a faulty build (here: params cut mid-string) must not stop the
+    history, and so the app, from opening; the job shows with the reason it cannot be retried."""
+    import sqlite3
+
+    path = tmp_path / "jobs.sqlite3"
+    store = JobStore(path)
+    good = store.create(JobSpec("download", "good", {"repo_id": "org/repo"}))
+    bad = store.create(JobSpec("download", "bad", {"repo_id": "org/repo"}))
+    store.close()
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "UPDATE jobs SET params=? WHERE id=?", ('{"endpoint": "http://x?token=*** "', bad)
+        )
+    reopened = JobStore(path)
+    records = {record.job_id: record for record in reopened.jobs()}
+    assert records[good].spec.params == {"repo_id": "org/repo"}
+    assert records[bad].spec.params == {}
+    assert "cannot be retried" in (records[bad].error or "")
+    reopened.close()
+
+
 _DIE_WHILE_RUNNING = textwrap.dedent(
     """
     import os, sys

@@ -13,6 +13,7 @@ Why it looks the way it does:
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
 import time
@@ -29,6 +30,12 @@ from app.engine.errors import MtpStudioError
 from app.engine.jobs import JobEvent, LogEvent, ProgressEvent, ResultEvent, StageEvent
 from app.engine.store.records import JobRecord, JobSpec, JobState, StoredEvent
 from app.engine.store.sqlite_file import connect_private, is_locked, locked_message
+
+log = logging.getLogger(__name__)
+
+UNREADABLE_PARAMS = (
+    "its stored parameters could not be read, so it cannot be retried; start it again"
+)
 
 SCHEMA_VERSION = 1
 
@@ -258,9 +265,22 @@ def _to_record(row: tuple[Any, ...]) -> JobRecord:
         row[:12]
     )
     error, result, retry_of = row[12:]
+    try:
+        stored_params = json.loads(params)
+    except ValueError:  # a row written by a faulty build: show the job, never fail the history
+        log.warning(
+            "job %s: its stored parameters are not valid JSON; it cannot be retried", job_id
+        )
+        stored_params = {}
+        error = f"{error}; {UNREADABLE_PARAMS}" if error else UNREADABLE_PARAMS
+    try:
+        stored_result = json.loads(result) if result else None
+    except ValueError:
+        log.warning("job %s: its stored result is not valid JSON", job_id)
+        stored_result = None
     return JobRecord(
         job_id=job_id,
-        spec=JobSpec(kind, title, json.loads(params)),
+        spec=JobSpec(kind, title, stored_params),
         state=JobState(state),
         created_at=created,
         started_at=started,
@@ -270,6 +290,6 @@ def _to_record(row: tuple[Any, ...]) -> JobRecord:
         total=total,
         unit=unit,
         error=error,
-        result=json.loads(result) if result else None,
+        result=stored_result,
         retry_of=retry_of,
     )
