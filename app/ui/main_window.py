@@ -140,7 +140,8 @@ class MainWindow(QMainWindow):
             ),
             SERVER: _page(
                 "Server",
-                "Serve a model with MTP to other tools through an OpenAI-compatible API.",
+                "Serve a model with MTP to editors, agents and Claude Code through OpenAI- and "
+                "Anthropic-compatible APIs.",
                 self.server_panel,
             ),
         }
