@@ -27,16 +27,15 @@ from typing import Any
 from app import TOOL_NAME, __version__
 from app.engine.errors import ConvertError
 from app.engine.jobs import JobContext, ProgressReporter
-from app.engine.mtp.bytestream import ByteStream
 from app.engine.mtp.checkpoint import CONFIG_FILE, INDEX_FILE, read_checkpoint_index
-from app.engine.mtp.dequant import Scales, decode_tensor
+from app.engine.mtp.dequant import Scales
 from app.engine.mtp.detect import MtpTensor, pair_scales, refuse_packed_int8
+from app.engine.mtp.extract import stream_run
 from app.engine.mtp.header import ShardHeader, StoredTensor, read_shard_header
 from app.engine.mtp.readplan import ReadRun, plan_runs
 from app.engine.mtp.source import LocalFolderSource
 from app.engine.mtp.writer import OutputTensor, SafetensorsStreamWriter
 
-CHUNK_SIZE = 8 << 20
 STAGE = "dequantise"
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".msgpack", ".h5")
 """Weights in other formats are not copied: the BF16 shards replace them."""
@@ -170,22 +169,7 @@ def _convert_shard(
     out.parent.mkdir(parents=True, exist_ok=True)
     with SafetensorsStreamWriter(out, outputs, metadata) as writer:
         for run in runs:
-            stream = ByteStream(
-                source.iter_bytes(run.shard, run.start, run.length, CHUNK_SIZE),
-                where=f"{source.label}/{run.shard}",
-                on_chunk=progress.advance,
-            )
-            position = run.start
-            try:
-                for stored in run.tensors:
-                    stream.skip(stored.start - position)
-                    item = by_name[stored.name]
-                    for piece in decode_tensor(item, scales.get(item.name), stream.take):
-                        writer.write(piece)
-                    position = stored.end
-                stream.finish()
-            finally:
-                stream.close()
+            stream_run(source, run, by_name, scales, writer, progress)
         return writer.commit().size
 
 

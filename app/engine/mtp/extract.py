@@ -140,7 +140,7 @@ def extract_mtp(
     outputs = [OutputTensor(t.name, "BF16", t.tensor.shape) for t in order]
     with SafetensorsStreamWriter(out, outputs, metadata) as writer:
         for run in weight_runs:
-            _stream_run(source, run, by_name, scales, writer, progress)
+            stream_run(source, run, by_name, scales, writer, progress)
         written = writer.commit()
     return ExtractResult(
         out_path=out,
@@ -186,7 +186,7 @@ def _read_scales(
     return scales
 
 
-def _stream_run(
+def stream_run(
     source: CheckpointSource,
     run: ReadRun,
     by_name: Mapping[str, MtpTensor],
@@ -194,6 +194,8 @@ def _stream_run(
     writer: SafetensorsStreamWriter,
     progress: ProgressReporter,
 ) -> None:
+    """Decode ``run``'s tensors (dequantised to BF16 where they have scales) into ``writer``,
+    reading only the run's bytes; the extractor and the FP8 converter share it."""
     stream = ByteStream(
         source.iter_bytes(run.shard, run.start, run.length, CHUNK_SIZE),
         where=f"{source.label}/{run.shard}",
