@@ -18,12 +18,15 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import llguidance
 import numpy as np
 
 from app.engine.errors import RuntimeBackendError
 from app.engine.load_options import DEFAULT_STATE_CACHE_MIB
+
+if TYPE_CHECKING:  # imported by the backends that build one, on first use
+    import llguidance
 
 
 @dataclass(frozen=True)

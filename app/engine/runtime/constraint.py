@@ -18,12 +18,14 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import llguidance
 import numpy as np
 
 from app.engine.errors import RuntimeBackendError
+
+if TYPE_CHECKING:
+    import llguidance
 
 JSON_OBJECT_SCHEMA: dict[str, Any] = {"type": "object"}
 JSON_LAYOUT: dict[str, Any] = {
@@ -49,7 +51,7 @@ def json_schema_constraint(schema: dict[str, Any], what: str) -> OutputConstrain
     """The reply is one JSON value matching ``schema`` (with :func:`closed_objects`); a schema
     llguidance cannot compile is a :class:`RuntimeBackendError` naming ``what``."""
     try:
-        grammar = llguidance.LLMatcher.grammar_from_json_schema(
+        grammar = _matcher_type().grammar_from_json_schema(
             json.dumps(closed_objects(schema)), defaults=JSON_LAYOUT
         )
     except ValueError as exc:
@@ -93,15 +95,23 @@ def closed_objects(schema: Any) -> Any:
 
 
 def lark_constraint(lark: str, what: str) -> OutputConstraint:
-    return checked(OutputConstraint(llguidance.LLMatcher.grammar_from_lark(lark), what))
+    return checked(OutputConstraint(_matcher_type().grammar_from_lark(lark), what))
 
 
 def checked(constraint: OutputConstraint) -> OutputConstraint:
     """``constraint`` when llguidance accepts its grammar, else a clear error."""
-    problem = llguidance.LLMatcher.validate_grammar(constraint.grammar)
+    problem = _matcher_type().validate_grammar(constraint.grammar)
     if problem:
         raise RuntimeBackendError(f"{constraint.what} cannot be enforced: {_first_line(problem)}")
     return constraint
+
+
+def _matcher_type() -> type[llguidance.LLMatcher]:
+    """llguidance's matcher, imported on first use: the runtime package is imported when the app
+    starts, and most sessions never constrain a reply (the import costs about 50 ms)."""
+    from llguidance import LLMatcher
+
+    return LLMatcher
 
 
 def _first_line(text: str) -> str:
@@ -114,7 +124,7 @@ class GrammarState:
     def __init__(
         self, constraint: OutputConstraint, tokenizer: llguidance.LLTokenizer, vocab_size: int
     ) -> None:
-        self._matcher = llguidance.LLMatcher(tokenizer, constraint.grammar, log_level=0)
+        self._matcher = _matcher_type()(tokenizer, constraint.grammar, log_level=0)
         self._what = constraint.what
         self._vocab_size = vocab_size
         self.mask_seconds = 0.0  # time spent computing masks, and how many (for benchmarks)
