@@ -133,8 +133,8 @@ def _stream_code_reply(app: object, window: object) -> tuple[float, float]:
     from PySide6.QtCore import QTimer
 
     from app.engine.chat.conversation import ASSISTANT
-    from app.engine.runtime.request import GenerationResult
-    from app.engine.runtime.stats import StatsRecorder
+    from app.engine.runtime.core.request import GenerationResult
+    from app.engine.runtime.core.stats import StatsRecorder
 
     text = "".join(CODE_SECTION.format(index=index) for index in range(CODE_BLOCKS))
     recorder = StatsRecorder(mode="lc", depth=0)
@@ -179,7 +179,7 @@ def main() -> int:
 
     from PySide6.QtWidgets import QApplication
 
-    from app.engine.runtime.demo_model import demo_model_path
+    from app.engine.runtime.core.demo_model import demo_model_path
     from app.engine.settings import app_dirs
     from app.ui.main_window import MainWindow
 

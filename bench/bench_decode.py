@@ -1,9 +1,9 @@
 """Decode benchmark: ``python bench/bench_decode.py [--model PATH] [--depths 1,2,3] [--json]``.
 
-The same as ``mtp-studio bench decode`` (see app/engine/runtime/decode_bench.py): plain decoding,
-MTP with Leviathan–Chen acceptance and MTP with sample-and-compare over a fixed prompt set in one
-run, printing tok/s, TTFT, acceptance by depth, the draft/verify cost ratio c, the speedup and
-Leviathan's expected speedup side by side, with the targets.
+The same as ``mtp-studio bench decode`` (see app/engine/runtime/bench/decode_bench.py): plain
+decoding, MTP with Leviathan–Chen acceptance and MTP with sample-and-compare over a fixed prompt set
+in one run, printing tok/s, TTFT, acceptance by depth, the draft/verify cost ratio c, the speedup
+and Leviathan's expected speedup side by side, with the targets.
 """
 
 import sys

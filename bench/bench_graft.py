@@ -36,11 +36,11 @@ from gguf import GGUFReader, GGUFValueType, GGUFWriter  # noqa: E402
 
 from app.engine.graft import graft_mtp  # noqa: E402
 from app.engine.mtp import LocalFolderSource, extract_mtp  # noqa: E402
-from app.engine.runtime.backend import LoadSettings  # noqa: E402
-from app.engine.runtime.generation import generate  # noqa: E402
-from app.engine.runtime.llama_cpp_backend import LlamaCppBackend  # noqa: E402
-from app.engine.runtime.prompting import ChatMessage  # noqa: E402
-from app.engine.runtime.request import GenerationRequest  # noqa: E402
+from app.engine.runtime.backends.llama_cpp.backend import LlamaCppBackend  # noqa: E402
+from app.engine.runtime.chat_format.prompting import ChatMessage  # noqa: E402
+from app.engine.runtime.core.backend import LoadSettings  # noqa: E402
+from app.engine.runtime.core.request import GenerationRequest  # noqa: E402
+from app.engine.runtime.speculative.generation import generate  # noqa: E402
 from tests.graft.bases import (  # noqa: E402
     DEMO_FP8,
     DEMO_GGUF,

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from openai import OpenAI  # noqa: E402
 
 from app.commands.chat import depth_argument  # noqa: E402
-from app.engine.runtime.depth_policy import DEFAULT_MTP_DEPTH  # noqa: E402
+from app.engine.runtime.speculative.depth_policy import DEFAULT_MTP_DEPTH  # noqa: E402
 from tests.server.server_process import running_server  # noqa: E402
 
 PROMPTS = (

@@ -15,15 +15,19 @@ import argparse
 import json
 from pathlib import Path
 
-from app.engine.runtime.backend import LoadSettings
-from app.engine.runtime.constraint import GrammarState, OutputConstraint, json_schema_constraint
-from app.engine.runtime.demo_model import demo_model_path
-from app.engine.runtime.generation import generate
-from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
-from app.engine.runtime.prompting import ChatMessage
-from app.engine.runtime.request import GenerationRequest, GenerationResult
-from app.engine.runtime.sampling import SamplerSettings
-from app.engine.runtime.stats import DecodeStats, combined_stats
+from app.engine.runtime.backends.llama_cpp.backend import LlamaCppBackend
+from app.engine.runtime.chat_format.constraint import (
+    GrammarState,
+    OutputConstraint,
+    json_schema_constraint,
+)
+from app.engine.runtime.chat_format.prompting import ChatMessage
+from app.engine.runtime.core.backend import LoadSettings
+from app.engine.runtime.core.demo_model import demo_model_path
+from app.engine.runtime.core.request import GenerationRequest, GenerationResult
+from app.engine.runtime.core.stats import DecodeStats, combined_stats
+from app.engine.runtime.sampling.sampler import SamplerSettings
+from app.engine.runtime.speculative.generation import generate
 
 SCHEMA = {
     "type": "object",

@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from app.engine.runtime.demo_model import demo_model_path
+from app.engine.runtime.core.demo_model import demo_model_path
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD_SECONDS = 3600

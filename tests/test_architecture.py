@@ -1,34 +1,191 @@
-"""The engine must stay Qt-free so the CLI and headless servers never pull in a GUI toolkit."""
+"""The architecture the code promises, checked: the engine stays Qt-free, each package's rooms
+import only the rooms below them, and no module imports itself back through a circle.
+
+The rooms and their order are written down in docs/architecture.md; this test is what keeps that
+page true. A room may import any room in a lower layer and its own modules, never a room above it
+or a peer beside it (peers stay independent so either can change alone).
+"""
+
+from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-ENGINE = Path(__file__).resolve().parents[1] / "app" / "engine"
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "app"
+ENGINE = APP / "engine"
 QT_PACKAGES = ("PySide6", "PyQt5", "PyQt6", "shiboken6", "qtpy")
 
+LAYERS: dict[str, list[set[str]]] = {
+    "app.engine.runtime": [
+        {"sampling", "chat_format"},
+        {"core"},
+        {"speculative"},
+        {"backends"},
+        {"process"},
+        {"bench"},
+    ],
+    "app.engine.server": [{"core"}, {"openai", "anthropic"}, {"app"}],
+    "app.ui.chat": [{"transcript", "widgets"}, {"bridges"}, {"controls"}, {"window"}],
+}
 
-def _imported_roots(source: str) -> set[str]:
-    roots: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(source: str, *, top_level_only: bool = False) -> set[str]:
+    """Dotted names imported (``from a.b import c`` gives ``a.b`` and ``a.b.c``). With
+    ``top_level_only``, just what runs at import time: not inside functions, not under
+    ``if TYPE_CHECKING``."""
+    tree = ast.parse(source)
+    nodes = _import_time_nodes(tree) if top_level_only else list(ast.walk(tree))
+    names: set[str] = set()
+    for node in nodes:
         if isinstance(node, ast.Import):
-            roots.update(alias.name.split(".")[0] for alias in node.names)
+            names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            roots.add(node.module.split(".")[0])
-    return roots
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _import_time_nodes(node: ast.AST) -> list[ast.AST]:
+    found: list[ast.AST] = []
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            continue
+        if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+            found.extend(n for statement in child.orelse for n in _import_time_nodes(statement))
+            continue
+        found.append(child)
+        found.extend(_import_time_nodes(child))
+    return found
+
+
+def _app_modules() -> dict[str, Path]:
+    return {_module_name(path): path for path in sorted(APP.rglob("*.py"))}
+
+
+def _room(package: str, module: str) -> str | None:
+    if not module.startswith(package + "."):
+        return None
+    return module[len(package) + 1 :].split(".")[0]
+
+
+def _layer_of(package: str, room: str) -> int | None:
+    for index, rooms in enumerate(LAYERS[package]):
+        if room in rooms:
+            return index
+    return None
 
 
 def test_engine_never_imports_qt() -> None:
     modules = sorted(ENGINE.rglob("*.py"))
     assert modules, "the engine package has no modules"
     offenders = {
-        str(path.relative_to(ENGINE)): sorted(_imported_roots(path.read_text()) & set(QT_PACKAGES))
+        str(path.relative_to(ENGINE)): sorted(
+            {name.split(".")[0] for name in _imports(path.read_text())} & set(QT_PACKAGES)
+        )
         for path in modules
     }
     assert {path: qt for path, qt in offenders.items() if qt} == {}
 
 
-def test_import_check_sees_qt_imports() -> None:
-    assert _imported_roots("from PySide6.QtCore import QObject\nimport numpy") == {
-        "PySide6",
-        "numpy",
+def test_engine_never_imports_the_front_ends() -> None:
+    offenders = {
+        name: sorted(
+            i for i in _imports(path.read_text()) if i.startswith(("app.ui", "app.commands"))
+        )
+        for name, path in _app_modules().items()
+        if name.startswith("app.engine")
     }
+    assert {name: found for name, found in offenders.items() if found} == {}
+
+
+@pytest.mark.parametrize("package", sorted(LAYERS))
+def test_every_room_has_a_layer(package: str) -> None:
+    folder = ROOT.joinpath(*package.split("."))
+    rooms = {
+        path.stem if path.is_file() else path.name
+        for path in folder.iterdir()
+        if (path.suffix == ".py" and path.stem != "__init__") or (path / "__init__.py").exists()
+    }
+    unplaced = {room for room in rooms if _layer_of(package, room) is None}
+    assert unplaced == set(), f"add {sorted(unplaced)} to LAYERS[{package!r}] and the docs"
+
+
+@pytest.mark.parametrize("package", sorted(LAYERS))
+def test_rooms_import_only_rooms_below_them(package: str) -> None:
+    violations: list[str] = []
+    for name, path in _app_modules().items():
+        room = _room(package, name)
+        if room is None:
+            continue
+        layer = _layer_of(package, room)
+        for imported in _imports(path.read_text()):
+            if imported == package:
+                violations.append(f"{name} imports the package face {package} (a circle)")
+                continue
+            other = _room(package, imported)
+            if other is None or other == room:
+                continue
+            other_layer = _layer_of(package, other)
+            if other_layer is not None and layer is not None and other_layer >= layer:
+                violations.append(f"{name} ({room}) imports {imported} ({other})")
+    assert sorted(set(violations)) == []
+
+
+def test_no_import_circles() -> None:
+    modules = _app_modules()
+    graph = {
+        name: {
+            target
+            for imported in _imports(path.read_text(), top_level_only=True)
+            for target in (imported, imported.rsplit(".", 1)[0])
+            if target in modules and target != name
+        }
+        for name, path in modules.items()
+    }
+    # a package's own __init__ importing its submodules is how packages work, not a circle
+    for name in graph:
+        graph[name] = {t for t in graph[name] if not name.startswith(t + ".")}
+    circles: list[list[str]] = []
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for target in sorted(graph[node]):
+            if state.get(target) == 1:
+                circles.append([*stack[stack.index(target) :], target])
+            elif target not in state:
+                visit(target)
+        stack.pop()
+        state[node] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name)
+    assert circles == []
+
+
+def test_the_checks_see_what_they_check() -> None:
+    source = (
+        "from PySide6.QtCore import QObject\nimport numpy\n"
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import json\n"
+    )
+    assert {"PySide6.QtCore", "numpy"} <= _imports(source)
+    assert "json" not in _imports(source, top_level_only=True)
+    assert _layer_of("app.engine.runtime", "process") > _layer_of("app.engine.runtime", "core")
+
+
+def test_the_runtime_face_resolves_every_name_it_lists() -> None:
+    import app.engine.runtime as runtime
+
+    missing = [name for name in runtime.__all__ if getattr(runtime, name, None) is None]
+    assert missing == []

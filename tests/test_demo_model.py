@@ -22,11 +22,11 @@ import safetensors
 from llama_cpp import Llama
 
 from app.engine.mtp import LocalFolderSource, extract_mtp
-from app.engine.runtime.backend import LoadSettings
-from app.engine.runtime.generation import generate
-from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
-from app.engine.runtime.prompting import ChatMessage
-from app.engine.runtime.request import GenerationRequest
+from app.engine.runtime.backends.llama_cpp.backend import LlamaCppBackend
+from app.engine.runtime.chat_format.prompting import ChatMessage
+from app.engine.runtime.core.backend import LoadSettings
+from app.engine.runtime.core.request import GenerationRequest
+from app.engine.runtime.speculative.generation import generate
 
 MODELS = Path(__file__).resolve().parents[1] / "resources" / "models"
 GGUF_PATH = MODELS / "demo-mtp.gguf"

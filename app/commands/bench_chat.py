@@ -1,7 +1,7 @@
 """``mtp-studio bench chat``: time to first token per turn of a growing conversation.
 
 Plays a fixed conversation of ``--turns`` turns whose history grows to about
-``--history-tokens`` (:mod:`app.engine.runtime.chat_bench`) through the inference worker and
+``--history-tokens`` (:mod:`app.engine.runtime.bench.chat_bench`) through the inference worker and
 prints, per turn: the prompt tokens, how many were reused from the state kept since the last
 turn and how many computed, and the time to first token — beside the same prompts computed
 from scratch (the cold column; ``--no-cold`` skips it) and, with ``--vs-llama-server PATH``,
@@ -21,18 +21,18 @@ from pathlib import Path
 
 from app.commands.chat import add_model_arguments, depth_argument, describe_backend, open_client
 from app.engine.errors import RuntimeBackendError
-from app.engine.runtime.backend import LoadSettings, default_threads
-from app.engine.runtime.chat_bench import (
+from app.engine.runtime.bench.chat_bench import (
     COLD_METHOD,
     ChatBenchmark,
     ChatBenchSettings,
     run_chat_benchmark,
 )
-from app.engine.runtime.demo_model import demo_model_path
-from app.engine.runtime.depth_policy import AUTO, AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
-from app.engine.runtime.llama_server_bench import LlamaServer
-from app.engine.runtime.request import check_mtp_depth
-from app.engine.runtime.wide_model import widened_copy
+from app.engine.runtime.bench.llama_server import LlamaServer
+from app.engine.runtime.bench.wide_model import widened_copy
+from app.engine.runtime.core.backend import LoadSettings, default_threads
+from app.engine.runtime.core.demo_model import demo_model_path
+from app.engine.runtime.core.request import check_mtp_depth
+from app.engine.runtime.speculative.depth_policy import AUTO, AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
 from app.engine.units import format_bytes
 
 

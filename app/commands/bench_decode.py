@@ -1,11 +1,12 @@
 """``mtp-studio bench decode``: plain decoding vs MTP (LC) vs MTP (match), side by side.
 
-Runs the fixed prompt set of :mod:`app.engine.runtime.decode_bench` through the inference worker
-in one run and prints, per mode: decode tok/s, TTFT, acceptance by depth, mean accepted length,
-the measured draft/verify cost ratio c, the speedup over plain decoding and Leviathan's expected
-speedup for the measured α and c — then the targets and whether they were met. ``--wide F``
-runs the same table on a memory-bound stand-in of the model (:mod:`wide_model`), and
-``--vs-llama-server PATH`` adds llama.cpp's own MTP loop on the same prompts.
+Runs the fixed prompt set of :mod:`app.engine.runtime.bench.decode_bench` through the inference
+worker in one run and prints, per mode: decode tok/s, TTFT, acceptance by depth, mean accepted
+length, the measured draft/verify cost ratio c, the speedup over plain decoding and Leviathan's
+expected speedup for the measured α and c — then the targets and whether they were met. ``--wide F``
+runs the same table on a memory-bound stand-in of the model
+(:mod:`~app.engine.runtime.bench.wide_model`), and ``--vs-llama-server PATH`` adds llama.cpp's own
+MTP loop on the same prompts.
 """
 
 from __future__ import annotations
@@ -19,14 +20,18 @@ from pathlib import Path
 
 from app.commands.chat import add_model_arguments, describe_backend, open_client
 from app.engine.errors import RuntimeBackendError
-from app.engine.runtime.backend import LoadSettings, default_threads
-from app.engine.runtime.bench_interval import RESAMPLES
-from app.engine.runtime.decode_bench import ADAPTIVE_MODES, DecodeBenchmark, run_decode_benchmark
-from app.engine.runtime.demo_model import demo_model_path
-from app.engine.runtime.depth_policy import AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
-from app.engine.runtime.llama_server_bench import LlamaServerPool
-from app.engine.runtime.request import MAX_DRAFT_DEPTH
-from app.engine.runtime.wide_model import widened_copy
+from app.engine.runtime.bench.decode_bench import (
+    ADAPTIVE_MODES,
+    DecodeBenchmark,
+    run_decode_benchmark,
+)
+from app.engine.runtime.bench.interval import RESAMPLES
+from app.engine.runtime.bench.llama_server import LlamaServerPool
+from app.engine.runtime.bench.wide_model import widened_copy
+from app.engine.runtime.core.backend import LoadSettings, default_threads
+from app.engine.runtime.core.demo_model import demo_model_path
+from app.engine.runtime.core.request import MAX_DRAFT_DEPTH
+from app.engine.runtime.speculative.depth_policy import AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
 
 
 def register(benchmarks: argparse._SubParsersAction) -> None:

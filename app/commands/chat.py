@@ -28,21 +28,21 @@ from app.engine.load_options import (
     LoadOptions,
     load_options_problem,
 )
-from app.engine.runtime.acceptance import AcceptMode
-from app.engine.runtime.backend import LoadSettings, ModelInfo
-from app.engine.runtime.backends import BACKEND_CHOICES, LLAMA_CPP, MLX, choose_backend
-from app.engine.runtime.client import GenerationStream, RuntimeClient
-from app.engine.runtime.demo_model import demo_model_path
-from app.engine.runtime.depth_policy import AUTO, AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
-from app.engine.runtime.prompting import ChatMessage
-from app.engine.runtime.request import (
+from app.engine.runtime.backends.choice import BACKEND_CHOICES, LLAMA_CPP, MLX, choose_backend
+from app.engine.runtime.chat_format.prompting import ChatMessage
+from app.engine.runtime.core.backend import LoadSettings, ModelInfo
+from app.engine.runtime.core.demo_model import demo_model_path
+from app.engine.runtime.core.request import (
     MAX_DRAFT_DEPTH,
     GenerationRequest,
     GenerationResult,
     check_mtp_depth,
 )
-from app.engine.runtime.sampling import SamplerSettings
-from app.engine.runtime.stats import DecodeStats
+from app.engine.runtime.core.stats import DecodeStats
+from app.engine.runtime.process.client import GenerationStream, RuntimeClient
+from app.engine.runtime.sampling.acceptance import AcceptMode
+from app.engine.runtime.sampling.sampler import SamplerSettings
+from app.engine.runtime.speculative.depth_policy import AUTO, AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
 from app.engine.settings import SettingsStore, hf_hub_cache
 from app.engine.units import format_bytes
 

@@ -17,8 +17,8 @@ import sys
 from app.commands.chat_session import converse
 from app.engine.errors import RemoteError
 from app.engine.remote.client import RemoteEndpoint, RemoteReply
-from app.engine.runtime.prompting import ChatMessage
-from app.engine.runtime.sampling import SamplerSettings
+from app.engine.runtime.chat_format.prompting import ChatMessage
+from app.engine.runtime.sampling.sampler import SamplerSettings
 
 API_KEY_VARIABLE = "MTP_STUDIO_REMOTE_API_KEY"
 NO_ACCEPTANCE = "acceptance: the server does not report it"

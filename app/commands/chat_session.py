@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from app.engine.runtime.prompting import ChatMessage
+from app.engine.runtime.chat_format.prompting import ChatMessage
 
 Answer = Callable[[list[ChatMessage]], str]
 """Answers a conversation (streaming it to the terminal) and returns the reply's text."""

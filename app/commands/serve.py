@@ -22,24 +22,24 @@ import uvicorn
 from app.commands.chat import add_load_arguments, depth_argument, describe_load, load_plan
 from app.engine.chat.context_choice import LoadPlan
 from app.engine.errors import ServerError
-from app.engine.runtime.backend import LoadSettings, ModelInfo
-from app.engine.runtime.backends import BACKEND_CHOICES
-from app.engine.runtime.client import RuntimeClient
-from app.engine.runtime.demo_model import demo_model_path
-from app.engine.runtime.depth_policy import AUTO, AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
+from app.engine.runtime.backends.choice import BACKEND_CHOICES
+from app.engine.runtime.core.backend import LoadSettings, ModelInfo
+from app.engine.runtime.core.demo_model import demo_model_path
+from app.engine.runtime.process.client import RuntimeClient
+from app.engine.runtime.speculative.depth_policy import AUTO, AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
 from app.engine.server.app import build_app
-from app.engine.server.client_snippets import anthropic_base_url
-from app.engine.server.config import (
+from app.engine.server.core.client_snippets import anthropic_base_url
+from app.engine.server.core.config import (
     DEFAULT_HOST,
     DEFAULT_MAX_BODY_MIB,
     DEFAULT_PORT,
     DEFAULT_QUEUE_SIZE,
     ServerConfig,
 )
-from app.engine.server.depth import deepest
-from app.engine.server.metrics import ServerMetrics
-from app.engine.server.request_log import RequestLogEntry
-from app.engine.server.scheduler import Scheduler
+from app.engine.server.core.depth import deepest
+from app.engine.server.core.metrics import ServerMetrics
+from app.engine.server.core.request_log import RequestLogEntry
+from app.engine.server.core.scheduler import Scheduler
 
 API_KEY_VARIABLE = "MTP_STUDIO_API_KEY"
 LISTENING = "listening on"

@@ -54,7 +54,7 @@ from app.ui.catalog.browser import CatalogBrowser
 from app.ui.catalog.publish_queue import PublishQueue, missing_sidecars
 from app.ui.catalog.status import SidecarStatusBook
 from app.ui.chat import ChatWindow
-from app.ui.chat.graft_action import GraftAction
+from app.ui.chat.controls.graft_action import GraftAction
 from app.ui.chat.window import open_history
 from app.ui.errors import readable, show_error
 from app.ui.icons import icon

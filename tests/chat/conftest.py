@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.runtime.demo_model import DEMO_MODEL_FILENAME, MODELS_DIR
+from app.engine.runtime.core.demo_model import DEMO_MODEL_FILENAME, MODELS_DIR
 from tests.runtime.tiny_model import write_tiny_qwen35
 from tests.store.isolation import IsolatedHome, isolate
 

@@ -19,9 +19,9 @@ from pathlib import Path
 from app.engine.chat.conversation import ChatSettings
 from app.engine.chat.history import HistoryStore
 from app.engine.chat.recorder import ReplyRecorder
-from app.engine.runtime.backend import LoadSettings
-from app.engine.runtime.client import RuntimeClient
-from app.engine.runtime.request import GenerationRequest
+from app.engine.runtime.core.backend import LoadSettings
+from app.engine.runtime.core.request import GenerationRequest
+from app.engine.runtime.process.client import RuntimeClient
 
 STREAM_SECONDS = 1.5
 

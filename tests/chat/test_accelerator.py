@@ -21,7 +21,7 @@ from app.engine.chat.accelerator import (
     probe_in_subprocess,
     vulkan_gpus,
 )
-from app.ui.chat.model_bar import ModelBar
+from app.ui.chat.widgets.model_bar import ModelBar
 
 CPU_BUILD = "CPU : SSE3 = 1 | AVX = 1 | AVX2 = 1 | OPENMP = 1 | REPACK = 1 |"
 CUDA_BUILD = "CUDA : ARCHS = 900 | USE_GRAPHS = 1 | PEER_MAX_BATCH_SIZE = 128 | " + CPU_BUILD

@@ -17,12 +17,12 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
 from app.engine.chat.conversation import MessageState
-from app.engine.runtime.backend import LoadSettings
-from app.engine.runtime.depth_policy import AUTO_MAX_DEPTH
-from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
+from app.engine.runtime.backends.llama_cpp.backend import LlamaCppBackend
+from app.engine.runtime.core.backend import LoadSettings
+from app.engine.runtime.speculative.depth_policy import AUTO_MAX_DEPTH
 from app.engine.settings import SettingsStore, app_dirs
 from app.engine.units import format_bytes
-from app.ui.chat import message_widget
+from app.ui.chat.transcript.column import message_widget
 from tests.runtime.tiny_model import SPECIAL_TOKENS
 
 LONG_REPLY = 4000

@@ -19,7 +19,7 @@ from app.engine.chat.context_choice import (
 from app.engine.chat.memory import ModelShape, estimate_memory
 from app.engine.chat.model_files import describe_model
 from app.engine.load_options import LoadOptions
-from app.engine.runtime.demo_model import demo_model_path
+from app.engine.runtime.core.demo_model import demo_model_path
 from app.engine.settings import Settings
 
 GIB = 1 << 30

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.runtime.draft_health import DRAFTING_STOPPED, JUDGED_AFTER_CYCLES
+from app.engine.runtime.speculative.draft_health import DRAFTING_STOPPED, JUDGED_AFTER_CYCLES
 from tests.runtime.tiny_model import write_tiny_qwen35
 
 

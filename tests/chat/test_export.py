@@ -10,9 +10,9 @@ import pytest
 from app.engine.chat.conversation import ChatSettings, Conversation, reply_request
 from app.engine.chat.export import ExportError, export_conversation
 from app.engine.chat.history import HistoryStore
-from app.engine.runtime.backend import LoadSettings
-from app.engine.runtime.client import RuntimeClient
-from app.engine.runtime.request import GenerationResult
+from app.engine.runtime.core.backend import LoadSettings
+from app.engine.runtime.core.request import GenerationResult
+from app.engine.runtime.process.client import RuntimeClient
 
 
 @pytest.fixture(scope="module")

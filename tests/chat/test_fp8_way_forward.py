@@ -17,8 +17,8 @@ from huggingface_hub import snapshot_download
 from PySide6.QtCore import Qt
 
 from app.engine.convert.fp8_check import FP8_REFUSAL
-from app.engine.runtime.demo_model import MODELS_DIR
-from app.engine.runtime.mlx_backend import load_failure
+from app.engine.runtime.backends.mlx.backend import load_failure
+from app.engine.runtime.core.demo_model import MODELS_DIR
 from app.engine.settings import app_dirs
 from app.engine.store import JobState
 from app.ui.main_window import MainWindow

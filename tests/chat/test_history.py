@@ -15,9 +15,9 @@ import pytest
 
 from app.engine.chat.conversation import ChatSettings, MessageState, reply_request
 from app.engine.chat.history import HistoryError, HistoryStore
-from app.engine.runtime.backend import LoadSettings
-from app.engine.runtime.client import RuntimeClient
-from app.engine.runtime.request import GenerationRequest
+from app.engine.runtime.core.backend import LoadSettings
+from app.engine.runtime.core.request import GenerationRequest
+from app.engine.runtime.process.client import RuntimeClient
 
 REPO = Path(__file__).resolve().parents[2]
 LOSS_BUDGET_SECONDS = 1.0

@@ -14,7 +14,7 @@ from mlx_lm import convert
 
 from app.engine.mtp.extract import extract_mtp
 from app.engine.mtp.source import LocalFolderSource
-from app.engine.runtime.demo_model import MODELS_DIR
+from app.engine.runtime.core.demo_model import MODELS_DIR
 
 
 @pytest.fixture(scope="module")

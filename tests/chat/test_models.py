@@ -14,8 +14,8 @@ from app.engine.chat.memory import RUNTIME_DEFAULT_CONTEXT
 from app.engine.chat.model_files import DEMO, DOWNLOADED, GGUF, HF_FOLDER, OPENED, describe_model
 from app.engine.chat.sidecar import base_slug
 from app.engine.gguf_header import LongArray, read_gguf_header
-from app.engine.runtime import llama_cpp_backend
-from app.engine.runtime.demo_model import DEMO_MODEL_FILENAME
+from app.engine.runtime.backends.llama_cpp import backend as llama_cpp_backend
+from app.engine.runtime.core.demo_model import DEMO_MODEL_FILENAME
 from tests.chat.hub_cache import put_in_cache
 from tests.mtp.checkpoints import build_qwen35
 from tests.runtime.tiny_model import TinyModelShape, vocabulary

@@ -24,7 +24,7 @@ from app.engine.chat.plain_speed import (
     speed_key,
     speedup,
 )
-from app.engine.runtime.stats import DecodeStats
+from app.engine.runtime.core.stats import DecodeStats
 
 
 def _stats(tokens: int, decode_seconds: float, depth: int = 0) -> DecodeStats:

@@ -26,9 +26,9 @@ from app.engine.chat.remote_reply import NOT_REPORTED
 from app.engine.remote.acceptance import LLAMA_SERVER, MTP_STUDIO
 from app.engine.settings import Settings, SettingsStore, app_dirs
 from app.ui.chat import ChatWindow
-from app.ui.chat.connect_dialog import ConnectDialog
-from app.ui.chat.model_bar import CONNECT_ITEM
-from app.ui.chat.remote_controls import REMOTE_COMPARE_REASON, REMOTE_MTP_REASON
+from app.ui.chat.controls.remote_controls import REMOTE_COMPARE_REASON, REMOTE_MTP_REASON
+from app.ui.chat.widgets.connect_dialog import ConnectDialog
+from app.ui.chat.widgets.model_bar import CONNECT_ITEM
 from app.ui.logsetup import configure_logging
 from tests.llama_server import running_llama_server
 from tests.server.server_process import ServerProcess, running_server

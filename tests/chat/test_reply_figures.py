@@ -20,8 +20,8 @@ from app.engine.chat.plain_speed import (
     speed_key,
 )
 from app.engine.chat.remote_reply import REMOTE_MODE
-from app.engine.runtime.stats import DecodeStats
-from app.ui.chat.transcript import TranscriptView
+from app.engine.runtime.core.stats import DecodeStats
+from app.ui.chat.transcript.column import TranscriptView
 
 
 def _stored_stats(window) -> DecodeStats:

@@ -12,11 +12,11 @@ from PySide6.QtGui import QColor, QGuiApplication, QPalette, QTextDocument
 from PySide6.QtWidgets import QApplication
 
 from app.engine.chat.conversation import ASSISTANT, USER, MessageState, StoredMessage
-from app.engine.runtime.stats import StatsRecorder
-from app.ui.chat.code_block import DARK_STYLE, LIGHT_STYLE
-from app.ui.chat.reply_body import ReplyBody
-from app.ui.chat.reply_segments import Segment, split_reply
-from app.ui.chat.transcript import TranscriptView
+from app.engine.runtime.core.stats import StatsRecorder
+from app.ui.chat.transcript.code_block import DARK_STYLE, LIGHT_STYLE
+from app.ui.chat.transcript.column import TranscriptView
+from app.ui.chat.transcript.reply_body import ReplyBody
+from app.ui.chat.transcript.reply_segments import Segment, split_reply
 
 PYTHON_CODE = 'def count_lines(path: str) -> int:\n    return len(open(path).read().split("\\n"))'
 SHELL_CODE = "wc -l notes.txt  # prints <count> & the name\n\necho done"

@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt
 
 from app.engine.settings import Settings, app_dirs
 from app.ui.chat import ChatWindow
-from app.ui.chat.message_widget import MessageWidget
+from app.ui.chat.transcript.message_widget import MessageWidget
 
 LOAD_TIMEOUT_MS = 60_000
 REPLY_TIMEOUT_MS = 120_000

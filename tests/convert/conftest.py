@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from app.engine.convert.job import ConvertRequest, convert_checkpoint
-from app.engine.runtime.demo_model import MODELS_DIR
+from app.engine.runtime.core.demo_model import MODELS_DIR
 from tests.store.isolation import IsolatedHome, isolate
 
 FP8_DEMO = MODELS_DIR / "demo-mtp-fp8"

@@ -14,7 +14,7 @@ from app.engine.convert.fp8_check import FP8_REFUSAL, fp8_checkpoint
 from app.engine.convert.job import ConvertRequest, convert_checkpoint, default_output_folder
 from app.engine.errors import ConvertError, JobCancelled, RuntimeBackendError
 from app.engine.jobs import JobContext, ProgressEvent
-from app.engine.runtime.backends import choose_backend
+from app.engine.runtime.backends.choice import choose_backend
 from tests.convert.conftest import BF16_DEMO, FP8_DEMO
 from tests.mtp.checkpoints import fp8_e4m3_value
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from app.engine.runtime.backend import LoadSettings
-from app.engine.runtime.generation import generate
-from app.engine.runtime.mlx_backend import MlxBackend
-from app.engine.runtime.prompting import ChatMessage
-from app.engine.runtime.request import GenerationRequest, GenerationResult
-from app.engine.runtime.sampling import SamplerSettings
+from app.engine.runtime.backends.mlx.backend import MlxBackend
+from app.engine.runtime.chat_format.prompting import ChatMessage
+from app.engine.runtime.core.backend import LoadSettings
+from app.engine.runtime.core.request import GenerationRequest, GenerationResult
+from app.engine.runtime.sampling.sampler import SamplerSettings
+from app.engine.runtime.speculative.generation import generate
 
 PROMPT = "Write a Python function that adds two numbers."
 

@@ -16,7 +16,7 @@ import llama_cpp
 import numpy as np
 from gguf import GGUFReader, GGUFValueType, GGUFWriter
 
-from app.engine.runtime import llama_cpp_log
+from app.engine.runtime.backends.llama_cpp import log as llama_cpp_log
 
 DEMO_GGUF = Path(__file__).resolve().parents[2] / "resources" / "models" / "demo-mtp.gguf"
 DEMO_FP8 = DEMO_GGUF.parent / "demo-mtp-fp8"

@@ -13,7 +13,7 @@ import pytest
 
 from app.engine.errors import GraftError
 from app.engine.jobs import JobContext
-from app.engine.runtime.gguf_info import read_gguf_summary
+from app.engine.runtime.backends.gguf_info import read_gguf_summary
 from app.engine.settings import app_dirs
 from app.engine.store import JobState, JobStore
 from app.engine.store.kinds import build_job

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.runtime.backend import LoadSettings
-from app.engine.runtime.generation import generate
-from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
-from app.engine.runtime.prompting import ChatMessage
-from app.engine.runtime.request import GenerationRequest, GenerationResult
+from app.engine.runtime.backends.llama_cpp.backend import LlamaCppBackend
+from app.engine.runtime.chat_format.prompting import ChatMessage
+from app.engine.runtime.core.backend import LoadSettings
+from app.engine.runtime.core.request import GenerationRequest, GenerationResult
+from app.engine.runtime.speculative.generation import generate
 from tests.graft.bases import DEMO_GGUF
 
 CHATS = ("Return the number of lines in a text file.", "Merge two sorted lists into one.")

@@ -12,11 +12,11 @@ from gguf import GGUFReader
 
 from app.engine.errors import GraftError
 from app.engine.graft.head_file import graft_head_file
-from app.engine.runtime.backend import LoadSettings
-from app.engine.runtime.generation import generate
-from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
-from app.engine.runtime.prompting import ChatMessage
-from app.engine.runtime.request import GenerationRequest, GenerationResult
+from app.engine.runtime.backends.llama_cpp.backend import LlamaCppBackend
+from app.engine.runtime.chat_format.prompting import ChatMessage
+from app.engine.runtime.core.backend import LoadSettings
+from app.engine.runtime.core.request import GenerationRequest, GenerationResult
+from app.engine.runtime.speculative.generation import generate
 from tests.graft.bases import ARCH, DEMO_GGUF
 from tests.graft.test_cli import cli
 from tests.store.isolation import IsolatedHome, isolate

@@ -14,7 +14,7 @@ from app.engine.errors import GraftError
 from app.engine.gguf_header import read_gguf_header
 from app.engine.graft import graft_mtp
 from app.engine.graft.split import join_split_gguf, joined_name, split_parts
-from app.engine.runtime import llama_cpp_log
+from app.engine.runtime.backends.llama_cpp import log as llama_cpp_log
 from tests.graft.splits import write_split
 
 

@@ -19,8 +19,8 @@ import pytest
 from app.engine.errors import RemoteError
 from app.engine.remote.acceptance import MTP_STUDIO
 from app.engine.remote.client import RemoteEndpoint
-from app.engine.runtime.prompting import ChatMessage
-from app.engine.runtime.sampling import SamplerSettings
+from app.engine.runtime.chat_format.prompting import ChatMessage
+from app.engine.runtime.sampling.sampler import SamplerSettings
 from tests.server.server_process import ServerProcess, running_server
 
 pytestmark = pytest.mark.slow

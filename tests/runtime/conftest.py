@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.runtime.backend import LoadSettings
-from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
+from app.engine.runtime.backends.llama_cpp.backend import LlamaCppBackend
+from app.engine.runtime.core.backend import LoadSettings
 from tests.runtime.tiny_model import write_tiny_qwen35
 
 

@@ -14,12 +14,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pytest
 
-from app.engine.runtime.acceptance import (
+from app.engine.runtime.sampling.acceptance import (
     CycleOutcome,
     accept_by_matching,
     accept_leviathan_chen,
 )
-from app.engine.runtime.sampling import draw
+from app.engine.runtime.sampling.sampler import draw
 from tests.runtime.chi_square import chi_square_critical
 
 P = [

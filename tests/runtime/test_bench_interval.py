@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.engine.runtime.bench_interval import to_best_interval
+from app.engine.runtime.bench.interval import to_best_interval
 
 
 def test_a_mode_half_as_fast_on_every_prompt_has_no_spread() -> None:

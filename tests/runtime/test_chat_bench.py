@@ -17,10 +17,10 @@ import pytest
 
 from app.cli import main
 from app.commands.bench_chat import render
-from app.engine.runtime.backend import LoadSettings
-from app.engine.runtime.chat_bench import ChatBenchSettings, run_chat_benchmark
-from app.engine.runtime.client import RuntimeClient
-from app.engine.runtime.demo_model import demo_model_path
+from app.engine.runtime.bench.chat_bench import ChatBenchSettings, run_chat_benchmark
+from app.engine.runtime.core.backend import LoadSettings
+from app.engine.runtime.core.demo_model import demo_model_path
+from app.engine.runtime.process.client import RuntimeClient
 
 SETTINGS = LoadSettings(threads=1, context_length=2048)
 COLD_SETTINGS = dataclasses.replace(SETTINGS, state_cache_mib=0)

@@ -10,13 +10,13 @@ import pytest
 
 from app.cli import main
 from app.engine.errors import RuntimeBackendError
-from app.engine.runtime.demo_model import DEMO_MODEL_FILENAME, demo_model_path
-from app.engine.runtime.depth_policy import AUTO_MAX_DEPTH
-from app.engine.runtime.generation import generate
-from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
-from app.engine.runtime.prompting import ChatMessage
-from app.engine.runtime.request import GenerationRequest
-from app.engine.runtime.sampling import SamplerSettings
+from app.engine.runtime.backends.llama_cpp.backend import LlamaCppBackend
+from app.engine.runtime.chat_format.prompting import ChatMessage
+from app.engine.runtime.core.demo_model import DEMO_MODEL_FILENAME, demo_model_path
+from app.engine.runtime.core.request import GenerationRequest
+from app.engine.runtime.sampling.sampler import SamplerSettings
+from app.engine.runtime.speculative.depth_policy import AUTO_MAX_DEPTH
+from app.engine.runtime.speculative.generation import generate
 
 
 def _chat(model: Path, *extra: str) -> list[str]:

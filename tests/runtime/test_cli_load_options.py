@@ -13,8 +13,9 @@ from openai import OpenAI
 from app.cli import main
 from app.engine.chat.model_files import describe_model
 from app.engine.load_options import DEFAULT_STATE_CACHE_MIB, FLASH_ATTENTION_MODES, KV_CACHE_TYPES
-from app.engine.runtime import backend, llama_cpp_backend
-from app.engine.runtime.demo_model import demo_model_path
+from app.engine.runtime.backends.llama_cpp import backend as llama_cpp_backend
+from app.engine.runtime.core import backend
+from app.engine.runtime.core.demo_model import demo_model_path
 from tests.server.server_process import running_server
 
 

@@ -15,15 +15,19 @@ import jsonschema
 import llguidance
 import pytest
 
-from app.engine.runtime.backend import DraftChooser, DraftResult
-from app.engine.runtime.constraint import closed_objects, json_schema_constraint, lark_constraint
-from app.engine.runtime.generation import generate
-from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
-from app.engine.runtime.prompting import ChatMessage
-from app.engine.runtime.request import GenerationRequest, GenerationResult
-from app.engine.runtime.sampling import SamplerSettings
-from app.engine.runtime.tool_call_parser import parse_reply
-from app.engine.runtime.tools import ToolChoice, ToolSpec
+from app.engine.runtime.backends.llama_cpp.backend import LlamaCppBackend
+from app.engine.runtime.chat_format.constraint import (
+    closed_objects,
+    json_schema_constraint,
+    lark_constraint,
+)
+from app.engine.runtime.chat_format.prompting import ChatMessage
+from app.engine.runtime.chat_format.tool_call_parser import parse_reply
+from app.engine.runtime.chat_format.tools import ToolChoice, ToolSpec
+from app.engine.runtime.core.backend import DraftChooser, DraftResult
+from app.engine.runtime.core.request import GenerationRequest, GenerationResult
+from app.engine.runtime.sampling.sampler import SamplerSettings
+from app.engine.runtime.speculative.generation import generate
 from tests.runtime.chi_square import chi_square_critical
 
 SCHEMA = {

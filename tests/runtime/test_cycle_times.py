@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.engine.runtime.cycle_times import BUCKET_CYCLES, HORIZON_CYCLES, CycleTimes
+from app.engine.runtime.speculative.cycle_times import BUCKET_CYCLES, HORIZON_CYCLES, CycleTimes
 
 
 def test_a_slow_moment_leaves_the_cost_measured_just_before() -> None:

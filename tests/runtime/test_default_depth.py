@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from app.cli import build_parser
 from app.engine.chat.conversation import ChatSettings, reply_request
-from app.engine.runtime.depth_policy import AUTO, AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
-from app.engine.runtime.request import MAX_DRAFT_DEPTH
+from app.engine.runtime.core.request import MAX_DRAFT_DEPTH
+from app.engine.runtime.speculative.depth_policy import AUTO, AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
 
 BRIEF = {"system_prompt": "Be brief."}  # a request needs some context
 

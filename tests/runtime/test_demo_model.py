@@ -12,16 +12,16 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from app.engine.runtime.acceptance import AcceptMode
-from app.engine.runtime.backend import LoadSettings
-from app.engine.runtime.demo_model import demo_model_path
-from app.engine.runtime.generation import generate
-from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
-from app.engine.runtime.prompting import ChatMessage
-from app.engine.runtime.request import GenerationRequest, GenerationResult
-from app.engine.runtime.sampling import SamplerSettings, greedy_token
-from app.engine.runtime.speculative import SpeculativeDecoder
-from app.engine.runtime.stats import StatsRecorder
+from app.engine.runtime.backends.llama_cpp.backend import LlamaCppBackend
+from app.engine.runtime.chat_format.prompting import ChatMessage
+from app.engine.runtime.core.backend import LoadSettings
+from app.engine.runtime.core.demo_model import demo_model_path
+from app.engine.runtime.core.request import GenerationRequest, GenerationResult
+from app.engine.runtime.core.stats import StatsRecorder
+from app.engine.runtime.sampling.acceptance import AcceptMode
+from app.engine.runtime.sampling.sampler import SamplerSettings, greedy_token
+from app.engine.runtime.speculative.cycle import SpeculativeDecoder
+from app.engine.runtime.speculative.generation import generate
 
 CHATS = ("Return the number of lines in a text file.", "Merge two sorted lists into one.")
 RAW_PROMPTS = ("import os\n\n\ndef walk(top):\n", "class Queue:\n    def __init__(self")

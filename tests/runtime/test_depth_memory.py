@@ -8,13 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.runtime.backend import LoadSettings
-from app.engine.runtime.backends import LLAMA_CPP
-from app.engine.runtime.client import RuntimeClient
-from app.engine.runtime.depth_memory import STORE_FILE_NAME, DepthMemory, model_identity
-from app.engine.runtime.depth_policy import CYCLES_PER_TRIAL, AdaptiveDepth, DepthPolicies
-from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
-from app.engine.runtime.request import GenerationRequest
+from app.engine.runtime.backends.choice import LLAMA_CPP
+from app.engine.runtime.backends.llama_cpp.backend import LlamaCppBackend
+from app.engine.runtime.core.backend import LoadSettings
+from app.engine.runtime.core.request import GenerationRequest
+from app.engine.runtime.process.client import RuntimeClient
+from app.engine.runtime.speculative.depth_memory import STORE_FILE_NAME, DepthMemory, model_identity
+from app.engine.runtime.speculative.depth_policy import (
+    CYCLES_PER_TRIAL,
+    AdaptiveDepth,
+    DepthPolicies,
+)
 from tests.runtime.test_depth_policy import CPU_LIKE, _drive
 
 MACHINE = "llama.cpp:test-machine"

@@ -13,7 +13,7 @@ from itertools import pairwise
 import numpy as np
 import pytest
 
-from app.engine.runtime.depth_policy import (
+from app.engine.runtime.speculative.depth_policy import (
     SHORT_STRETCH,
     AdaptiveDepth,
     DepthPolicies,

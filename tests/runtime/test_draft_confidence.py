@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.engine.runtime.depth_policy import DepthPolicies
-from app.engine.runtime.draft_confidence import ConfidenceStop, band_of, head_confidence
-from app.engine.runtime.generation import generate
-from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
-from app.engine.runtime.request import GenerationRequest
+from app.engine.runtime.backends.llama_cpp.backend import LlamaCppBackend
+from app.engine.runtime.core.request import GenerationRequest
+from app.engine.runtime.sampling.draft_confidence import ConfidenceStop, band_of, head_confidence
+from app.engine.runtime.speculative.depth_policy import DepthPolicies
+from app.engine.runtime.speculative.generation import generate
 
 
 def test_head_confidence_is_the_softmax_probability_among_the_likeliest_tokens() -> None:

@@ -14,19 +14,19 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from app.engine.runtime.backend import LoadSettings
-from app.engine.runtime.depth_memory import DepthMemory, model_identity
-from app.engine.runtime.depth_policy import DepthPolicies
-from app.engine.runtime.draft_health import (
+from app.engine.runtime.backends.llama_cpp.backend import LlamaCppBackend
+from app.engine.runtime.core.backend import LoadSettings
+from app.engine.runtime.core.request import GenerationRequest, GenerationResult
+from app.engine.runtime.sampling.sampler import SamplerSettings
+from app.engine.runtime.speculative.depth_memory import DepthMemory, model_identity
+from app.engine.runtime.speculative.depth_policy import DepthPolicies
+from app.engine.runtime.speculative.draft_health import (
     ACCEPTANCE_FLOOR,
     DRAFTING_STOPPED,
     JUDGED_AFTER_CYCLES,
     DraftHealth,
 )
-from app.engine.runtime.generation import generate
-from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
-from app.engine.runtime.request import GenerationRequest, GenerationResult
-from app.engine.runtime.sampling import SamplerSettings
+from app.engine.runtime.speculative.generation import generate
 from tests.runtime.tiny_model import write_tiny_qwen35
 
 PROMPT = "The quick brown fox jumps over the lazy dog"

@@ -10,15 +10,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.engine.runtime.acceptance import AcceptMode
-from app.engine.runtime.depth_policy import DepthPolicies
-from app.engine.runtime.generation import generate
-from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
-from app.engine.runtime.prompting import ChatMessage
-from app.engine.runtime.request import GenerationRequest, GenerationResult
-from app.engine.runtime.sampling import SamplerSettings, greedy_token
-from app.engine.runtime.speculative import SpeculativeDecoder
-from app.engine.runtime.stats import StatsRecorder
+from app.engine.runtime.backends.llama_cpp.backend import LlamaCppBackend
+from app.engine.runtime.chat_format.prompting import ChatMessage
+from app.engine.runtime.core.request import GenerationRequest, GenerationResult
+from app.engine.runtime.core.stats import StatsRecorder
+from app.engine.runtime.sampling.acceptance import AcceptMode
+from app.engine.runtime.sampling.sampler import SamplerSettings, greedy_token
+from app.engine.runtime.speculative.cycle import SpeculativeDecoder
+from app.engine.runtime.speculative.depth_policy import DepthPolicies
+from app.engine.runtime.speculative.generation import generate
 
 PROMPTS = (
     GenerationRequest(prompt="The quick brown fox jumps over the lazy dog"),

@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 
 from app.engine.errors import RuntimeBackendError
-from app.engine.runtime.backend import LoadSettings
-from app.engine.runtime.backends import resolve_backend
-from app.engine.runtime.detokenizer import StreamingDetokenizer
-from app.engine.runtime.generation import generate, prompt_tokens
-from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
-from app.engine.runtime.prompting import ChatMessage
-from app.engine.runtime.request import GenerationRequest, GenerationResult
+from app.engine.runtime.backends.choice import resolve_backend
+from app.engine.runtime.backends.llama_cpp.backend import LlamaCppBackend
+from app.engine.runtime.chat_format.detokenizer import StreamingDetokenizer
+from app.engine.runtime.chat_format.prompting import ChatMessage
+from app.engine.runtime.core.backend import LoadSettings
+from app.engine.runtime.core.request import GenerationRequest, GenerationResult
+from app.engine.runtime.speculative.generation import generate, prompt_tokens
 
 
 def _generate(backend: LlamaCppBackend, request: GenerationRequest) -> GenerationResult:

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from app.engine.errors import RuntimeBackendError
-from app.engine.runtime.demo_model import demo_model_path
-from app.engine.runtime.llama_server_bench import LlamaServerPool, parse_timings
-from app.engine.runtime.sampling import SamplerSettings
+from app.engine.runtime.bench.llama_server import LlamaServerPool, parse_timings
+from app.engine.runtime.core.demo_model import demo_model_path
+from app.engine.runtime.sampling.sampler import SamplerSettings
 
 
 @pytest.mark.slow

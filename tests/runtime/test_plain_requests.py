@@ -13,12 +13,12 @@ import time
 import pytest
 
 from app.engine.errors import RuntimeBackendError
-from app.engine.runtime.depth_policy import AdaptiveDepth, DepthPolicies
-from app.engine.runtime.generation import generate
-from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
-from app.engine.runtime.prompting import ChatMessage
-from app.engine.runtime.request import GenerationRequest, GenerationResult
-from app.engine.runtime.sampling import SamplerSettings
+from app.engine.runtime.backends.llama_cpp.backend import LlamaCppBackend
+from app.engine.runtime.chat_format.prompting import ChatMessage
+from app.engine.runtime.core.request import GenerationRequest, GenerationResult
+from app.engine.runtime.sampling.sampler import SamplerSettings
+from app.engine.runtime.speculative.depth_policy import AdaptiveDepth, DepthPolicies
+from app.engine.runtime.speculative.generation import generate
 
 PROMPT = (ChatMessage("user", "Count the vowels in a word."),)
 PLAIN_STEP_SECONDS = 0.9e-3

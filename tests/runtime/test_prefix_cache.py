@@ -3,7 +3,7 @@ go, how prefill batches are cut, and the byte budget over every kept state."""
 
 from __future__ import annotations
 
-from app.engine.runtime.prefix_cache import (
+from app.engine.runtime.backends.prefix_cache import (
     KeptState,
     KeptStates,
     checkpoint_marks,

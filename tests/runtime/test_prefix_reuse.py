@@ -16,14 +16,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.engine.runtime.backend import LoadSettings, PrefixReuse
-from app.engine.runtime.depth_policy import AdaptiveDepth, DepthPolicies
-from app.engine.runtime.generation import LANE_SWITCH_TOKENS, generate
-from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
-from app.engine.runtime.prefix_cache import CHECKPOINT_INTERVAL
-from app.engine.runtime.prompting import ChatMessage
-from app.engine.runtime.request import GenerationRequest, GenerationResult
-from app.engine.runtime.sampling import greedy_token
+from app.engine.runtime.backends.llama_cpp.backend import LlamaCppBackend
+from app.engine.runtime.backends.prefix_cache import CHECKPOINT_INTERVAL
+from app.engine.runtime.chat_format.prompting import ChatMessage
+from app.engine.runtime.core.backend import LoadSettings, PrefixReuse
+from app.engine.runtime.core.request import GenerationRequest, GenerationResult
+from app.engine.runtime.sampling.sampler import greedy_token
+from app.engine.runtime.speculative.depth_policy import AdaptiveDepth, DepthPolicies
+from app.engine.runtime.speculative.generation import LANE_SWITCH_TOKENS, generate
 
 WORDS = "the sea is calm tonight and the tide is full the moon lies fair upon the straits"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.engine.errors import RuntimeBackendError
-from app.engine.runtime.prompting import ChatMessage, render_chat
+from app.engine.runtime.chat_format.prompting import ChatMessage, render_chat
 from tests.runtime.tiny_model import CHATML_TEMPLATE
 
 MESSAGES = (ChatMessage("system", "Be brief."), ChatMessage("user", "Hi"))

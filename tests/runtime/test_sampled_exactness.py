@@ -13,12 +13,12 @@ from collections import Counter
 
 import pytest
 
-from app.engine.runtime.acceptance import AcceptMode
-from app.engine.runtime.depth_policy import DepthPolicies
-from app.engine.runtime.generation import generate
-from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
-from app.engine.runtime.request import GenerationRequest
-from app.engine.runtime.sampling import SamplerSettings
+from app.engine.runtime.backends.llama_cpp.backend import LlamaCppBackend
+from app.engine.runtime.core.request import GenerationRequest
+from app.engine.runtime.sampling.acceptance import AcceptMode
+from app.engine.runtime.sampling.sampler import SamplerSettings
+from app.engine.runtime.speculative.depth_policy import DepthPolicies
+from app.engine.runtime.speculative.generation import generate
 from tests.runtime.chi_square import chi_square_critical
 
 RUNS = 2000

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from app.engine.errors import RuntimeBackendError
-from app.engine.runtime.sampling import SamplerSettings, distribution, draw, greedy_token
+from app.engine.runtime.sampling.sampler import SamplerSettings, distribution, draw, greedy_token
 
 LOGITS = np.log(np.array([0.05, 0.4, 0.1, 0.3, 0.15], dtype=np.float32))
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.engine.runtime.acceptance import accept_by_matching, accept_leviathan_chen
-from app.engine.runtime.sampling import (
+from app.engine.runtime.sampling.acceptance import accept_by_matching, accept_leviathan_chen
+from app.engine.runtime.sampling.sampler import (
     SamplerSettings,
     distribution,
     draw,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.engine.runtime.stats import (
+from app.engine.runtime.core.stats import (
     DecodeStats,
     StatsRecorder,
     alpha_for_tokens_per_cycle,

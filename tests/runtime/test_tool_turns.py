@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from app.engine.runtime.prompting import ChatMessage, render_chat
-from app.engine.runtime.tool_call_parser import ToolCallStream, parse_reply
-from app.engine.runtime.tools import ToolCall, ToolSpec
+from app.engine.runtime.chat_format.prompting import ChatMessage, render_chat
+from app.engine.runtime.chat_format.tool_call_parser import ToolCallStream, parse_reply
+from app.engine.runtime.chat_format.tools import ToolCall, ToolSpec
 from tests.runtime.tiny_model import CHATML_TEMPLATE
 
 SPECIAL = {"bos_token": "", "eos_token": "<|im_end|>"}

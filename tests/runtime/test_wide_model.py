@@ -8,13 +8,13 @@ import pytest
 from gguf import GGUFReader
 
 from app.engine.errors import RuntimeBackendError
-from app.engine.runtime.backend import LoadSettings
-from app.engine.runtime.demo_model import demo_model_path
-from app.engine.runtime.generation import generate
-from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
-from app.engine.runtime.prompting import ChatMessage
-from app.engine.runtime.request import GenerationRequest
-from app.engine.runtime.wide_model import widened_copy
+from app.engine.runtime.backends.llama_cpp.backend import LlamaCppBackend
+from app.engine.runtime.bench.wide_model import widened_copy
+from app.engine.runtime.chat_format.prompting import ChatMessage
+from app.engine.runtime.core.backend import LoadSettings
+from app.engine.runtime.core.demo_model import demo_model_path
+from app.engine.runtime.core.request import GenerationRequest
+from app.engine.runtime.speculative.generation import generate
 
 FACTOR = 4
 

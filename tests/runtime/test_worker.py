@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from app.engine.errors import RuntimeBackendError
-from app.engine.runtime.backend import LoadSettings
-from app.engine.runtime.client import RuntimeClient
-from app.engine.runtime.generation import generate
-from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
-from app.engine.runtime.prompting import ChatMessage
-from app.engine.runtime.request import GenerationRequest
-from app.engine.runtime.sampling import SamplerSettings
+from app.engine.runtime.backends.llama_cpp.backend import LlamaCppBackend
+from app.engine.runtime.chat_format.prompting import ChatMessage
+from app.engine.runtime.core.backend import LoadSettings
+from app.engine.runtime.core.request import GenerationRequest
+from app.engine.runtime.process.client import RuntimeClient
+from app.engine.runtime.sampling.sampler import SamplerSettings
+from app.engine.runtime.speculative.generation import generate
 
 SETTINGS = LoadSettings(threads=1, context_length=1024)
 LONG = GenerationRequest(prompt="Keep going", max_tokens=1000, mtp_depth=2)

@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 from anthropic import Anthropic
 
-from app.engine.server.anthropic_replies import ReplyBlocks
+from app.engine.server.anthropic.replies import ReplyBlocks
 from tests.server.server_process import ServerProcess
 
 pytestmark = pytest.mark.slow

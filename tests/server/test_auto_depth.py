@@ -21,9 +21,9 @@ import openai
 import pytest
 from openai import OpenAI
 
-from app.engine.runtime.demo_model import demo_model_path
-from app.engine.runtime.depth_memory import STORE_FILE_NAME, model_identity
-from app.engine.runtime.depth_policy import AUTO_MAX_DEPTH
+from app.engine.runtime.core.demo_model import demo_model_path
+from app.engine.runtime.speculative.depth_memory import STORE_FILE_NAME, model_identity
+from app.engine.runtime.speculative.depth_policy import AUTO_MAX_DEPTH
 from tests.server.server_process import ServerProcess, running_server
 
 pytestmark = pytest.mark.slow

@@ -3,7 +3,7 @@ in tests/runtime/test_cli_seed.py)."""
 
 from __future__ import annotations
 
-from app.engine.server.echo import ECHO_CHARACTERS, clean, echo
+from app.engine.server.core.echo import ECHO_CHARACTERS, clean, echo
 
 
 def test_echo_keeps_a_short_single_line_prefix() -> None:

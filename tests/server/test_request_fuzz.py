@@ -20,9 +20,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.engine.server.anthropic_parsing import parse_count_tokens_body, parse_messages_body
-from app.engine.server.api_errors import ApiError
-from app.engine.server.parsing import RequestDefaults, parse_chat_body, parse_completion_body
+from app.engine.server.anthropic.parsing import parse_count_tokens_body, parse_messages_body
+from app.engine.server.core.api_errors import ApiError
+from app.engine.server.openai.parsing import RequestDefaults, parse_chat_body, parse_completion_body
 
 FUZZ = settings(
     max_examples=100,

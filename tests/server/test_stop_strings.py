@@ -1,6 +1,6 @@
 """Stop sequences over streamed text: held back while they might still match, cut at a match."""
 
-from app.engine.server.stop_strings import StopScanner
+from app.engine.server.core.stop_strings import StopScanner
 
 
 def test_text_is_released_once_it_cannot_start_a_stop_sequence() -> None:

@@ -12,9 +12,9 @@ import pytest
 
 from app.engine.chat.model_files import describe_model
 from app.engine.load_options import LoadOptions
-from app.engine.runtime.demo_model import demo_model_path
+from app.engine.runtime.core.demo_model import demo_model_path
 from app.engine.settings import Settings, SettingsError, SettingsStore
-from app.ui.chat.model_bar import ModelBar
+from app.ui.chat.widgets.model_bar import ModelBar
 from app.ui.settings_dialog import SettingsDialog
 from tests.runtime.tiny_model import write_tiny_qwen35
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.engine.runtime.request import GenerationResult
+from app.engine.runtime.core.request import GenerationResult
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from app.engine.chat.memory import (
 )
 from app.engine.chat.model_files import GGUF, ModelDescription
 from app.engine.load_options import LoadOptions
-from app.engine.runtime.backend import LoadSettings
+from app.engine.runtime.core.backend import LoadSettings
 
 if TYPE_CHECKING:
     from app.engine.settings import Settings

@@ -12,12 +12,12 @@ from dataclasses import asdict, dataclass, fields, replace
 from enum import StrEnum
 from typing import Any
 
-from app.engine.runtime.acceptance import AcceptMode
-from app.engine.runtime.depth_policy import AUTO, AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
-from app.engine.runtime.prompting import ChatMessage
-from app.engine.runtime.request import MAX_DRAFT_DEPTH, GenerationRequest
-from app.engine.runtime.sampling import SamplerSettings
-from app.engine.runtime.stats import DecodeStats
+from app.engine.runtime.chat_format.prompting import ChatMessage
+from app.engine.runtime.core.request import MAX_DRAFT_DEPTH, GenerationRequest
+from app.engine.runtime.core.stats import DecodeStats
+from app.engine.runtime.sampling.acceptance import AcceptMode
+from app.engine.runtime.sampling.sampler import SamplerSettings
+from app.engine.runtime.speculative.depth_policy import AUTO, AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
 
 USER = "user"
 ASSISTANT = "assistant"

@@ -28,7 +28,7 @@ from app.engine.chat.model_files import (
     split_parts,
 )
 from app.engine.chat.sidecar import SIDECAR_FILE, find_sidecar, repo_id_from_folder, repo_id_of
-from app.engine.runtime.demo_model import DEMO_MODEL_FILENAME, MODELS_DIR
+from app.engine.runtime.core.demo_model import DEMO_MODEL_FILENAME, MODELS_DIR
 
 PLAIN_FOLDER_DEPTH = 4
 _SKIPPED_PREFIXES = ("mmproj", "mtp-")

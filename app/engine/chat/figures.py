@@ -1,6 +1,6 @@
 """The figures shown under a reply, worded once for the window and for Markdown export.
 
-Statistics are defined in :mod:`app.engine.runtime.stats`; this module only decides how they
+Statistics are defined in :mod:`app.engine.runtime.core.stats`; this module only decides how they
 read: the first line is what every reply has (tokens, decode speed, time to first token, why it
 stopped), the second what only an MTP reply has (depth, acceptance at each depth, mean accepted
 length, tokens per cycle). Under a reply in the window these are the details; what shows at a
@@ -18,7 +18,7 @@ from app.engine.chat.plain_speed import (
     Speedup,
     measurable,
 )
-from app.engine.runtime.stats import DecodeStats
+from app.engine.runtime.core.stats import DecodeStats
 
 STOP_REASONS = {
     "stop": "end of turn",

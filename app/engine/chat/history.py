@@ -36,8 +36,8 @@ from app.engine.chat.conversation import (
     stats_to_json,
 )
 from app.engine.errors import MtpStudioError
-from app.engine.runtime.request import GenerationResult
-from app.engine.runtime.stats import DecodeStats
+from app.engine.runtime.core.request import GenerationResult
+from app.engine.runtime.core.stats import DecodeStats
 from app.engine.store.sqlite_file import connect_private, is_locked, locked_message
 
 SCHEMA_VERSION = 1

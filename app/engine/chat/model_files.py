@@ -20,8 +20,8 @@ from app.engine.errors import MtpStudioError
 from app.engine.gguf_header import GgufHeader, LongArray, read_gguf_header
 from app.engine.mtp.detect import detect_mtp
 from app.engine.mtp.source import LocalFolderSource
-from app.engine.runtime.backends import GGUF_REASON, LLAMA_CPP, BackendChoice, choose_backend
-from app.engine.runtime.gguf_info import GgufSummary
+from app.engine.runtime.backends.choice import GGUF_REASON, LLAMA_CPP, BackendChoice, choose_backend
+from app.engine.runtime.backends.gguf_info import GgufSummary
 
 GGUF = "gguf"
 HF_FOLDER = "hf-folder"

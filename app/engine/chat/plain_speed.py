@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.engine.learned_state import cpu_name, read_section, write_section
-from app.engine.runtime.depth_memory import model_identity
-from app.engine.runtime.stats import DecodeStats
+from app.engine.runtime.core.stats import DecodeStats
+from app.engine.runtime.speculative.depth_memory import model_identity
 
 STORE_FILE_NAME = "plain-speed.json"
 STORE_VERSION = 1

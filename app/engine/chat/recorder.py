@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 
 from app.engine.chat.history import HistoryStore
-from app.engine.runtime.request import GenerationResult, TokenChunk
-from app.engine.runtime.stats import DecodeStats
+from app.engine.runtime.core.request import GenerationResult, TokenChunk
+from app.engine.runtime.core.stats import DecodeStats
 
 SAVE_INTERVAL_SECONDS = 0.5
 

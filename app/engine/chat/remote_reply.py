@@ -10,8 +10,8 @@ the window shows under the figures and the history and export keep.
 from __future__ import annotations
 
 from app.engine.remote.client import RemoteReply
-from app.engine.runtime.request import GenerationResult
-from app.engine.runtime.stats import DecodeStats
+from app.engine.runtime.core.request import GenerationResult
+from app.engine.runtime.core.stats import DecodeStats
 
 REMOTE_MODE = "remote"
 NOT_REPORTED = "the server does not report draft acceptance"

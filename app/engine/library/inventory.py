@@ -27,7 +27,7 @@ from app.engine.library.disk import (
 )
 from app.engine.library.formats import ModelFormat, model_format
 from app.engine.library.projectors import Projector, projectors_of
-from app.engine.runtime.demo_model import MODELS_DIR
+from app.engine.runtime.core.demo_model import MODELS_DIR
 
 BUNDLED = "bundled"
 HF_CACHE = "hf-cache"

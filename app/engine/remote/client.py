@@ -25,8 +25,8 @@ from app.engine.remote.acceptance import (
     from_llama_timings,
     from_mtp_extension,
 )
-from app.engine.runtime.prompting import ChatMessage
-from app.engine.runtime.sampling import SamplerSettings
+from app.engine.runtime.chat_format.prompting import ChatMessage
+from app.engine.runtime.sampling.sampler import SamplerSettings
 
 CONNECT_SECONDS = 10.0
 READ_SECONDS = 600.0  # a big model on a busy cluster may take minutes for the first token

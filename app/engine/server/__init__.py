@@ -1,12 +1,14 @@
-"""An OpenAI-compatible HTTP server over the MTP runtime (``mtp-studio serve``).
+"""An OpenAI- and Anthropic-compatible HTTP server over the MTP runtime (``mtp-studio serve``).
 
 Editors, Open WebUI and scripts using the ``openai`` client call it like any OpenAI endpoint; every
 reply also carries the request's MTP statistics in an ``mtp`` extension object (as llama-server's
 ``timings`` does). One model runs in the runtime's worker process; requests wait in a bounded FIFO
-(:mod:`scheduler`), :func:`app.build_app` is the Starlette application and :class:`ServerConfig`
-its settings. Qt-free: the Server panel runs this in a subprocess.
+(:mod:`.core.scheduler`), :func:`.app.build_app` is the Starlette application and
+:class:`ServerConfig` its settings. Rooms: :mod:`.core` (what both APIs share), :mod:`.openai` and
+:mod:`.anthropic` (each API's parsing, replies and routes; neither imports the other), :mod:`.app`
+(wires them). Qt-free: the Server panel runs this in a subprocess.
 """
 
-from app.engine.server.config import ServerConfig, check_bind
+from app.engine.server.core.config import ServerConfig, check_bind
 
 __all__ = ["ServerConfig", "check_bind"]

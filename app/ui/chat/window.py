@@ -5,16 +5,17 @@ conversations list, the transcript with the banner and the composer, and the set
 by side.
 
 The window only lays these out and hands the work to one object each: the local model
-(:mod:`~app.ui.chat.model_choice`), the servers (:mod:`~app.ui.chat.remote_connections`), the
-conversations (:mod:`~app.ui.chat.conversation_control`) and the replies
-(:mod:`~app.ui.chat.reply_control`); which model or server answers is their shared
-:class:`~app.ui.chat.reply_target.ReplyTarget`. Conversations live in the :class:`HistoryStore`
-(each reply is written there while it streams, by the bridge thread); inference runs in the
-runtime's worker process behind the :class:`RuntimeBridge`; model discovery and the backend probe
-run in background threads. Nothing here waits, so the window stays responsive while a model
-loads and while tokens stream. A load failure or a worker crash is shown as the runtime's
-readable message (cause and fix) in the banner beside the conversation, which stays intact; the
-next message starts a fresh worker.
+(:mod:`~app.ui.chat.controls.model_choice`), the servers
+(:mod:`~app.ui.chat.controls.remote_connections`), the conversations
+(:mod:`~app.ui.chat.controls.conversation_control`) and the replies
+(:mod:`~app.ui.chat.controls.reply_control`); which model or server answers is their shared
+:class:`~app.ui.chat.bridges.reply_target.ReplyTarget`. Conversations live in the
+:class:`HistoryStore` (each reply is written there while it streams, by the bridge thread);
+inference runs in the runtime's worker process behind the :class:`RuntimeBridge`; model discovery
+and the backend probe run in background threads. Nothing here waits, so the window stays responsive
+while a model loads and while tokens stream. A load failure or a worker crash is shown as the
+runtime's readable message (cause and fix) in the banner beside the conversation, which stays
+intact; the next message starts a fresh worker.
 """
 
 from __future__ import annotations
@@ -30,29 +31,29 @@ from app.engine.chat.connections import CONNECTIONS_FILE_NAME, ConnectionStore
 from app.engine.chat.history import HISTORY_FILE_NAME, HistoryStore
 from app.engine.chat.model_files import ModelDescription
 from app.engine.errors import MtpStudioError
-from app.engine.runtime.demo_model import MODELS_DIR
+from app.engine.runtime.core.demo_model import MODELS_DIR
 from app.engine.settings import AppDirs, Settings
 from app.engine.store import JobStore
-from app.ui.chat.backend_probe import show_backend
-from app.ui.chat.banner import Banner
-from app.ui.chat.bridge import RuntimeBridge
-from app.ui.chat.compare_dialog import CompareDialog
-from app.ui.chat.composer import Composer
-from app.ui.chat.connect_dialog import ConnectDialog
-from app.ui.chat.conversation_control import ConversationControl
-from app.ui.chat.conversation_list import ConversationList
-from app.ui.chat.convert_action import ConvertAction
-from app.ui.chat.graft_action import GraftAction
-from app.ui.chat.model_bar import ModelBar
-from app.ui.chat.model_choice import ModelChoice
-from app.ui.chat.remote_bridge import RemoteBridge
-from app.ui.chat.remote_connections import RemoteConnections
-from app.ui.chat.remote_controls import RemoteControls
-from app.ui.chat.reply_control import ReplyControl
-from app.ui.chat.reply_target import ReplyTarget
-from app.ui.chat.settings_panel import SettingsPanel
-from app.ui.chat.template_dialog import show_template
-from app.ui.chat.transcript import TranscriptView
+from app.ui.chat.bridges.remote_bridge import RemoteBridge
+from app.ui.chat.bridges.reply_target import ReplyTarget
+from app.ui.chat.bridges.runtime_bridge import RuntimeBridge
+from app.ui.chat.controls.compare_dialog import CompareDialog
+from app.ui.chat.controls.conversation_control import ConversationControl
+from app.ui.chat.controls.convert_action import ConvertAction
+from app.ui.chat.controls.graft_action import GraftAction
+from app.ui.chat.controls.model_choice import ModelChoice
+from app.ui.chat.controls.remote_connections import RemoteConnections
+from app.ui.chat.controls.remote_controls import RemoteControls
+from app.ui.chat.controls.reply_control import ReplyControl
+from app.ui.chat.transcript.column import TranscriptView
+from app.ui.chat.widgets.backend_probe import show_backend
+from app.ui.chat.widgets.banner import Banner
+from app.ui.chat.widgets.composer import Composer
+from app.ui.chat.widgets.connect_dialog import ConnectDialog
+from app.ui.chat.widgets.conversation_list import ConversationList
+from app.ui.chat.widgets.model_bar import ModelBar
+from app.ui.chat.widgets.settings_panel import SettingsPanel
+from app.ui.chat.widgets.template_dialog import show_template
 from app.ui.jobs.runner import JobRunner
 
 

@@ -50,7 +50,7 @@ from app.engine.library.inventory import (
     LibrarySources,
     build_inventory,
 )
-from app.engine.runtime.demo_model import MODELS_DIR
+from app.engine.runtime.core.demo_model import MODELS_DIR
 from app.engine.settings import AppDirs, Settings, SettingsStore, hf_hub_cache
 from app.engine.units import format_bytes
 from app.ui.background import run_in_background

@@ -1,11 +1,11 @@
 """The Server panel: start and stop a local OpenAI- and Anthropic-compatible server, see who
 calls it.
 
-The server runs as a ``mtp-studio serve --log-format json`` subprocess (a :class:`QProcess`, so
-the GUI thread never waits on it, and a crash in the server cannot take the window down). Its
-stderr lines are read as they come: the ``listening`` event gives the URLs of both APIs to copy
-and a ready-to-paste client set-up for each (:mod:`client_snippets`), each ``request`` event a
-line in the live log and the latest decode speed and acceptance.
+The server runs as a ``mtp-studio serve --log-format json`` subprocess (a :class:`QProcess`, so the
+GUI thread never waits on it, and a crash in the server cannot take the window down). Its stderr
+lines are read as they come: the ``listening`` event gives the URLs of both APIs to copy and a
+ready-to-paste client set-up for each (:mod:`~app.engine.server.core.client_snippets`), each
+``request`` event a line in the live log and the latest decode speed and acceptance.
 """
 
 from __future__ import annotations
@@ -31,12 +31,16 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.errors import RuntimeBackendError
-from app.engine.runtime.demo_model import demo_model_path
-from app.engine.runtime.depth_policy import AUTO, AUTO_MAX_DEPTH
-from app.engine.runtime.request import MAX_DRAFT_DEPTH
-from app.engine.server.client_snippets import ClientSnippet, anthropic_base_url, client_snippets
-from app.engine.server.config import DEFAULT_PORT
-from app.engine.server.request_log import RequestLogEntry
+from app.engine.runtime.core.demo_model import demo_model_path
+from app.engine.runtime.core.request import MAX_DRAFT_DEPTH
+from app.engine.runtime.speculative.depth_policy import AUTO, AUTO_MAX_DEPTH
+from app.engine.server.core.client_snippets import (
+    ClientSnippet,
+    anthropic_base_url,
+    client_snippets,
+)
+from app.engine.server.core.config import DEFAULT_PORT
+from app.engine.server.core.request_log import RequestLogEntry
 
 LOG_LINES = 500
 STOP_GRACE_MS = 5000

@@ -18,9 +18,9 @@ from mlx_lm import convert
 
 from app.engine.mtp.extract import extract_mtp
 from app.engine.mtp.source import LocalFolderSource
-from app.engine.runtime.backend import LoadSettings
-from app.engine.runtime.demo_model import MODELS_DIR
-from app.engine.runtime.mlx_backend import MlxBackend
+from app.engine.runtime.backends.mlx.backend import MlxBackend
+from app.engine.runtime.core.backend import LoadSettings
+from app.engine.runtime.core.demo_model import MODELS_DIR
 
 DEMO_HF = MODELS_DIR / "demo-mtp-hf"
 DEMO_FP8 = MODELS_DIR / "demo-mtp-fp8"

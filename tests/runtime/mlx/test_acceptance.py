@@ -18,16 +18,16 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from app.engine.runtime.acceptance import AcceptMode
-from app.engine.runtime.backend import DecodeBackend, LoadSettings
-from app.engine.runtime.demo_model import demo_model_path
-from app.engine.runtime.generation import generate
-from app.engine.runtime.llama_cpp_backend import LlamaCppBackend
-from app.engine.runtime.mlx_backend import MlxBackend
-from app.engine.runtime.prompting import ChatMessage
-from app.engine.runtime.request import GenerationRequest
-from app.engine.runtime.sampling import SamplerSettings, distribution
-from app.engine.runtime.stats import combined_stats
+from app.engine.runtime.backends.llama_cpp.backend import LlamaCppBackend
+from app.engine.runtime.backends.mlx.backend import MlxBackend
+from app.engine.runtime.chat_format.prompting import ChatMessage
+from app.engine.runtime.core.backend import DecodeBackend, LoadSettings
+from app.engine.runtime.core.demo_model import demo_model_path
+from app.engine.runtime.core.request import GenerationRequest
+from app.engine.runtime.core.stats import combined_stats
+from app.engine.runtime.sampling.acceptance import AcceptMode
+from app.engine.runtime.sampling.sampler import SamplerSettings, distribution
+from app.engine.runtime.speculative.generation import generate
 from tests.runtime.chi_square import chi_square_critical
 from tests.runtime.mlx.conftest import DEMO_HF, SETTINGS
 

@@ -14,10 +14,10 @@ import mlx.core as mx
 import pytest
 
 from app.engine.errors import RuntimeBackendError
-from app.engine.runtime import backends
-from app.engine.runtime.client import RuntimeClient
-from app.engine.runtime.request import GenerationRequest
-from app.engine.runtime.sampling import SamplerSettings
+from app.engine.runtime.backends import choice as backends
+from app.engine.runtime.core.request import GenerationRequest
+from app.engine.runtime.process.client import RuntimeClient
+from app.engine.runtime.sampling.sampler import SamplerSettings
 from tests.runtime.mlx.conftest import SETTINGS, MlxDemo
 from tests.runtime.mlx.tiny_models import DEEPSEEK_V3, LLAMA, write_nextn_sidecar, write_tiny_folder
 

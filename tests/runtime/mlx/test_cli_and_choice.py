@@ -11,13 +11,13 @@ import pytest
 from app.cli import main
 from app.engine.chat.discovery import ModelSources, discover_models
 from app.engine.chat.model_files import HF_FOLDER, describe_model
-from app.engine.runtime.backends import LLAMA_CPP, MLX, choose_backend
-from app.engine.runtime.demo_model import demo_model_path
-from app.engine.runtime.generation import generate
-from app.engine.runtime.mlx_backend import MlxBackend
-from app.engine.runtime.prompting import ChatMessage
-from app.engine.runtime.request import GenerationRequest
-from app.engine.runtime.sampling import SamplerSettings
+from app.engine.runtime.backends.choice import LLAMA_CPP, MLX, choose_backend
+from app.engine.runtime.backends.mlx.backend import MlxBackend
+from app.engine.runtime.chat_format.prompting import ChatMessage
+from app.engine.runtime.core.demo_model import demo_model_path
+from app.engine.runtime.core.request import GenerationRequest
+from app.engine.runtime.sampling.sampler import SamplerSettings
+from app.engine.runtime.speculative.generation import generate
 from tests.runtime.mlx.conftest import MlxDemo
 from tests.store.isolation import isolate
 

@@ -8,11 +8,11 @@ import json
 import jsonschema
 import pytest
 
-from app.engine.runtime.constraint import json_schema_constraint
-from app.engine.runtime.generation import generate
-from app.engine.runtime.mlx_backend import MlxBackend
-from app.engine.runtime.prompting import ChatMessage
-from app.engine.runtime.request import GenerationRequest, GenerationResult
+from app.engine.runtime.backends.mlx.backend import MlxBackend
+from app.engine.runtime.chat_format.constraint import json_schema_constraint
+from app.engine.runtime.chat_format.prompting import ChatMessage
+from app.engine.runtime.core.request import GenerationRequest, GenerationResult
+from app.engine.runtime.speculative.generation import generate
 
 SCHEMA = {
     "type": "object",

@@ -11,15 +11,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.engine.runtime.acceptance import AcceptMode
-from app.engine.runtime.depth_policy import DepthPolicies
-from app.engine.runtime.generation import generate, prompt_tokens
-from app.engine.runtime.mlx_backend import MlxBackend
-from app.engine.runtime.prompting import ChatMessage
-from app.engine.runtime.request import GenerationRequest, GenerationResult
-from app.engine.runtime.sampling import SamplerSettings, greedy_token
-from app.engine.runtime.speculative import SpeculativeDecoder
-from app.engine.runtime.stats import StatsRecorder
+from app.engine.runtime.backends.mlx.backend import MlxBackend
+from app.engine.runtime.chat_format.prompting import ChatMessage
+from app.engine.runtime.core.request import GenerationRequest, GenerationResult
+from app.engine.runtime.core.stats import StatsRecorder
+from app.engine.runtime.sampling.acceptance import AcceptMode
+from app.engine.runtime.sampling.sampler import SamplerSettings, greedy_token
+from app.engine.runtime.speculative.cycle import SpeculativeDecoder
+from app.engine.runtime.speculative.depth_policy import DepthPolicies
+from app.engine.runtime.speculative.generation import generate, prompt_tokens
 
 PROMPTS = (
     "Write a Python function that returns the largest of three numbers.",

@@ -17,10 +17,10 @@ import mlx.core as mx
 import numpy as np
 import pytest
 
-from app.engine.runtime.generation import generate
-from app.engine.runtime.mlx_backend import MlxBackend
-from app.engine.runtime.request import GenerationRequest
-from app.engine.runtime.sampling import SamplerSettings, greedy_token
+from app.engine.runtime.backends.mlx.backend import MlxBackend
+from app.engine.runtime.core.request import GenerationRequest
+from app.engine.runtime.sampling.sampler import SamplerSettings, greedy_token
+from app.engine.runtime.speculative.generation import generate
 from tests.runtime.mlx.conftest import DEMO_HF, SETTINGS, MlxDemo
 from tests.runtime.mlx.tiny_models import (
     DEEPSEEK_V3,

@@ -18,14 +18,14 @@ import mlx.core as mx
 import numpy as np
 import pytest
 
-from app.engine.runtime import mlx_backend
-from app.engine.runtime.backend import LoadSettings, PrefixReuse
-from app.engine.runtime.generation import generate, prompt_tokens
-from app.engine.runtime.mlx_backend import MlxBackend
-from app.engine.runtime.prefix_cache import CHECKPOINT_MIN_GAP
-from app.engine.runtime.prompting import ChatMessage
-from app.engine.runtime.request import GenerationRequest, GenerationResult
-from app.engine.runtime.sampling import SamplerSettings
+from app.engine.runtime.backends.mlx import backend as mlx_backend
+from app.engine.runtime.backends.mlx.backend import MlxBackend
+from app.engine.runtime.backends.prefix_cache import CHECKPOINT_MIN_GAP
+from app.engine.runtime.chat_format.prompting import ChatMessage
+from app.engine.runtime.core.backend import LoadSettings, PrefixReuse
+from app.engine.runtime.core.request import GenerationRequest, GenerationResult
+from app.engine.runtime.sampling.sampler import SamplerSettings
+from app.engine.runtime.speculative.generation import generate, prompt_tokens
 from tests.runtime.mlx.conftest import SETTINGS, MlxDemo
 from tests.runtime.mlx.tiny_models import GLM4_MOE, write_nextn_sidecar, write_tiny_folder
 

@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 from mlx_lm.models.cache import ArraysCache
 
-from app.engine.runtime.generation import generate, prompt_tokens
-from app.engine.runtime.mlx_backend import MlxBackend
-from app.engine.runtime.prompting import ChatMessage
-from app.engine.runtime.request import GenerationRequest, GenerationResult
-from app.engine.runtime.sampling import SamplerSettings, greedy_token
+from app.engine.runtime.backends.mlx.backend import MlxBackend
+from app.engine.runtime.chat_format.prompting import ChatMessage
+from app.engine.runtime.core.request import GenerationRequest, GenerationResult
+from app.engine.runtime.sampling.sampler import SamplerSettings, greedy_token
+from app.engine.runtime.speculative.generation import generate, prompt_tokens
 from tests.runtime.mlx.conftest import SETTINGS, MlxDemo
 from tests.runtime.mlx.tiny_models import QWEN3_NEXT, write_qwen_sidecar, write_tiny_folder
 

@@ -18,7 +18,7 @@ import mlx.core as mx
 import mlx.nn as nn
 from mlx.utils import tree_flatten
 
-from app.engine.runtime.demo_model import MODELS_DIR
+from app.engine.runtime.core.demo_model import MODELS_DIR
 
 DEMO_HF = MODELS_DIR / "demo-mtp-hf"
 VOCAB = 4096  # the demo tokenizer's

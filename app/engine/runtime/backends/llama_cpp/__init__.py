@@ -1,0 +1,1 @@
+"""The llama.cpp backend, driven through llama-cpp-python's low-level ctypes layer."""

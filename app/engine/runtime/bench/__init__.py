@@ -1,0 +1,1 @@
+"""Benchmarks over the runtime (`mtp-studio bench decode|chat`), and the llama-server peer."""

@@ -1,0 +1,183 @@
+"""Chat messages → prompt text with the model's own chat template (``tokenizer.chat_template``).
+
+A model answers well only in the turn format it was trained on, and that format ships inside the
+GGUF as a Jinja template (the Hugging Face convention). It is rendered here in a sandbox, with
+the variables templates expect (``messages``, ``add_generation_prompt``, ``bos_token``,
+``eos_token``, ``raise_exception``, ``strftime_now``, and ``tools`` when the request offers
+tools). A model without a template gets the plain text of its messages, with a note.
+
+Tool turns (an assistant message with ``tool_calls``, ``tool`` result messages) go to a template
+that handles tools as Hugging Face passes them. A template that never mentions tools (the demo
+model's) gets them in the Hermes/Qwen convention instead: the tools described in a system note,
+calls written as ``<tool_call>`` blocks in the assistant's text, results as ``<tool_response>``
+blocks in a user turn.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import NoReturn
+
+import jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from app.engine.errors import RuntimeBackendError
+from app.engine.runtime.chat_format.tools import CALL_CLOSE, CALL_OPEN, ToolCall, ToolSpec
+
+TOOLS_NOTE = """# Tools
+
+You may call one or more functions to assist with the user query.
+
+You are provided with function signatures within <tools></tools> XML tags:
+<tools>
+{tools}
+</tools>
+
+For each function call, return a json object with function name and arguments within \
+<tool_call></tool_call> XML tags:
+<tool_call>
+{{"name": <function-name>, "arguments": <args-json-object>}}
+</tool_call>"""
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    """One turn. An assistant turn may carry ``tool_calls``; a ``tool`` turn answers the call
+    ``tool_call_id`` (of the function ``name``)."""
+
+    role: str
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+def _raise_exception(message: str) -> NoReturn:
+    raise jinja2.TemplateError(message)
+
+
+def _strftime_now(format_string: str) -> str:
+    return datetime.now().strftime(format_string)
+
+
+def _tojson(
+    value: object, indent: int | None = None, separators: tuple[str, str] | None = None
+) -> str:
+    """Hugging Face's ``tojson``: keys in their given order, non-ASCII text kept (Jinja's own
+    sorts keys, which is not the order tool schemas were trained in)."""
+    return json.dumps(value, ensure_ascii=False, indent=indent, separators=separators)
+
+
+@functools.lru_cache(maxsize=4)
+def _compiled(template: str) -> jinja2.Template:
+    """Compiling a large template takes milliseconds; a chat renders the same one every turn."""
+    environment = ImmutableSandboxedEnvironment(
+        trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"]
+    )
+    environment.globals.update(raise_exception=_raise_exception, strftime_now=_strftime_now)
+    environment.filters["tojson"] = _tojson
+    return environment.from_string(template)
+
+
+def render_chat(
+    template: str | None,
+    messages: Sequence[ChatMessage],
+    *,
+    special_tokens: dict[str, str],
+    model_name: str,
+    add_generation_prompt: bool = True,
+    tools: Sequence[ToolSpec] = (),
+) -> str:
+    """The prompt text for ``messages``, followed by the assistant turn's opening unless
+    ``add_generation_prompt`` is False; ``tools`` are offered to the model."""
+    if template is None or not handles_tools(template):
+        messages = hermes_messages(messages, tools)
+        tools = ()
+    if template is None:
+        return "\n".join(message.content for message in messages)
+    extra = {"tools": [tool.as_template_value() for tool in tools]} if tools else {}
+    try:
+        return _compiled(template).render(
+            messages=[_template_value(message) for message in messages],
+            add_generation_prompt=add_generation_prompt,
+            **special_tokens,
+            **extra,
+        )
+    except jinja2.TemplateError as exc:
+        raise RuntimeBackendError(
+            f"the chat template in {model_name} (tokenizer.chat_template) failed: {exc}; "
+            "fix the template in the GGUF or send a raw prompt instead of chat messages"
+        ) from exc
+
+
+def handles_tools(template: str) -> bool:
+    """True when the template renders tools and tool turns itself."""
+    return "tools" in template and "tool_calls" in template
+
+
+def _template_value(message: ChatMessage) -> dict[str, object]:
+    value: dict[str, object] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        value["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": _json_or_text(call.arguments)},
+            }
+            for call in message.tool_calls
+        ]
+    if message.tool_call_id is not None:
+        value["tool_call_id"] = message.tool_call_id
+    if message.name is not None:
+        value["name"] = message.name
+    return value
+
+
+def _json_or_text(arguments: str) -> object:
+    """Templates write ``arguments | tojson``: they want the object, as Hugging Face passes it."""
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return arguments
+
+
+def hermes_messages(
+    messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]
+) -> list[ChatMessage]:
+    """Tool turns as plain text turns in the Hermes/Qwen convention, for a template that has
+    no tool support; ``tools`` become a system note (joined to the first system message)."""
+    plain: list[ChatMessage] = []
+    for message in messages:
+        if message.role == "tool":
+            response = f"<tool_response>\n{message.content}\n</tool_response>"
+            if (
+                plain
+                and plain[-1].role == "user"
+                and plain[-1].content.endswith("</tool_response>")
+            ):
+                plain[-1] = ChatMessage("user", f"{plain[-1].content}\n{response}")
+            else:
+                plain.append(ChatMessage("user", response))
+        elif message.tool_calls:
+            blocks = [
+                f'{CALL_OPEN}\n{{"name": {json.dumps(call.name)}, "arguments": '
+                f"{call.arguments}}}\n{CALL_CLOSE}"
+                for call in message.tool_calls
+            ]
+            text = "\n".join([message.content, *blocks] if message.content else blocks)
+            plain.append(ChatMessage(message.role, text))
+        else:
+            plain.append(ChatMessage(message.role, message.content))
+    if tools:
+        note = TOOLS_NOTE.format(
+            tools="\n".join(json.dumps(tool.as_template_value()) for tool in tools)
+        )
+        if plain and plain[0].role == "system":
+            plain[0] = ChatMessage("system", f"{plain[0].content}\n\n{note}")
+        else:
+            plain.insert(0, ChatMessage("system", note))
+    return plain

@@ -1,0 +1,307 @@
+"""The caller's side of the inference worker: load a model, stream generations, cancel, close.
+
+This is the API the CLI and the chat window use::
+
+    client = RuntimeClient(path)                 # checks the file and backend, starts nothing
+    client.choice                                # BackendChoice: which backend and why
+    info = client.load()                         # spawns the worker, loads the model
+    stream = client.start(GenerationRequest(...))
+    for chunk in stream:                         # TokenChunk: token ids, text, DecodeStats so far
+        ...
+    result = stream.result                       # GenerationResult (text, ids, stats, reason)
+    stream.cancel()                              # from any thread; the worker stops promptly
+    client.close()
+
+The worker is a ``spawn``-ed process. If it dies (a native abort, out of memory, a kill), the
+stream raises a clear :class:`RuntimeBackendError` and the next request starts a fresh worker.
+A worker that does not stop within ``cancel_grace_seconds`` of a cancel is terminated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import multiprocessing
+import secrets
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+
+from app.engine.errors import RuntimeBackendError
+from app.engine.runtime.backends.choice import MLX, BackendChoice, choose_backend
+from app.engine.runtime.core.backend import LoadSettings, ModelInfo
+from app.engine.runtime.core.request import GenerationRequest, GenerationResult, TokenChunk
+from app.engine.runtime.core.stats import StatsRecorder
+from app.engine.runtime.process.messages import (
+    CancelGeneration,
+    ChunkMessage,
+    GenerationFinished,
+    LoadModel,
+    ModelLoaded,
+    Shutdown,
+    StartGeneration,
+    WorkerFailure,
+)
+from app.engine.runtime.process.worker import worker_main
+
+_POLL_SECONDS = 0.05
+_SHUTDOWN_SECONDS = 5.0
+
+
+class RuntimeClient:
+    """One model served by one worker process (restarted on demand after a crash)."""
+
+    def __init__(
+        self,
+        model_path: Path,
+        *,
+        backend: str = "auto",
+        settings: LoadSettings | None = None,
+        sidecar: Path | None = None,
+        cancel_grace_seconds: float = 10.0,
+    ) -> None:
+        self._model_path = Path(model_path)
+        self.choice: BackendChoice = choose_backend(backend, self._model_path)
+        self._backend = self.choice.name
+        self._settings = settings or LoadSettings()
+        self._sidecar = _checked_sidecar(sidecar, self.choice) if sidecar is not None else None
+        self._cancel_grace_seconds = cancel_grace_seconds
+        self._process: BaseProcess | None = None
+        self._connection: Connection | None = None
+        self._info: ModelInfo | None = None
+        self._send_lock = threading.Lock()
+        self._next_request_id = 1
+        self._active: GenerationStream | None = None
+
+    @property
+    def info(self) -> ModelInfo | None:
+        """The loaded model's description (None before :meth:`load`)."""
+        return self._info
+
+    @property
+    def worker_pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    @property
+    def sidecar(self) -> Path | None:
+        """The MTP sidecar this model loads with (None: the folder's own head, or none)."""
+        return self._sidecar
+
+    def load(self, sidecar: Path | None = None) -> ModelInfo:
+        """Start the worker and load the model (no-op when already loaded and alive).
+
+        ``sidecar`` replaces the MTP sidecar given to the constructor; the worker then reloads.
+        """
+        if sidecar is not None and sidecar != self._sidecar:
+            self._sidecar = _checked_sidecar(sidecar, self.choice)
+            self._info = None
+        if self._info is not None and self._process is not None and self._process.is_alive():
+            return self._info
+        self._stop_worker()
+        context = multiprocessing.get_context("spawn")
+        parent_end, child_end = context.Pipe(duplex=True)
+        process = context.Process(
+            target=worker_main, args=(child_end,), name="mtp-studio-inference", daemon=True
+        )
+        process.start()
+        child_end.close()
+        self._process, self._connection = process, parent_end
+        self._send(LoadModel(self._backend, self._model_path, self._settings, self._sidecar))
+        reply = self._receive("loading the model")
+        if isinstance(reply, WorkerFailure):
+            self._stop_worker()
+            _raise_failure(reply)
+        if not isinstance(reply, ModelLoaded):
+            self._stop_worker()
+            raise RuntimeBackendError(f"the inference worker answered a load with {reply!r}")
+        self._info = reply.info
+        return reply.info
+
+    def start(self, request: GenerationRequest) -> GenerationStream:
+        """Begin a generation; iterate the returned stream for its chunks."""
+        if self._active is not None and self._active.result is None and self._active.alive:
+            raise RuntimeBackendError(
+                "a generation is already running on this model; cancel it or wait for it first"
+            )
+        if request.sampler.seed is None:  # fixed here so even a killed stream reports it
+            sampler = dataclasses.replace(request.sampler, seed=secrets.randbits(63))
+            request = dataclasses.replace(request, sampler=sampler)
+        self.load()
+        request_id = self._next_request_id
+        self._next_request_id += 1
+        self._send(StartGeneration(request_id, request))
+        self._active = GenerationStream(self, request_id, request)
+        return self._active
+
+    def generate(
+        self, request: GenerationRequest, on_chunk: Callable[[TokenChunk], None] | None = None
+    ) -> GenerationResult:
+        """Run ``request`` to completion, calling ``on_chunk`` for every streamed chunk."""
+        stream = self.start(request)
+        for chunk in stream:
+            if on_chunk is not None:
+                on_chunk(chunk)
+        assert stream.result is not None
+        return stream.result
+
+    def close(self) -> None:
+        """Stop the worker and free the model."""
+        if self._connection is not None and self._process is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._send(Shutdown())
+            self._process.join(_SHUTDOWN_SECONDS)
+        self._stop_worker()
+
+    def __enter__(self) -> RuntimeClient:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # --- used by GenerationStream -------------------------------------------------------------
+
+    def _send(self, message: object) -> None:
+        if self._connection is None:
+            raise RuntimeBackendError("the inference worker is not running; load the model first")
+        with self._send_lock:
+            self._connection.send(message)
+
+    def _receive(self, doing: str, deadline: float | None = None) -> object | None:
+        """The next message, or None once ``deadline`` passes; raises if the worker dies."""
+        connection, process = self._connection, self._process
+        if connection is None or process is None:
+            raise RuntimeBackendError("the inference worker is not running; load the model first")
+        while True:
+            try:
+                if connection.poll(_POLL_SECONDS):
+                    return connection.recv()
+            except (EOFError, OSError):
+                raise self._worker_died(doing) from None
+            if not process.is_alive():
+                raise self._worker_died(doing)
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
+
+    def _worker_died(self, doing: str) -> RuntimeBackendError:
+        process = self._process
+        how = "unknown cause"
+        if process is not None:
+            process.join(1.0)
+            code = process.exitcode
+            if code is not None and code < 0:
+                how = f"killed by {signal.Signals(-code).name}"
+            elif code is not None:
+                how = f"exit code {code}"
+        self._stop_worker()
+        return RuntimeBackendError(
+            f"the {self._backend} worker stopped unexpectedly while {doing} "
+            f"{self._model_path.name} ({how}) — a native crash or out of memory in the inference "
+            "library; the next request starts a fresh worker"
+        )
+
+    def _stop_worker(self) -> None:
+        """Kill the worker if it still runs (it holds nothing that needs a graceful exit)."""
+        if self._process is not None and self._process.is_alive():
+            self._process.kill()
+            self._process.join()
+        if self._connection is not None:
+            self._connection.close()
+        self._process, self._connection, self._info = None, None, None
+
+
+class GenerationStream:
+    """The chunks of one generation, then its :attr:`result`. :meth:`cancel` is thread-safe."""
+
+    def __init__(self, client: RuntimeClient, request_id: int, request: GenerationRequest) -> None:
+        self._client = client
+        self._request_id = request_id
+        self._request = request
+        self._cancel_deadline: float | None = None
+        self._token_ids: list[int] = []
+        self._text: list[str] = []
+        self._last_chunk: TokenChunk | None = None
+        self.alive = True
+        self.result: GenerationResult | None = None
+
+    def __iter__(self) -> Iterator[TokenChunk]:
+        try:
+            while self.result is None:
+                message = self._client._receive("generating with", self._cancel_deadline)
+                if message is None:
+                    self._client._stop_worker()
+                    self.result = self._cancelled_result()
+                elif isinstance(message, ChunkMessage) and message.request_id == self._request_id:
+                    self._token_ids.extend(message.chunk.token_ids)
+                    self._text.append(message.chunk.text)
+                    self._last_chunk = message.chunk
+                    yield message.chunk
+                elif (
+                    isinstance(message, GenerationFinished)
+                    and message.request_id == self._request_id
+                ):
+                    self.result = message.result
+                elif isinstance(message, WorkerFailure) and message.request_id in (
+                    self._request_id,
+                    None,
+                ):
+                    _raise_failure(message)
+        finally:
+            self.alive = False
+
+    def cancel(self) -> None:
+        """Ask the worker to stop after the current cycle (terminated if it does not)."""
+        if self.result is not None or self._cancel_deadline is not None:
+            return
+        self._cancel_deadline = time.monotonic() + self._client._cancel_grace_seconds
+        with contextlib.suppress(OSError, ValueError, RuntimeBackendError):
+            self._client._send(CancelGeneration(self._request_id))
+
+    def wait(self) -> GenerationResult:
+        """Consume the remaining chunks and return the result."""
+        for _chunk in self:
+            pass
+        assert self.result is not None
+        return self.result
+
+    def _cancelled_result(self) -> GenerationResult:
+        seed = self._request.sampler.seed
+        assert seed is not None, "RuntimeClient.start fixes the seed of every request"
+        if self._last_chunk is not None:
+            stats = self._last_chunk.stats
+        else:
+            mode = "ar" if self._request.mtp_depth == 0 else str(self._request.accept)
+            stats = StatsRecorder(mode=mode, depth=self._request.mtp_depth).snapshot()
+        return GenerationResult(
+            text="".join(self._text),
+            token_ids=tuple(self._token_ids),
+            prompt_token_count=stats.prompt_tokens,
+            finish_reason="cancelled",
+            stats=stats,
+            seed=seed,
+            note="the worker did not stop in time after the cancel and was restarted",
+        )
+
+
+def _checked_sidecar(sidecar: Path, choice: BackendChoice) -> Path:
+    sidecar = Path(sidecar).expanduser()
+    if choice.name != MLX:
+        raise RuntimeBackendError(
+            f"an MTP sidecar ({sidecar.name}) is used by the MLX backend with a model folder; "
+            f"{choice.name} runs GGUF files that carry their own MTP head — graft the sidecar "
+            "into the GGUF instead, or open the model's folder"
+        )
+    if not sidecar.is_file():
+        raise RuntimeBackendError(
+            f"the MTP sidecar {sidecar} does not exist; pass the path of an mtp.safetensors file"
+        )
+    return sidecar
+
+
+def _raise_failure(failure: WorkerFailure) -> None:
+    if failure.user_error:
+        raise RuntimeBackendError(failure.message)
+    raise RuntimeError(f"the inference worker hit a bug:\n{failure.message}")

@@ -1,0 +1,301 @@
+"""One request, end to end: prompt → prefill → plain or speculative decoding → result.
+
+This is the backend-agnostic loop the worker process runs. It owns the stop rules (end-of-turn
+token, ``max_tokens``, a full context, cancellation), holds every token to the request's grammar
+when it has one (a JSON schema, a forced tool call), turns tokens into text without special
+tokens, and reports a :class:`TokenChunk` (tokens, text, statistics so far) after every plain
+step or speculative cycle.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from app.engine.errors import RuntimeBackendError
+from app.engine.runtime.chat_format.constraint import GrammarState, masked
+from app.engine.runtime.chat_format.detokenizer import StreamingDetokenizer
+from app.engine.runtime.chat_format.prompting import render_chat
+from app.engine.runtime.chat_format.tools import NONE, ToolSpec, forced_call_constraint
+from app.engine.runtime.core.backend import DecodeBackend
+from app.engine.runtime.core.request import GenerationRequest, GenerationResult, TokenChunk
+from app.engine.runtime.core.stats import StatsRecorder
+from app.engine.runtime.sampling.sampler import sample
+from app.engine.runtime.speculative.cycle import SpeculativeDecoder
+from app.engine.runtime.speculative.depth_policy import DepthPolicies
+
+LANE_SWITCH_TOKENS = 256
+"""An adaptive depth's check of the losing way (plain vs drafting) waits for a request that
+recomputes fewer than this many more prompt tokens than the winning way would."""
+
+ChunkSink = Callable[[TokenChunk], None]
+CancelCheck = Callable[[], bool]
+
+
+def offered_tools(request: GenerationRequest) -> tuple[ToolSpec, ...]:
+    """The tools shown to the model: none when the request says it must not call any."""
+    return () if request.tool_choice.mode == NONE else request.tools
+
+
+def grammar_state(backend: DecodeBackend, request: GenerationRequest) -> GrammarState | None:
+    """The grammar the request's tokens are held to, if any."""
+    constraint = request.constraint or forced_call_constraint(
+        request.tools, request.tool_choice, marker=lambda text: _grammar_marker(backend, text)
+    )
+    if constraint is None:
+        return None
+    return GrammarState(constraint, backend.grammar_tokenizer(), backend.info.vocab_size)
+
+
+def _grammar_marker(backend: DecodeBackend, text: str) -> str:
+    """``text`` as a grammar terminal: the model's own special token for it where it has one
+    (Qwen's ``<tool_call>``), else the text spelled out."""
+    ids = backend.tokenize(text, parse_special=True)
+    if len(ids) == 1 and backend.grammar_tokenizer().is_special_token(ids[0]):
+        return f"<[{ids[0]}]>"
+    return json.dumps(text)
+
+
+def next_token(
+    logits: np.ndarray,
+    grammar: GrammarState | None,
+    request: GenerationRequest,
+    rng: np.random.Generator,
+) -> int:
+    """Sample the next token (among those the grammar allows) and advance the grammar."""
+    if grammar is None:
+        return sample(logits, request.sampler, rng)
+    token = sample(masked(logits, grammar.allowed()), request.sampler, rng)
+    grammar.consume(token)
+    return token
+
+
+def prompt_tokens(backend: DecodeBackend, request: GenerationRequest) -> list[int]:
+    """The prompt as token ids: chat template applied, BOS added when the model wants one."""
+    if request.messages:
+        text = render_chat(
+            backend.chat_template,
+            request.messages,
+            special_tokens=backend.special_token_texts,
+            model_name=backend.info.path.name,
+            tools=offered_tools(request),
+        )
+        tokens = backend.tokenize(text, parse_special=True)
+    else:
+        tokens = backend.tokenize(request.prompt or "", parse_special=False)
+    bos = backend.bos_token_id
+    if bos is not None and (not tokens or tokens[0] != bos):
+        tokens.insert(0, bos)
+    if not tokens:
+        raise RuntimeBackendError("the prompt is empty: type a message or pass --prompt TEXT")
+    context = backend.info.context_length
+    if len(tokens) >= context:
+        raise RuntimeBackendError(
+            f"the prompt is {len(tokens)} tokens but the context window of "
+            f"{backend.info.path.name} is {context} tokens; shorten the prompt or load the model "
+            "with a larger context (--ctx)"
+        )
+    return tokens
+
+
+def last_user_message_start(
+    backend: DecodeBackend, request: GenerationRequest, tokens: Sequence[int]
+) -> tuple[int, ...]:
+    """Where the last user message starts in ``tokens`` (empty when it cannot be told).
+
+    The backend keeps a checkpoint there, so editing that message — or sending another one in
+    its place — resumes right before it instead of at the previous checkpoint.
+    """
+    messages = request.messages
+    users = [index for index, message in enumerate(messages) if message.role == "user"]
+    if not users or users[-1] == 0 or backend.chat_template is None:
+        return ()
+    before = render_chat(
+        backend.chat_template,
+        messages[: users[-1]],
+        special_tokens=backend.special_token_texts,
+        model_name=backend.info.path.name,
+        add_generation_prompt=False,
+        tools=offered_tools(request),
+    )
+    prefix = backend.tokenize(before, parse_special=True)
+    bos = backend.bos_token_id
+    if bos is not None and (not prefix or prefix[0] != bos):
+        prefix.insert(0, bos)
+    if 0 < len(prefix) < len(tokens) and list(tokens[: len(prefix)]) == prefix:
+        return (len(prefix),)
+    return ()
+
+
+def _other_way_keeps_more(backend: DecodeBackend, tokens: Sequence[int], drafting: bool) -> bool:
+    """True when running the request the other way (plain vs drafting) would recompute at least
+    :data:`LANE_SWITCH_TOKENS` fewer prompt tokens (a backend may keep their states apart)."""
+    here = backend.reusable_prefix(tokens, with_mtp=drafting)
+    there = backend.reusable_prefix(tokens, with_mtp=not drafting)
+    return there >= here + LANE_SWITCH_TOKENS
+
+
+class _Output:
+    """Collects committed tokens, applies the stop rules and emits chunks."""
+
+    def __init__(
+        self,
+        backend: DecodeBackend,
+        request: GenerationRequest,
+        recorder: StatsRecorder,
+        emit: ChunkSink,
+    ) -> None:
+        self._backend = backend
+        self._max_tokens = request.max_tokens
+        self._recorder = recorder
+        self._emit = emit
+        self._detokenizer = StreamingDetokenizer(backend.token_bytes)
+        self.token_ids: list[int] = []
+        self.text_parts: list[str] = []
+        self.finish_reason: str | None = None
+
+    @property
+    def remaining(self) -> int:
+        return self._max_tokens - len(self.token_ids)
+
+    def commit(self, tokens: Sequence[int]) -> None:
+        kept: list[int] = []
+        for token in tokens:
+            if self._backend.is_end_of_generation(token):
+                self.finish_reason = "stop"
+                break
+            kept.append(token)
+            if len(self.token_ids) + len(kept) >= self._max_tokens:
+                self.finish_reason = "length"
+                break
+        if self._recorder.ttft_seconds == 0.0:
+            self._recorder.ttft_seconds = time.perf_counter() - self._recorder.started_at
+        self.token_ids.extend(kept)
+        self._recorder.generated_tokens = len(self.token_ids)
+        text = self._detokenizer.add(kept)
+        if self.finish_reason is not None:
+            text += self._detokenizer.flush()
+        self.text_parts.append(text)
+        self._emit(TokenChunk(tuple(kept), text, self._recorder.snapshot()))
+
+    def stop(self, reason: str) -> None:
+        """End early (cancelled, context full); a pending partial character is flushed."""
+        self.finish_reason = reason
+        self.text_parts.append(self._detokenizer.flush())
+
+
+def generate(
+    backend: DecodeBackend,
+    request: GenerationRequest,
+    *,
+    emit: ChunkSink,
+    cancelled: CancelCheck,
+    depth_policies: DepthPolicies | None = None,
+) -> GenerationResult:
+    """Run ``request`` on ``backend``, calling ``emit`` after each step or cycle.
+
+    ``depth_policies`` carries what an adaptive depth learned about ``backend`` from earlier
+    requests and sessions (the worker keeps one per loaded model and saves it after sending
+    each reply, so the write is neither in the reply's wait nor in its timings); without it
+    each request starts afresh.
+    """
+    tokens = prompt_tokens(backend, request)
+    grammar = grammar_state(backend, request)
+    note = None
+    depth = request.mtp_depth
+    if depth > 0 and not backend.info.mtp_available:
+        note = backend.info.mtp_unavailable_reason
+        depth = 0
+    elif depth > backend.info.max_draft_depth:
+        raise RuntimeBackendError(
+            f"MTP depth {depth} exceeds the depth {backend.info.max_draft_depth} this model was "
+            "loaded for; load it again with a larger maximum draft depth or lower --mtp-depth"
+        )
+    policies = depth_policies or DepthPolicies(remember=False)
+    watch = policies.draft_health.watch(backend.info.path, backend.performance_fingerprint)
+    if depth > 0 and watch.reason is not None:  # this backend's drafts were found garbage
+        note, depth = watch.reason, 0
+    mode = "ar" if depth == 0 else str(request.accept)
+    seed = request.sampler.seed if request.sampler.seed is not None else secrets.randbits(63)
+    rng = np.random.default_rng(seed)
+    recorder = StatsRecorder(
+        mode=mode,
+        depth=depth,
+        prompt_tokens=len(tokens),
+        adaptive=request.adaptive_depth and depth > 0,
+        clock=backend.cycle_clock,
+    )
+    output = _Output(backend, request, recorder, emit)
+    policy = policies.for_request(
+        depth,
+        adaptive=request.adaptive_depth,
+        model=backend.info.path,
+        machine=backend.performance_fingerprint,
+    )
+    drafting = depth > 0 and policy.drafts_this_request
+    stop = policies.confidence if request.stop_unsure_drafts else None
+    if depth > 0 and _other_way_keeps_more(backend, tokens, drafting) and policy.put_off_check():
+        drafting = policy.drafts_this_request
+
+    logits = backend.prefill(
+        tokens, with_mtp=drafting, keep_at=last_user_message_start(backend, request, tokens)
+    )
+    recorder.prompt_reused_tokens = backend.last_prefix_reuse.reused_tokens
+    recorder.prefill_done()
+    last = next_token(logits, grammar, request, rng)
+    output.commit([last])
+
+    try:
+        decoder = SpeculativeDecoder(
+            backend, request.sampler, request.accept, rng, recorder, grammar
+        )
+        context = backend.info.context_length
+        clock = backend.cycle_clock
+        while output.finish_reason is None:
+            if cancelled():
+                output.stop("cancelled")
+                break
+            room = context - backend.committed_length - 1
+            if room < 0:
+                output.stop("context")
+                break
+            if depth == 0:
+                last = next_token(backend.step(last), grammar, request, rng)
+                output.commit([last])
+                continue
+            if not drafting:  # an adaptive request the policy runs plainly: time its steps
+                started, wall_started = clock(), time.perf_counter()
+                last = next_token(backend.step(last), grammar, request, rng)
+                policy.observe(0, 0, clock() - started)
+                recorder.verify_seconds += time.perf_counter() - wall_started
+                recorder.verify_calls += 1
+                recorder.record_cycle(0, 0)
+                output.commit([last])
+                continue
+            cycle_depth = policy.choose(min(room, output.remaining - 1))
+            if watch.reason is not None:  # found garbage in this request: plain from here on
+                cycle_depth = 0
+            started = clock()
+            cycle = decoder.cycle(last, cycle_depth, stop)
+            policy.observe(cycle.drafted, cycle.accepted, clock() - started)
+            watch.observe(cycle.drafted, cycle.accepted)
+            last = cycle.tokens[-1]
+            output.commit(cycle.tokens)
+    except BaseException:
+        backend.reset()  # a step that failed half-way leaves a state nothing may reuse
+        raise
+
+    return GenerationResult(
+        text="".join(output.text_parts),
+        token_ids=tuple(output.token_ids),
+        prompt_token_count=len(tokens),
+        finish_reason=output.finish_reason,
+        stats=recorder.snapshot(),
+        seed=seed,
+        note=note or (watch.reason if depth > 0 else None),
+        kept_state_bytes=backend.kept_state_bytes,
+    )

@@ -1,0 +1,1 @@
+"""Anthropic's Messages API: messages, count_tokens, content blocks and tool use."""

@@ -1,0 +1,167 @@
+"""The request fields both APIs share: the model name, length, sampling, seed, ``mtp_depth`` and
+stop strings, checked by name and turned into the runtime's :class:`GenerationRequest`.
+
+Sampling fields follow OpenAI's names and defaults (temperature 1, top_p 1) plus the ones local
+servers commonly accept (top_k, min_p, seed; seed -1 means random). ``mtp_depth`` is an
+extension: ``"auto"`` or a fixed depth for one request (0 turns MTP off), up to the depth the
+model was loaded for. A request without ``max_tokens`` may fill the context. Every refusal
+names the field and the accepted values; quoted values are cut short (:mod:`.echo`). Each API's
+parser (:mod:`app.engine.server.openai.parsing`, :mod:`app.engine.server.anthropic.parsing`)
+reads its own message shapes and ends in one :class:`ParsedRequest`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from app.engine.errors import RuntimeBackendError
+from app.engine.runtime.chat_format.tools import NONE
+from app.engine.runtime.core.request import MAX_DRAFT_DEPTH, GenerationRequest
+from app.engine.runtime.sampling.sampler import SamplerSettings
+from app.engine.runtime.speculative.depth_policy import AUTO
+from app.engine.server.core.api_errors import bad_request
+from app.engine.server.core.depth import DepthSetting, allowed_depths, deepest
+from app.engine.server.core.echo import clean, echo
+
+RANDOM_SEED = -1  # llama.cpp's convention: a fresh seed per request
+MAX_SEED = 2**64 - 1
+MAX_WHOLE_NUMBER = 2**64 - 1
+RUNTIME_MESSAGE_CHARACTERS = 200
+
+
+@dataclass(frozen=True)
+class ParsedRequest:
+    """What a completion request asks for: the generation, its stop strings and how to reply."""
+
+    model: str | None
+    generation: GenerationRequest
+    stop: tuple[str, ...]
+    stream: bool
+    include_usage_chunk: bool
+
+
+@dataclass(frozen=True)
+class RequestDefaults:
+    """What a request gets for the fields it leaves out, and the deepest ``mtp_depth`` it may
+    ask for (the depth the model was loaded for)."""
+
+    depth: DepthSetting
+    max_tokens: int
+    """A request without ``max_tokens``: the server's ``--max-tokens``, else the context size
+    (the runtime ends such a reply when the context is full)."""
+    max_depth: int = MAX_DRAFT_DEPTH
+
+
+def json_object(body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise bad_request("the request body must be a JSON object")
+    return body
+
+
+def model_name(body: dict[str, Any]) -> str | None:
+    model = body.get("model")
+    if model is not None and not isinstance(model, str):
+        raise bad_request(f"'model' must be a string, got {echo(model)}", "model")
+    return model
+
+
+def generation_fields(
+    body: dict[str, Any], source: dict[str, Any], defaults: RequestDefaults, tokens_field: str
+) -> GenerationRequest:
+    """The generation ``body`` asks for over ``source`` (messages or prompt, plus the API's own
+    tool and output-constraint fields): length, sampling (temperature, top_p, top_k, min_p,
+    seed) and ``mtp_depth``, each checked by name."""
+    max_tokens = integer(body, tokens_field, defaults.max_tokens)
+    depth = _depth(body.get("mtp_depth"), defaults)
+    try:
+        sampler = SamplerSettings(
+            temperature=number(body, "temperature", 1.0),
+            top_p=number(body, "top_p", 1.0),
+            top_k=integer(body, "top_k", 0),
+            min_p=number(body, "min_p", 0.0),
+            seed=_seed(body),
+        )
+        return GenerationRequest(
+            **source,
+            max_tokens=max_tokens,
+            sampler=sampler,
+            mtp_depth=deepest(depth),
+            adaptive_depth=depth == AUTO,
+        )
+    except RuntimeBackendError as exc:
+        raise bad_request(clean(str(exc), RUNTIME_MESSAGE_CHARACTERS)) from exc
+
+
+def stop_strings(body: dict[str, Any], name: str) -> tuple[str, ...]:
+    """``body[name]``: one stop string or a list of them (any number), as a tuple."""
+    value = body.get(name)
+    if value is None:
+        return ()
+    stops = [value] if isinstance(value, str) else value
+    if not isinstance(stops, list) or not all(isinstance(stop, str) and stop for stop in stops):
+        raise bad_request(
+            f"'{name}' must be a non-empty string or a list of them, got {echo(value)}", name
+        )
+    return tuple(stops)
+
+
+def _seed(body: dict[str, Any]) -> int | None:
+    seed = body.get("seed")
+    if seed is None or seed == RANDOM_SEED:
+        return None
+    seed = integer(body, "seed", 0)
+    if not 0 <= seed <= MAX_SEED:
+        raise bad_request(
+            f"'seed' must be -1 (random) or a whole number 0 to 2^64-1, got {echo(seed)}", "seed"
+        )
+    return seed
+
+
+def _depth(value: Any, defaults: RequestDefaults) -> DepthSetting:
+    if value is None:
+        return defaults.depth
+    if value == AUTO or (
+        isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= defaults.max_depth
+    ):
+        return value
+    given = echo(value)
+    message = f"'mtp_depth' must be {allowed_depths(defaults.max_depth)}, got {given}"
+    if isinstance(value, int) and defaults.max_depth < value <= MAX_DRAFT_DEPTH:
+        message += (
+            f" (the server loaded the model for depths up to {defaults.max_depth}; start it with "
+            f"--mtp-depth {value} to allow it)"
+        )
+    raise bad_request(message, "mtp_depth")
+
+
+def number(body: dict[str, Any], name: str, default: float) -> float:
+    value = body.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise bad_request(f"'{name}' must be a number, got {echo(value)}", name)
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise bad_request(f"'{name}' must be a finite number, got {echo(value)}", name)
+    return number
+
+
+def integer(body: dict[str, Any], name: str, default: int) -> int:
+    value = body.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or abs(value) > MAX_WHOLE_NUMBER:
+        raise bad_request(
+            f"'{name}' must be a whole number of at most 20 digits, got {echo(value)}", name
+        )
+    return value
+
+
+def parses_calls(request: GenerationRequest) -> bool:
+    """Whether the reply is read for tool calls: tools were offered and not turned off."""
+    return bool(request.tools) and request.tool_choice.mode != NONE

@@ -1,0 +1,152 @@
+"""The plumbing both APIs' routes share: the API-key check, the request log, body reading, the
+queue, errors in the shape of the API called, and the endpoints that belong to neither API
+(``/health``, ``/metrics``).
+
+Each API's routes (:mod:`app.engine.server.openai.routes`,
+:mod:`app.engine.server.anthropic.routes`) hold an :class:`ApiServer` and add their handlers;
+:mod:`app.engine.server.app` wires them up.
+"""
+
+from __future__ import annotations
+
+import hmac
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from app.engine.runtime.core.backend import ModelInfo
+from app.engine.runtime.core.request import MAX_DRAFT_DEPTH, GenerationResult
+from app.engine.server.core.api_errors import ApiError, bad_api_key, queue_full
+from app.engine.server.core.body import json_body
+from app.engine.server.core.config import ServerConfig
+from app.engine.server.core.echo import clean
+from app.engine.server.core.generation_flow import CLIENT_GONE_STATUS, ClientGone, first_event
+from app.engine.server.core.metrics import CONTENT_TYPE, ServerMetrics
+from app.engine.server.core.request_fields import ParsedRequest, RequestDefaults
+from app.engine.server.core.request_log import RequestLogEntry
+from app.engine.server.core.scheduler import Job, JobEvent, QueueFull, Scheduler
+
+LOGGED_ERROR_CHARACTERS = 300
+Handler = Callable[[Request], Awaitable[Response]]
+OPENAI, ANTHROPIC = "openai", "anthropic"
+
+
+class ApiServer:
+    """The handlers and plumbing shared by both APIs' routes."""
+
+    def __init__(
+        self,
+        config: ServerConfig,
+        scheduler: Scheduler,
+        metrics: ServerMetrics,
+        log: Callable[[RequestLogEntry], None],
+        model_info: ModelInfo,
+    ) -> None:
+        self.config = config
+        self.scheduler = scheduler
+        self.metrics = metrics
+        self.log = log
+        self.mtp_layers = model_info.mtp_layers
+        self.request_defaults = RequestDefaults(
+            depth=config.mtp_depth,
+            max_tokens=config.default_max_tokens or model_info.context_length,
+            # without a usable head every depth decodes plainly (the reply's note says why)
+            max_depth=model_info.max_draft_depth if model_info.mtp_available else MAX_DRAFT_DEPTH,
+        )
+        self.started = int(time.time())
+
+    # --- plumbing -------------------------------------------------------------------------
+
+    def endpoint(
+        self, name: str, handler: Handler, *, needs_key: bool = True, dialect: str = OPENAI
+    ) -> Handler:
+        async def wrapped(request: Request) -> Response:
+            started = time.monotonic()
+            try:
+                if needs_key:
+                    self._authorise(request)
+                response = await handler(request)
+            except ApiError as error:
+                body = error.anthropic_body() if dialect == ANTHROPIC else error.body()
+                response = JSONResponse(body, error.status, headers=error.headers)
+                self.log_plain(request, response.status_code, started, error.log_detail)
+            except ClientGone:
+                response = Response(status_code=CLIENT_GONE_STATUS)
+                self.log_plain(request, CLIENT_GONE_STATUS, started, "client disconnected")
+            else:
+                logged = getattr(request.state, "logged", False)
+                if not isinstance(response, StreamingResponse) and not logged:
+                    self.log_plain(request, response.status_code, started)
+            self.metrics.record_request(name, response.status_code)
+            return response
+
+        return wrapped
+
+    def _authorise(self, request: Request) -> None:
+        """The key as OpenAI clients send it (``Authorization: Bearer``) or Anthropic's
+        (``x-api-key``)."""
+        key = self.config.api_key
+        if key is None:
+            return
+        scheme, _, given = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer":
+            given = request.headers.get("x-api-key", "")
+        if not hmac.compare_digest(given.encode(), key.encode()):
+            raise bad_api_key()
+
+    def log_plain(
+        self, request: Request, status: int, started: float, error: str | None = None
+    ) -> None:
+        request.state.logged = True
+        if error is not None:  # a worker's traceback: its last line says what failed
+            error = clean(error.strip().splitlines()[-1], LOGGED_ERROR_CHARACTERS)
+        self.log(
+            RequestLogEntry(
+                request.method,
+                clean(request.url.path),
+                status,
+                time.monotonic() - started,
+                error=error,
+            )
+        )
+
+    def log_generation(
+        self, request: Request, started: float, result: GenerationResult, reason: str
+    ) -> None:
+        request.state.logged = True
+        self.log(
+            RequestLogEntry.for_generation(
+                request.method, clean(request.url.path), time.monotonic() - started, result, reason
+            )
+        )
+
+    async def body(self, request: Request) -> Any:
+        return await json_body(request, self.config.max_body_bytes)
+
+    async def start(self, request: Request, parsed: ParsedRequest) -> tuple[Job, JobEvent]:
+        """Queue the generation and wait for its first event (see :func:`first_event`)."""
+        try:
+            job = self.scheduler.submit(parsed.generation)
+        except QueueFull as full:
+            raise queue_full(full.waiting, full.retry_after_seconds) from None
+        return job, await first_event(request, job)
+
+    # --- endpoints of neither API --------------------------------------------------------------
+
+    async def health(self, request: Request) -> Response:
+        request.state.logged = True  # polled often: kept out of the request log
+        return JSONResponse(
+            {
+                "status": "ok",
+                "model": self.config.model_id,
+                "generating": self.scheduler.busy,
+                "queue_length": self.scheduler.waiting,
+            }
+        )
+
+    async def metrics_text(self, request: Request) -> Response:
+        request.state.logged = True
+        return Response(self.metrics.render(), media_type=CONTENT_TYPE)

@@ -1,0 +1,116 @@
+"""The JSON objects the server answers with, in OpenAI's shapes, plus the ``mtp`` extension
+(:mod:`app.engine.server.core.mtp_field`): in whole replies, and in the last chunk of a stream.
+
+A stream carries ``usage`` once, in OpenAI's extra last chunk, and only when the request
+asks for it (``stream_options.include_usage``); clients that add up usage count it once.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from app.engine.runtime.core.request import GenerationResult
+from app.engine.server.core.mtp_field import MTP_EXTENSION, mtp_extension
+
+_FINISH_REASONS = {"stop": "stop", "length": "length", "context": "length", "cancelled": "stop"}
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:24]}"
+
+
+def finish_reason(result: GenerationResult, stopped_by_sequence: bool) -> str:
+    return "stop" if stopped_by_sequence else _FINISH_REASONS.get(result.finish_reason, "stop")
+
+
+def usage(result: GenerationResult) -> dict[str, int]:
+    completion = result.stats.generated_tokens
+    prompt = result.prompt_token_count
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": result.stats.prompt_reused_tokens},
+    }
+
+
+def chat_completion(
+    reply_id: str, model: str, text: str, result: GenerationResult, reason: str
+) -> dict[str, Any]:
+    return {
+        "id": reply_id,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": reason,
+                "logprobs": None,
+            }
+        ],
+        "usage": usage(result),
+        MTP_EXTENSION: mtp_extension(result.stats),
+    }
+
+
+def chat_chunk(
+    reply_id: str,
+    model: str,
+    delta: dict[str, str],
+    reason: str | None = None,
+    result: GenerationResult | None = None,
+) -> dict[str, Any]:
+    chunk: dict[str, Any] = {
+        "id": reply_id,
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": reason, "logprobs": None}],
+    }
+    if result is not None:
+        chunk[MTP_EXTENSION] = mtp_extension(result.stats)
+    return chunk
+
+
+def text_completion(
+    reply_id: str,
+    model: str,
+    text: str,
+    reason: str | None = None,
+    result: GenerationResult | None = None,
+    *,
+    whole: bool = False,
+) -> dict[str, Any]:
+    """A ``whole`` ``text_completion`` or one streamed piece of it (the last one: ``result``
+    given, for its MTP statistics)."""
+    reply: dict[str, Any] = {
+        "id": reply_id,
+        "object": "text_completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "text": text, "finish_reason": reason, "logprobs": None}],
+    }
+    if result is not None:
+        if whole:
+            reply["usage"] = usage(result)
+        reply[MTP_EXTENSION] = mtp_extension(result.stats)
+    return reply
+
+
+def usage_chunk(
+    reply_id: str, model: str, result: GenerationResult, object_name: str
+) -> dict[str, Any]:
+    """OpenAI's extra last chunk for ``stream_options.include_usage``: no choices, the usage."""
+    return {
+        "id": reply_id,
+        "object": object_name,
+        "created": int(time.time()),
+        "model": model,
+        "choices": [],
+        "usage": usage(result),
+        MTP_EXTENSION: mtp_extension(result.stats),
+    }

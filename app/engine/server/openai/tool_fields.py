@@ -1,0 +1,264 @@
+"""OpenAI's tool and structured-output fields: ``tools``, ``tool_choice``, ``response_format``,
+tool-call turns in ``messages``, and ``tool_calls`` in replies (whole and streamed).
+
+The fields become the runtime's wire-independent values (:class:`ToolSpec`, :class:`ToolChoice`,
+:class:`OutputConstraint`, :class:`ToolCall`), checked here so that a bad schema or an unknown
+function is a 400 naming the field before anything is generated or streamed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.engine.errors import RuntimeBackendError
+from app.engine.runtime.chat_format.constraint import (
+    JSON_OBJECT_SCHEMA,
+    OutputConstraint,
+    json_schema_constraint,
+)
+from app.engine.runtime.chat_format.prompting import ChatMessage
+from app.engine.runtime.chat_format.tool_call_parser import ToolCallStream, parse_reply
+from app.engine.runtime.chat_format.tools import (
+    AUTO,
+    NONE,
+    REQUIRED,
+    ToolCall,
+    ToolChoice,
+    ToolSpec,
+    forced_call_constraint,
+)
+from app.engine.runtime.core.request import GenerationRequest
+from app.engine.server.core.api_errors import bad_request
+from app.engine.server.core.request_fields import parses_calls
+
+_FUNCTION_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+EMPTY_PARAMETERS = {"type": "object", "properties": {}}
+TOOL_CALLS_REASON = "tool_calls"
+
+
+def request_fields(body: dict[str, Any]) -> dict[str, Any]:
+    """The :class:`GenerationRequest` fields for the body's ``tools``, ``tool_choice`` and
+    ``response_format`` (only those it sets)."""
+    fields: dict[str, Any] = {}
+    tools = _tools(body.get("tools"))
+    choice = _tool_choice(body.get("tool_choice"), tools)
+    constraint = _response_format(body.get("response_format"))
+    if tools:
+        fields.update(tools=tools, tool_choice=choice)
+    if constraint is not None:
+        if choice.forces_call:
+            raise bad_request(
+                "'response_format' cannot be combined with a 'tool_choice' that forces a call; "
+                "drop one of them",
+                "response_format",
+            )
+        fields["constraint"] = constraint
+    if choice.forces_call:
+        try:
+            forced_call_constraint(tools, choice)
+        except RuntimeBackendError as exc:
+            raise bad_request(f"'tools': {exc}", "tools") from None
+    return fields
+
+
+def _tools(value: Any) -> tuple[ToolSpec, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise bad_request("'tools' must be an array of function tools", "tools")
+    tools = []
+    for index, item in enumerate(value):
+        where = f"tools[{index}]"
+        function = item.get("function") if isinstance(item, dict) else None
+        if (
+            not isinstance(item, dict)
+            or item.get("type") != "function"
+            or not isinstance(function, dict)
+        ):
+            raise bad_request(
+                f'\'{where}\' must be {{"type": "function", "function": {{"name": ...}}}}',
+                where,
+            )
+        name = function.get("name")
+        if not isinstance(name, str) or not _FUNCTION_NAME.match(name):
+            raise bad_request(
+                f"'{where}.function.name' must be 1-64 letters, digits, '_', '.' or '-'",
+                f"{where}.function.name",
+            )
+        description = function.get("description") or ""
+        if not isinstance(description, str):
+            raise bad_request(f"'{where}.function.description' must be a string", where)
+        parameters = function.get("parameters", EMPTY_PARAMETERS)
+        if not isinstance(parameters, dict):
+            raise bad_request(
+                f"'{where}.function.parameters' must be a JSON schema object",
+                f"{where}.function.parameters",
+            )
+        tools.append(ToolSpec(name, description, json.dumps(parameters)))
+    names = [tool.name for tool in tools]
+    if len(set(names)) != len(names):
+        raise bad_request("'tools' names a function twice; give each function one entry", "tools")
+    return tuple(tools)
+
+
+def _tool_choice(value: Any, tools: tuple[ToolSpec, ...]) -> ToolChoice:
+    if value is None:
+        return ToolChoice(AUTO)
+    if value in (AUTO, NONE, REQUIRED):
+        if value == REQUIRED and not tools:
+            raise bad_request("'tool_choice' is 'required' but 'tools' is empty", "tool_choice")
+        return ToolChoice(value)
+    function = value.get("function") if isinstance(value, dict) else None
+    name = function.get("name") if isinstance(function, dict) else None
+    if not isinstance(name, str):
+        raise bad_request(
+            "'tool_choice' must be 'none', 'auto', 'required' or "
+            '{"type": "function", "function": {"name": ...}}',
+            "tool_choice",
+        )
+    if name not in {tool.name for tool in tools}:
+        raise bad_request(
+            f"'tool_choice' names the function {name!r}, which is not in 'tools'", "tool_choice"
+        )
+    return ToolChoice("function", name)
+
+
+def _response_format(value: Any) -> OutputConstraint | None:
+    if value is None:
+        return None
+    kind = value.get("type") if isinstance(value, dict) else None
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return json_schema_constraint(JSON_OBJECT_SCHEMA, "'response_format'")
+    if kind != "json_schema":
+        raise bad_request(
+            "'response_format.type' must be 'text', 'json_object' or 'json_schema'",
+            "response_format",
+        )
+    spec = value.get("json_schema")
+    schema = spec.get("schema", {}) if isinstance(spec, dict) else None
+    if not isinstance(schema, dict):
+        raise bad_request(
+            "'response_format.json_schema' must be an object with a 'schema' object",
+            "response_format.json_schema",
+        )
+    name = spec.get("name") if isinstance(spec, dict) else None
+    what = f"'response_format.json_schema' ({name})" if name else "'response_format.json_schema'"
+    try:
+        return json_schema_constraint(schema, what)
+    except RuntimeBackendError as exc:
+        raise bad_request(str(exc), "response_format.json_schema") from None
+
+
+# --- messages ---------------------------------------------------------------------------------
+
+
+def is_tool_turn(item: dict[str, Any]) -> bool:
+    """True for a ``tool`` result message or an assistant message carrying ``tool_calls``."""
+    return item.get("role") == "tool" or bool(item.get("tool_calls"))
+
+
+def tool_turn(item: dict[str, Any], where: str) -> ChatMessage:
+    """A ``tool`` result or an assistant turn with calls (its ``content`` may be null)."""
+    content = _text(item.get("content"), f"{where}.content")
+    if item.get("role") == "tool":
+        call_id = item.get("tool_call_id")
+        if not isinstance(call_id, str):
+            raise bad_request(
+                f"'{where}.tool_call_id' must name the call this result answers",
+                f"{where}.tool_call_id",
+            )
+        name = item.get("name")
+        return ChatMessage("tool", content, tool_call_id=call_id, name=name or None)
+    if item.get("role") != "assistant":
+        raise bad_request(f"'{where}.tool_calls' is allowed on assistant messages only", where)
+    calls = item.get("tool_calls")
+    if not isinstance(calls, list):
+        raise bad_request(f"'{where}.tool_calls' must be an array", f"{where}.tool_calls")
+    return ChatMessage(
+        "assistant",
+        content,
+        tool_calls=tuple(
+            _call(call, f"{where}.tool_calls[{index}]") for index, call in enumerate(calls)
+        ),
+    )
+
+
+def _text(value: Any, where: str) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        texts = [part.get("text") for part in value if isinstance(part, dict)]
+        if len(texts) == len(value) and all(isinstance(text, str) for text in texts):
+            return "".join(texts)
+    if not isinstance(value, str):
+        raise bad_request(f"'{where}' must be a string, text parts or null", where)
+    return value
+
+
+def _call(value: Any, where: str) -> ToolCall:
+    function = value.get("function") if isinstance(value, dict) else None
+    name = function.get("name") if isinstance(function, dict) else None
+    arguments = function.get("arguments", "{}") if isinstance(function, dict) else None
+    if not isinstance(name, str) or not isinstance(arguments, str):
+        raise bad_request(
+            f'\'{where}\' must be {{"id": ..., "type": "function", "function": '
+            '{"name": ..., "arguments": "<JSON text>"}}',
+            where,
+        )
+    call_id = value.get("id")
+    return ToolCall(call_id if isinstance(call_id, str) else "", name, arguments)
+
+
+# --- replies ----------------------------------------------------------------------------------
+
+
+def call_value(call: ToolCall) -> dict[str, Any]:
+    return {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": call.arguments},
+    }
+
+
+def whole_message(text: str, request: GenerationRequest) -> tuple[dict[str, Any], bool]:
+    """The reply's ``message`` object, and whether it holds tool calls."""
+    if not parses_calls(request):
+        return {"role": "assistant", "content": text}, False
+    reply = parse_reply(text)
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.tool_calls:
+        message["tool_calls"] = [call_value(call) for call in reply.tool_calls]
+    return message, bool(reply.tool_calls)
+
+
+@dataclass
+class StreamedCalls:
+    """Turns streamed text into ``delta`` objects: content as it comes, each call whole (with
+    its index) as soon as its block closes."""
+
+    stream: ToolCallStream = field(default_factory=ToolCallStream)
+    sent: int = 0
+
+    def feed(self, text: str) -> list[dict[str, Any]]:
+        return self._deltas(self.stream.feed(text))
+
+    def finish(self) -> list[dict[str, Any]]:
+        tail, calls = self.stream.finish()
+        self.stream.calls.extend(calls)
+        return self._deltas(tail)
+
+    @property
+    def had_calls(self) -> bool:
+        return self.sent > 0
+
+    def _deltas(self, content: str) -> list[dict[str, Any]]:
+        deltas: list[dict[str, Any]] = [{"content": content}] if content else []
+        for call in self.stream.calls[self.sent :]:
+            deltas.append({"tool_calls": [{"index": self.sent, **call_value(call)}]})
+            self.sent += 1
+        return deltas

@@ -1,0 +1,385 @@
+"""One message in the transcript: who wrote it, its rendered text, its figures and its actions.
+
+A user's message is a tinted bubble on the right; a reply runs the full width under the name
+of the model that wrote it, its code blocks highlighted, each with a Copy button (see
+:mod:`~app.ui.chat.transcript.reply_body`).
+
+A reply that is streaming shows its first text at once (what the user reads as time to first token),
+then re-renders at most every ``RENDER_INTERVAL_MS`` (longer when rendering itself gets slow on a
+long reply), so a fast model cannot flood the GUI thread with Markdown layouts: later chunks only
+append to a string, the timer renders the latest text. Under every reply is one compact line of
+figures, a "MTP ×1.8 faster" badge when drafting beat the model's measured plain speed
+(:mod:`app.engine.chat.plain_speed`), and a Details toggle that shows every figure (tokens, tok/s,
+TTFT, stop reason, the MTP line, the prompt and how much of it was reused from earlier turns, see
+:mod:`~app.ui.chat.transcript.prompt_figures`, the speedup); a failed reply keeps its partial text
+and shows the error under it.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import (
+    QColor,
+    QFontMetrics,
+    QGuiApplication,
+    QPainter,
+    QPaintEvent,
+    QPalette,
+    QResizeEvent,
+)
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.engine.chat.conversation import ASSISTANT, USER, MessageState, StoredMessage
+from app.engine.chat.figures import badge_text, compact_line, reply_figures, speedup_line
+from app.engine.chat.history import FAILED_REASON
+from app.engine.chat.plain_speed import PlainSpeed, speedup
+from app.engine.runtime.core.request import GenerationResult
+from app.engine.runtime.core.stats import DecodeStats
+from app.ui.chat.transcript.prompt_figures import prompt_line
+from app.ui.chat.transcript.reply_body import ReplyBody
+from app.ui.look.tones import tone_style
+
+RENDER_INTERVAL_MS = 60
+BUBBLE_WIDTH_SHARE = 0.75
+BUBBLE_PADDING = 12
+BUBBLE_SLACK = 32
+"""Room for the Markdown view's margins, so a one-line message does not wrap."""
+BUBBLE_MIN_WIDTH = 60
+BUBBLE_STRETCH = 100
+BUBBLE_RADIUS = 12
+BUBBLE_TINT_ALPHA = 46
+BADGE_STYLE = (
+    "background: palette(highlight); color: palette(highlighted-text); border-radius: 8px; "
+    "padding: 1px 8px; font-weight: bold;"
+)
+RENDER_BUDGET_SHARE = 0.25
+"""A re-render may use at most this share of the GUI thread while a reply streams."""
+INTERRUPTED_TEXT = "Interrupted: the app stopped while this reply was being written."
+
+
+class MessageWidget(QFrame):
+    """Shows one message; a streaming reply is fed with :meth:`append` and closed with
+    :meth:`finish` or :meth:`fail`."""
+
+    edit_submitted = Signal(int, str)
+    regenerate_requested = Signal(int)
+
+    def __init__(self, role: str, model: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.role = role
+        self.model = model
+        self.message_id = 0
+        self.setObjectName("userMessage" if role == USER else "assistantMessage")
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.header = QLabel(f"<b>{html.escape(model) if model else 'Assistant'}</b>")
+        self.header.setObjectName("messageHeader")
+        self.header.setTextFormat(Qt.TextFormat.RichText)
+        self.header.setVisible(role == ASSISTANT)
+        self.body = ReplyBody()
+        self.bubble = Bubble(self.body) if role == USER else None
+
+        self.summary = QLabel()
+        self.summary.setObjectName("replySummary")
+        self.summary.setWordWrap(True)
+        self.summary.setStyleSheet("color: palette(placeholder-text);")
+        self.badge = QLabel()
+        self.badge.setObjectName("mtpBadge")
+        self.badge.setStyleSheet(BADGE_STYLE)
+        self.badge.hide()
+        self.details_button = _tool_button("Details", "Show every figure of this reply")
+        self.details_button.setCheckable(True)
+        self.figures = _figures_label("replyFigures")
+        self.prompt = _figures_label("replyPrompt")
+        self.prompt.hide()
+        self.speed = _figures_label("replySpeed")
+        self.speed.hide()
+        self.details = QWidget()
+        self.details.setObjectName("replyDetails")
+        details_layout = QVBoxLayout(self.details)
+        details_layout.setContentsMargins(0, 0, 0, 0)
+        details_layout.setSpacing(2)
+        details_layout.addWidget(self.figures)
+        details_layout.addWidget(self.prompt)
+        details_layout.addWidget(self.speed)
+        self.details.hide()
+        self.details_button.toggled.connect(self.details.setVisible)
+        self.details_button.hide()
+        self.notice = QLabel()
+        self.notice.setObjectName("replyNotice")
+        self.notice.setWordWrap(True)
+        self.notice.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.notice.hide()
+
+        self.copy_button = _tool_button("Copy", "Copy the message's text (Markdown)")
+        self.copy_button.clicked.connect(self.copy_text)
+        self.edit_button = _tool_button("Edit", "Change this message and send it again")
+        self.edit_button.clicked.connect(self.begin_edit)
+        self.edit_button.setVisible(role == USER)
+        self.regenerate_button = _tool_button("Regenerate", "Answer the last message again")
+        self.regenerate_button.clicked.connect(
+            lambda: self.regenerate_requested.emit(self.message_id)
+        )
+        self.regenerate_button.hide()
+        actions = QHBoxLayout()
+        actions.setContentsMargins(0, 0, 0, 0)
+        actions.setSpacing(4)
+        if role == USER:
+            actions.addStretch(1)
+        else:  # the badge first, the figures taking the room left (wrapping when short of it)
+            actions.addWidget(self.badge)
+            actions.addWidget(self.summary, 1)
+            actions.addWidget(self.details_button)
+        for button in (self.copy_button, self.edit_button, self.regenerate_button):
+            actions.addWidget(button)
+
+        self.editor = QPlainTextEdit()
+        self.editor.setObjectName("messageEditor")
+        self.editor.setMaximumHeight(140)
+        self.save_edit_button = QPushButton("Save && send")
+        self.save_edit_button.clicked.connect(self._submit_edit)
+        self.cancel_edit_button = QPushButton("Cancel")
+        self.cancel_edit_button.clicked.connect(self._end_edit)
+        edit_buttons = QHBoxLayout()
+        edit_buttons.addStretch(1)
+        edit_buttons.addWidget(self.cancel_edit_button)
+        edit_buttons.addWidget(self.save_edit_button)
+        self.edit_area = QWidget()
+        edit_layout = QVBoxLayout(self.edit_area)
+        edit_layout.setContentsMargins(0, 0, 0, 0)
+        edit_layout.addWidget(self.editor)
+        edit_layout.addLayout(edit_buttons)
+        self.edit_area.hide()
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.setSpacing(4)
+        layout.addWidget(self.header)
+        if self.bubble is not None:
+            row = QHBoxLayout()
+            row.setContentsMargins(0, 0, 0, 0)
+            row.addStretch(1)
+            row.addWidget(self.bubble, BUBBLE_STRETCH)  # up to its maximum width, then the spacer
+            layout.addLayout(row)
+        else:
+            layout.addWidget(self.body)
+        layout.addWidget(self.edit_area)
+        layout.addWidget(self.notice)
+        layout.addLayout(actions)
+        layout.addWidget(self.details)
+
+        self._text = ""
+        self._streaming = False
+        self._stats: DecodeStats | None = None
+        self._plain_speed: PlainSpeed | None = None
+        self._speed_measurable = False
+        self._render_cost = 0.0
+        self._render_timer = QTimer(self)
+        self._render_timer.setSingleShot(True)
+        self._render_timer.timeout.connect(self._render)
+
+    # -- content ------------------------------------------------------------------------------
+
+    @property
+    def text(self) -> str:
+        return self._text
+
+    @property
+    def streaming(self) -> bool:
+        return self._streaming
+
+    def show_message(self, message: StoredMessage) -> None:
+        """Show a stored message (a finished, failed or interrupted one)."""
+        self.message_id = message.id
+        self._text = message.content
+        self._render()
+        if message.role != ASSISTANT:
+            return
+        if message.stats is not None:
+            self._show_figures(message.stats, message.finish_reason or None)
+        if message.state is MessageState.FAILED:
+            self._show_notice(message.error, error=True)
+        elif message.state is MessageState.INTERRUPTED:
+            self._show_notice(INTERRUPTED_TEXT, error=False)
+        elif message.note:
+            self._show_notice(message.note, error=False)
+
+    def begin_stream(self, message_id: int) -> None:
+        self.message_id = message_id
+        self._streaming = True
+        self._text = ""
+        self.body.set_plain("…")
+        self.copy_button.setEnabled(False)
+
+    def append(self, text: str, stats: DecodeStats) -> None:
+        first_text = not self._text and bool(text)
+        self._text += text
+        self._show_figures(stats, None)
+        if first_text:
+            self._render()
+        elif not self._render_timer.isActive():
+            interval = max(RENDER_INTERVAL_MS, int(self._render_cost / RENDER_BUDGET_SHARE * 1000))
+            self._render_timer.start(interval)
+
+    def finish(self, result: GenerationResult) -> None:
+        self._end_stream(result.text)
+        self._show_figures(result.stats, result.finish_reason)
+        if result.note:
+            self._show_notice(result.note, error=False)
+
+    def fail(self, message: str) -> None:
+        self._end_stream(self._text)
+        if self._stats is not None:
+            self._show_figures(self._stats, FAILED_REASON)
+        self._show_notice(message, error=True)
+
+    def _end_stream(self, text: str) -> None:
+        self._streaming = False
+        self._render_timer.stop()
+        self._text = text
+        self._render()
+        self.copy_button.setEnabled(True)
+
+    def _render(self) -> None:
+        started = time.perf_counter()
+        self.body.set_markdown(self._text)
+        self._render_cost = time.perf_counter() - started
+        if self.bubble is not None:
+            self.bubble.fit(self._text, self.width())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if self.bubble is not None and event.size().width() != event.oldSize().width():
+            self.bubble.fit(self._text, event.size().width())
+
+    def _show_figures(self, stats: DecodeStats, finish_reason: str | None) -> None:
+        self._stats = stats
+        full = "\n".join(reply_figures(stats, finish_reason).lines())
+        self.summary.setText(compact_line(stats, finish_reason))
+        self.summary.setToolTip(full)
+        self.figures.setText(full)
+        prompt = prompt_line(stats)
+        self.prompt.setText(prompt or "")
+        self.prompt.setVisible(prompt is not None)
+        self.details_button.show()
+        self._show_speedup()
+
+    def set_plain_speed(self, plain: PlainSpeed | None, *, measurable: bool) -> None:
+        """The model's measured plain speed (``measurable``: this reply's model and machine are
+        the ones it is measured for; a remote model's is not)."""
+        self._plain_speed, self._speed_measurable = plain, measurable
+        self._show_speedup()
+
+    def _show_speedup(self) -> None:
+        stats = self._stats
+        if self._streaming or stats is None or not self._speed_measurable:
+            self.badge.hide()
+            self.speed.hide()
+            return
+        measured = speedup(stats, self._plain_speed)
+        line = speedup_line(stats, measured)
+        self.speed.setText(line or "")
+        self.speed.setVisible(line is not None)
+        if measured is not None and measured.earns_badge:
+            self.badge.setText(badge_text(measured))
+            self.badge.setToolTip(line)
+            self.badge.show()
+        else:
+            self.badge.hide()
+
+    def _show_notice(self, text: str, *, error: bool) -> None:
+        self.notice.setStyleSheet(tone_style("error" if error else "muted"))
+        self.notice.setText(text)
+        self.notice.show()
+
+    # -- actions ------------------------------------------------------------------------------
+
+    def set_regenerate_available(self, available: bool) -> None:
+        self.regenerate_button.setVisible(available and self.role == ASSISTANT)
+
+    def set_actions_enabled(self, enabled: bool) -> None:
+        """Edit and regenerate are refused while a reply streams."""
+        self.edit_button.setEnabled(enabled)
+        self.regenerate_button.setEnabled(enabled)
+
+    def copy_text(self) -> None:
+        QGuiApplication.clipboard().setText(self._text)
+
+    def begin_edit(self) -> None:
+        self.editor.setPlainText(self._text)
+        (self.bubble or self.body).hide()
+        self.edit_area.show()
+        self.editor.setFocus()
+
+    def _submit_edit(self) -> None:
+        text = self.editor.toPlainText().strip()
+        if not text:
+            return
+        self._end_edit()
+        self.edit_submitted.emit(self.message_id, text)
+
+    def _end_edit(self) -> None:
+        self.edit_area.hide()
+        (self.bubble or self.body).show()
+
+
+class Bubble(QFrame):
+    """A user's message: a rounded box tinted with the palette's highlight colour, as wide as
+    its text up to ``BUBBLE_WIDTH_SHARE`` of the transcript."""
+
+    def __init__(self, body: ReplyBody, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("userBubble")
+        self.setMinimumWidth(BUBBLE_MIN_WIDTH)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(
+            BUBBLE_PADDING, BUBBLE_PADDING // 2, BUBBLE_PADDING, BUBBLE_PADDING // 2
+        )
+        layout.addWidget(body)
+
+    def fit(self, text: str, available: int) -> None:
+        metrics = QFontMetrics(self.font())
+        natural = max((metrics.horizontalAdvance(line) for line in text.splitlines()), default=0)
+        wanted = natural + 2 * BUBBLE_PADDING + BUBBLE_SLACK
+        self.setMaximumWidth(
+            max(min(wanted, int(available * BUBBLE_WIDTH_SHARE)), BUBBLE_MIN_WIDTH)
+        )
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        tint = QColor(self.palette().color(QPalette.ColorRole.Highlight))
+        tint.setAlpha(BUBBLE_TINT_ALPHA)
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(tint)
+        painter.drawRoundedRect(self.rect(), BUBBLE_RADIUS, BUBBLE_RADIUS)
+
+
+def _figures_label(name: str) -> QLabel:
+    label = QLabel()
+    label.setObjectName(name)
+    label.setWordWrap(True)
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    label.setStyleSheet("color: palette(placeholder-text);")
+    return label
+
+
+def _tool_button(text: str, tip: str) -> QToolButton:
+    button = QToolButton()
+    button.setText(text)
+    button.setToolTip(tip)
+    button.setAutoRaise(True)
+    return button

@@ -1,0 +1,229 @@
+"""The side panel of a conversation's settings: system prompt, sampling, MTP, chat template.
+
+Every change is emitted as a whole :class:`ChatSettings` (saved with the conversation, used by
+its next reply). The MTP switch and depth are limited by what the loaded model offers: without
+a usable MTP head the switch is off and disabled, with the runtime's reason as its tooltip.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.engine.chat.conversation import ChatSettings
+from app.engine.runtime.core.request import MAX_DRAFT_DEPTH
+from app.engine.runtime.sampling.acceptance import AcceptMode
+from app.engine.runtime.speculative.depth_policy import AUTO
+
+RANDOM_SEED = -1
+AUTO_DEPTH_VALUE = 0  # the depth box's lowest value reads "auto": the adaptive depth
+ACCEPT_LABELS = {
+    AcceptMode.LEVIATHAN_CHEN.value: "Leviathan–Chen",
+    AcceptMode.MATCH.value: "Sample-and-compare",
+}
+
+
+class SettingsPanel(QWidget):
+    changed = Signal(object)
+    show_template_requested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._updating = False
+        self._mtp_reason: str | None = None
+        self._mtp_wanted = True
+
+        self.system_prompt = QPlainTextEdit()
+        self.system_prompt.setPlaceholderText("Optional: instructions for every reply")
+        self.system_prompt.setMaximumHeight(90)
+        self.temperature = _double(0.0, 2.0, 0.05, "0 = greedy (always the most likely token)")
+        self.top_p = _double(0.01, 1.0, 0.01, "1 = off")
+        self.top_k = QSpinBox()
+        self.top_k.setRange(0, 1000)
+        self.top_k.setSpecialValueText("off")
+        self.min_p = _double(0.0, 0.99, 0.01, "0 = off")
+        self.seed = QSpinBox()
+        self.seed.setRange(RANDOM_SEED, 2_147_483_647)
+        self.seed.setSpecialValueText("random")
+        self.seed.setToolTip("A fixed seed makes replies reproducible")
+        self.max_tokens = QSpinBox()
+        self.max_tokens.setRange(1, 32768)
+        self.max_tokens.setSingleStep(64)
+        sampling = QGroupBox("Sampling")
+        sampling_form = QFormLayout(sampling)
+        sampling_form.addRow("Temperature", self.temperature)
+        sampling_form.addRow("Top-p", self.top_p)
+        sampling_form.addRow("Top-k", self.top_k)
+        sampling_form.addRow("Min-p", self.min_p)
+        sampling_form.addRow("Seed", self.seed)
+        sampling_form.addRow("Max tokens", self.max_tokens)
+        order = QLabel("Applied in order: temperature → top-k → top-p → min-p.")
+        order.setWordWrap(True)
+        order.setStyleSheet("color: palette(placeholder-text);")
+        sampling_form.addRow(order)
+
+        self.mtp_enabled = QCheckBox("Speculative decoding with the MTP head")
+        self.mtp_depth = QSpinBox()
+        self.mtp_depth.setRange(AUTO_DEPTH_VALUE, MAX_DRAFT_DEPTH)
+        self.mtp_depth.setSpecialValueText("auto")
+        self.mtp_depth.setToolTip(
+            "Tokens drafted per cycle. auto (the default) picks 0–4 before each cycle from the "
+            "measured acceptance and speed on this machine, and remembers it per model."
+        )
+        self.accept = QComboBox()
+        self.accept.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        )
+        self.accept.setMinimumContentsLength(12)
+        self.accept.setToolTip(
+            "Both are exact. Leviathan–Chen accepts a draft with probability min(1, p/q) and "
+            "accepts more often at temperature > 0; sample-and-compare is what llama.cpp and "
+            "mlx-lm do."
+        )
+        for value, label in ACCEPT_LABELS.items():
+            self.accept.addItem(label, value)
+        mtp = QGroupBox("MTP")
+        mtp_form = QFormLayout(mtp)
+        mtp_form.addRow(self.mtp_enabled)
+        mtp_form.addRow("Draft depth", self.mtp_depth)
+        mtp_form.addRow("Acceptance", self.accept)
+        self.mtp_status = QLabel()
+        self.mtp_status.setWordWrap(True)
+        self.mtp_status.setStyleSheet("color: palette(placeholder-text);")
+        mtp_form.addRow(self.mtp_status)
+
+        self.template_label = QLabel("No model loaded")
+        self.template_label.setWordWrap(True)
+        self.template_button = QPushButton("View chat template…")
+        self.template_button.clicked.connect(self.show_template_requested.emit)
+        template = QGroupBox("Chat template")
+        template_layout = QVBoxLayout(template)
+        template_layout.addWidget(self.template_label)
+        template_layout.addWidget(self.template_button)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.addWidget(QLabel("<b>System prompt</b>"))
+        layout.addWidget(self.system_prompt)
+        layout.addWidget(sampling)
+        layout.addWidget(mtp)
+        layout.addWidget(template)
+        layout.addStretch(1)
+
+        for spin in (self.temperature, self.top_p, self.min_p):
+            spin.valueChanged.connect(self._emit)
+        for box in (self.top_k, self.seed, self.max_tokens, self.mtp_depth):
+            box.valueChanged.connect(self._emit)
+        self.system_prompt.textChanged.connect(self._emit)
+        self.mtp_enabled.toggled.connect(self._on_mtp_toggled)
+        self.accept.currentIndexChanged.connect(self._emit)
+        self.set_settings(ChatSettings())
+
+    def settings(self) -> ChatSettings:
+        seed = self.seed.value()
+        return ChatSettings(
+            system_prompt=self.system_prompt.toPlainText().strip(),
+            temperature=round(self.temperature.value(), 4),
+            top_p=round(self.top_p.value(), 4),
+            top_k=self.top_k.value(),
+            min_p=round(self.min_p.value(), 4),
+            seed=None if seed == RANDOM_SEED else seed,
+            max_tokens=self.max_tokens.value(),
+            mtp_enabled=self._mtp_wanted,
+            mtp_depth=self.mtp_depth.value() or AUTO,
+            accept=str(self.accept.currentData()),
+        )
+
+    def set_settings(self, settings: ChatSettings) -> None:
+        self._updating = True
+        try:
+            if self.system_prompt.toPlainText() != settings.system_prompt:
+                self.system_prompt.setPlainText(settings.system_prompt)
+            self.temperature.setValue(settings.temperature)
+            self.top_p.setValue(settings.top_p)
+            self.top_k.setValue(settings.top_k)
+            self.min_p.setValue(settings.min_p)
+            self.seed.setValue(RANDOM_SEED if settings.seed is None else settings.seed)
+            self.max_tokens.setValue(settings.max_tokens)
+            self._mtp_wanted = settings.mtp_enabled
+            self.mtp_enabled.setChecked(settings.mtp_enabled and self._mtp_reason is None)
+            depth = settings.mtp_depth
+            self.mtp_depth.setValue(AUTO_DEPTH_VALUE if depth == AUTO else int(depth))
+            self.accept.setCurrentIndex(max(self.accept.findData(settings.accept), 0))
+        finally:
+            self._updating = False
+        self._update_mtp_widgets()
+
+    def set_model_capabilities(
+        self, max_depth: int, mtp_reason: str | None, template: str | None
+    ) -> None:
+        """What the loaded model offers: its draft depth limit, why MTP is off, its template."""
+        self._mtp_reason = mtp_reason
+        self._updating = True
+        try:
+            if max_depth >= 1:  # a model without MTP keeps the chosen depth for the next one
+                self.mtp_depth.setMaximum(max_depth)
+            self.mtp_enabled.setChecked(self._mtp_wanted and mtp_reason is None)
+        finally:
+            self._updating = False
+        self.template_label.setText(
+            "The model's own template formats the conversation."
+            if template
+            else "This model ships no chat template: messages are joined as plain text."
+        )
+        self.template_button.setEnabled(bool(template))
+        self._update_mtp_widgets()
+
+    def _update_mtp_widgets(self) -> None:
+        available = self._mtp_reason is None
+        self.mtp_enabled.setEnabled(available)
+        self.mtp_enabled.setToolTip(self._mtp_reason or "")
+        on = available and self.mtp_enabled.isChecked()
+        self.mtp_depth.setEnabled(on)
+        self.accept.setEnabled(on)
+        if not available:
+            self.mtp_status.setText(f"MTP is off: {self._mtp_reason}")
+        elif on:
+            depth = self.mtp_depth.value()
+            drafting = (
+                "Drafting 0–4 tokens per cycle, whichever is fastest here."
+                if depth == AUTO_DEPTH_VALUE
+                else f"Drafting {depth} token(s) per cycle."
+            )
+            self.mtp_status.setText(
+                f"{drafting} Output follows exactly the distribution of plain decoding "
+                "(identical at temperature 0)."
+            )
+        else:
+            self.mtp_status.setText("Plain decoding: one token per forward pass.")
+
+    def _on_mtp_toggled(self, checked: bool) -> None:
+        if not self._updating:
+            self._mtp_wanted = checked
+        self._emit()
+
+    def _emit(self) -> None:
+        self._update_mtp_widgets()
+        if not self._updating:
+            self.changed.emit(self.settings())
+
+
+def _double(low: float, high: float, step: float, tip: str) -> QDoubleSpinBox:
+    spin = QDoubleSpinBox()
+    spin.setRange(low, high)
+    spin.setSingleStep(step)
+    spin.setDecimals(2)
+    spin.setToolTip(tip)
+    return spin
