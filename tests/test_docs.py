@@ -23,6 +23,7 @@ _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _LINK = re.compile(r"(?<!!)\[(?:[^\]\\]|\\.)*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 _INLINE_CODE = re.compile(r"`+[^`]*`+")
 _EXTERNAL = re.compile(r"^[a-z][a-z0-9+.-]*:", re.IGNORECASE)
+_SOURCE_PATH = re.compile(r"`((?:app|tests|bench|tools|packaging|resources)/[^`\s]+)`")
 
 
 def _prose_lines(text: str) -> list[str]:
@@ -80,9 +81,25 @@ def broken_links(page: Path, root: Path = ROOT) -> list[str]:
     return problems
 
 
+def missing_source_paths(page: Path, root: Path = ROOT) -> list[str]:
+    """Source paths the page names in backticks (``app/…``, ``tests/…``) that do not exist."""
+    named = {
+        match.group(1)
+        for line in _prose_lines(page.read_text(encoding="utf-8"))
+        for match in _SOURCE_PATH.finditer(line)
+        if not any(mark in match.group(1) for mark in "*<{")
+    }
+    return sorted(path for path in named if not (root / path).exists())
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
 def test_every_relative_link_reaches_a_file_and_heading(page: Path) -> None:
     assert broken_links(page) == []
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
+def test_every_source_path_the_page_names_exists(page: Path) -> None:
+    assert missing_source_paths(page) == [], "moved or renamed: update the page"
 
 
 def test_the_manual_exists_and_the_readme_links_every_page() -> None:
@@ -112,6 +129,18 @@ def test_the_checker_sees_a_missing_file_and_a_missing_heading(tmp_path: Path) -
         "nowhere.md: no file docs/nowhere.md",
         "cli.md#no-such-heading: docs/cli.md has no heading #no-such-heading",
     ]
+
+
+def test_the_path_check_sees_a_moved_module(tmp_path: Path) -> None:
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "here.py").write_text("", encoding="utf-8")
+    page = tmp_path / "page.md"
+    page.write_text(
+        "`app/here.py` and `app/gone.py`, `tests/<area>` and `bench/*.sh` are patterns\n"
+        "```\n`app/in_a_block.py`\n```\n",
+        encoding="utf-8",
+    )
+    assert missing_source_paths(page, tmp_path) == ["app/gone.py"]
 
 
 def test_anchors_follow_githubs_rules() -> None:
