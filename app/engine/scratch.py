@@ -1,10 +1,11 @@
 """The scratch folder: where a publish writes its sidecar before uploading, and how to clean it.
 
-A publish extracts a sidecar of up to several GB to local disk before uploading it; a failure
-before the upload completes leaves it there for inspection and retry (app.md §3). This module
-decides where that folder is (``--scratch``, else ``MTP_STUDIO_SCRATCH``, else ``scratch`` in the
-user cache folder), names the files in it, and empties it on request — refusing any folder whose
-removal would be a disaster (``/``, the home folder, the current folder or one of their parents).
+A publish extracts a sidecar of up to several GB to local disk before uploading it; a failure before
+the upload completes leaves it there for inspection and retry
+(docs/architecture.md#the-publish-pipeline). This module decides where that folder is
+(``--scratch``, else ``MTP_STUDIO_SCRATCH``, else ``scratch`` in the user cache folder), names the
+files in it, and empties it on request — refusing any folder whose removal would be a disaster
+(``/``, the home folder, the current folder or one of their parents).
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ def norm_tensor(size: int) -> tuple[str, tuple[int, ...], bytes]:
 
 
 def expected_bf16(codes: np.ndarray, per_element_scale: np.ndarray) -> np.ndarray:
-    """Decode, multiply in F32, round once to BF16 (mtp-formats.md §3)."""
+    """Decode, multiply in F32, round once to BF16 (docs/formats.md#dequantisation)."""
     return to_bf16_bits(FP8_VALUES[codes] * per_element_scale.astype(np.float32))
 
 

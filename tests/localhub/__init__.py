@@ -2,7 +2,8 @@
 
 Why it exists: no development or CI machine here reaches the Hub, yet publishing and downloading
 must be tested with the real ``huggingface_hub`` client. This server speaks the wire protocol the
-client uses (hub.md §3) with real commits, counts every byte it serves, and injects faults.
+client uses (docs/development.md#the-wire-protocol-it-speaks) with real commits, counts every
+byte it serves, and injects faults.
 
 Start it by hand: ``python -m tests.localhub --port 8123 --data /tmp/hub`` and set
 ``HF_ENDPOINT`` to the printed URL. In tests use the ``local_hub`` fixture

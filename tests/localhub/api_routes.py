@@ -1,4 +1,6 @@
-"""The local hub's main API: accounts, repositories, files, commits (hub.md §3).
+"""The local hub's main API: accounts, repositories, files, commits.
+
+The wire protocol: docs/development.md#the-wire-protocol-it-speaks.
 
 Why: these are the exact endpoints and JSON shapes that ``huggingface_hub`` 2.4 sends and parses
 for whoami, create_repo, model_info, list_repo_tree, get_paths_info, file_exists/hf_hub_download

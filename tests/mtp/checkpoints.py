@@ -319,7 +319,7 @@ def _assign_shards(
 
 
 # ---------------------------------------------------------------------------------------------
-# The families of mtp-formats.md §2
+# The families of docs/formats.md#layouts-in-a-checkpoint
 
 DEEPSEEK_FP8 = Quant("F8_E4M3", "F32", "_scale_inv", tile=128)
 QWEN_FP8 = Quant("F8_E4M3", "BF16", "_scale_inv", tile=128)
@@ -579,7 +579,8 @@ def build_mimo(folder: Path, *, single_file: bool = False, seed: int = 4) -> Syn
 
 
 def build_mixed_formats(folder: Path, *, seed: int = 5) -> SyntheticCheckpoint:
-    """A DeepSeek-V4-style ``mtp.0.*`` checkpoint mixing every format of mtp-formats.md §3.
+    """A DeepSeek-V4-style ``mtp.0.*`` checkpoint mixing every format of
+    docs/formats.md#dequantisation.
 
     FP8 with E8M0 ``.scale`` tiles; INT8 experts with E8M0 ``_scale`` per 32 elements (1D);
     FP8 with F32 per-row scales over short rows (1D, small blocks); a fused 3D expert tensor with

@@ -1,4 +1,4 @@
-"""Number formats and block layouts of mtp-formats.md §3, against the independent reference."""
+"""Number formats and block layouts (docs/formats.md#dequantisation) vs an independent reference."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The acceptance laws reproduce the target distribution exactly (runtime.md §3, math only).
+"""The acceptance laws reproduce the target distribution exactly (math only).
+
+The contract: docs/architecture.md#the-exactness-contract.
 
 Hand-made target rows p_1..p_3 and proposal rows q_1, q_2 (depth 2), drafts drawn from q, then
 the law under test run 10^6 times (LC) or 2·10^5 times (match). The first committed token must

@@ -1,4 +1,6 @@
-"""Exactness on real llama.cpp (runtime.md §3): greedy MTP == plain decoding, and rollback.
+"""Exactness on real llama.cpp: greedy MTP == plain decoding, and rollback.
+
+The contract: docs/architecture.md#the-exactness-contract.
 
 The tiny qwen35 model is hybrid (gated-delta-net + attention layers) with one nextn block whose
 drafts are right often but not always, so the cycles below include full rejections, partial

@@ -1,4 +1,4 @@
-"""Statistics definitions (runtime.md §2) and the Leviathan expected-speedup check."""
+"""Statistics definitions (docs/architecture.md#statistics) and Leviathan's expected speedup."""
 
 from __future__ import annotations
 

@@ -2,12 +2,13 @@
 
 Two questions matter to a user of the demo: does the trunk predict unseen standard-library code
 (held-out cross-entropy), and how often would the MTP head's drafts be accepted in greedy
-speculative decoding. The second is measured the way the runtime drafts (runtime.md §1,
-mtp-formats.md §5): the trunk greedily answers held-out requests; then, from every committed
-position, the head drafts recursively — step k feeds the head's own post-norm output and the
-embedding of draft k−1, attending to the committed rows and the chain's earlier rows, exactly the
-cache a llama.cpp MTP context holds — and a chain is accepted through depth k when its first k
-drafts equal the trunk's greedy tokens (which the generated text is, by construction).
+speculative decoding. The second is measured the way the runtime drafts
+(docs/architecture.md#the-speculative-cycle, docs/formats.md#running-the-heads): the trunk greedily
+answers held-out requests; then, from every committed position, the head drafts recursively — step k
+feeds the head's own post-norm output and the embedding of draft k−1, attending to the committed
+rows and the chain's earlier rows, exactly the cache a llama.cpp MTP context holds — and a chain is
+accepted through depth k when its first k drafts equal the trunk's greedy tokens (which the
+generated text is, by construction).
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ Real MTP models are often published first as FP8 (DeepSeek V3/R1, Qwen's -FP8 re
 sidecar extractor must dequantise their `mtp.*` tensors. Nothing can be downloaded here, so this
 writes a small release in that exact format for tests: every linear weight as F8_E4M3 with a F32
 `weight_scale_inv` per 128×128 tile (DeepSeek's rule: s = amax/448, q = x/s, so dequantisation is
-q·s — mtp-formats.md §3), embeddings, lm_head, norms and other small tensors in BF16, spread over
-a few shards with a `model.safetensors.index.json`, and `quantization_config` in `config.json`.
+q·s — docs/formats.md#dequantisation), embeddings, lm_head, norms and other small tensors in BF16,
+spread over a few shards with a `model.safetensors.index.json`, and `quantization_config` in
+`config.json`.
 """
 
 from __future__ import annotations

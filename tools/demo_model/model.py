@@ -1,12 +1,12 @@
 """The demo model in PyTorch: a small Qwen3.5 text trunk plus one Qwen-style MTP layer.
 
 The trunk is transformers' own `Qwen3_5ForCausalLM` (gated-delta-net layers mixed with full
-attention), so its weights mean exactly what a real Qwen3.5 checkpoint's do. transformers has no
-MTP module (it drops `mtp.*` on load), so the head is built here from transformers' building blocks
-following the reference design (mtp-formats.md §5): the embedding of token t+1 and the trunk's
-post-norm hidden state at t are each RMS-normed, concatenated (embedding first), projected by `fc`,
-run through one full-attention decoder layer, normed and scored by the trunk's `lm_head`. Its
-parameter names are those of a real release's `mtp.*` tensors.
+attention), so its weights mean exactly what a real Qwen3.5 checkpoint's do. transformers has no MTP
+module (it drops `mtp.*` on load), so the head is built here from transformers' building blocks
+following the reference design (docs/formats.md#running-the-heads): the embedding of token t+1 and
+the trunk's post-norm hidden state at t are each RMS-normed, concatenated (embedding first),
+projected by `fc`, run through one full-attention decoder layer, normed and scored by the trunk's
+`lm_head`. Its parameter names are those of a real release's `mtp.*` tensors.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The model catalog (app.md §2): YAML files listing what to publish and where.
+"""The model catalog (docs/catalog.md): YAML files listing what to publish and where.
 
 Import from here; the submodules are an implementation detail:
 

@@ -1,4 +1,4 @@
-"""The rules one catalog entry must follow on its own (app.md §2), checked field by field.
+"""The rules one catalog entry must follow on its own (docs/catalog.md#rules), field by field.
 
 Kept apart from the cross-entry rules so the GUI can validate a row as the user types, before the
 entry is part of any catalog. Every message says what is wrong and how to fix it.

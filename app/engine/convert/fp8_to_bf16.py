@@ -1,13 +1,13 @@
 """An FP8 checkpoint folder → the same checkpoint in BF16, dequantised exactly, shard by shard.
 
 Every tensor goes through the sidecar extractor's dequantiser (:mod:`app.engine.mtp.dequant`):
-FP8/INT8 codes times their block scales computed in F32 and rounded once to BF16, with
-DeepSeek's rule that a ``_scale_inv`` value is *multiplied* (mtp-formats.md §3); BF16/F16/F32
+FP8/INT8 codes times their block scales computed in F32 and rounded once to BF16, with DeepSeek's
+rule that a ``_scale_inv`` value is *multiplied* (docs/formats.md#dequantisation); BF16/F16/F32
 tensors pass through (converted to BF16). Scale companions are consumed, not copied. Each source
-shard becomes one BF16 shard of the same name, streamed (memory stays near one piece of one
-tensor); the index is rewritten without the scales, ``config.json`` is copied without its
-``quantization_config``, and every other file (tokenizer, templates) is copied as is. MTP
-tensors are kept, so the MLX backend finds the model's own head.
+shard becomes one BF16 shard of the same name, streamed (memory stays near one piece of one tensor);
+the index is rewritten without the scales, ``config.json`` is copied without its
+``quantization_config``, and every other file (tokenizer, templates) is copied as is. MTP tensors
+are kept, so the MLX backend finds the model's own head.
 
 The copy is written into a hidden folder beside the destination and renamed into place only
 when complete; a failure or a cancel removes it, and an existing destination is never touched.

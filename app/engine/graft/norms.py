@@ -2,11 +2,11 @@
 
 Raw Qwen3.5/3.6/Next checkpoints compute x · (1 + w), so llama.cpp's converter adds 1 to every
 ``*norm.weight``; llama.cpp multiplies by the stored value. A sidecar extracted from the original
-release is offset-style, but one made from an already-converted checkpoint would not be, and
-adding 1 twice (or never) gives a head with ~0% acceptance. So the style is measured (mtp-formats
-§5): offset-style weights average near 0, absolute ones near 1. The median over the head's norms
-decides, because one norm alone can drift far from its start (the demo head's final norm averages
-0.41 in offset style; real final norms can go further).
+release is offset-style, but one made from an already-converted checkpoint would not be, and adding
+1 twice (or never) gives a head with ~0% acceptance. So the style is measured
+(docs/formats.md#running-the-heads): offset-style weights average near 0, absolute ones near 1. The
+median over the head's norms decides, because one norm alone can drift far from its start (the demo
+head's final norm averages 0.41 in offset style; real final norms can go further).
 """
 
 from __future__ import annotations

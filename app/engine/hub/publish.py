@@ -1,6 +1,6 @@
 """The publish job: an MTP sidecar from a source repo on the Hub to a sidecar repo, in one commit.
 
-Why this order (app.md §3):
+Why this order (docs/architecture.md#the-publish-pipeline):
 
 1. ``preflight`` — token and write permission, before any heavy work.
 2. Already published (the sidecar file exists) → say so and stop, unless ``force``.

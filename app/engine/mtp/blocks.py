@@ -1,4 +1,5 @@
-"""Which elements of a quantised weight share which scale (mtp-formats.md §3, block layouts).
+"""Which elements of a quantised weight share which scale
+(docs/formats.md#block-layouts-of-the-scales).
 
 The scale tensor's *shape* decides, not just its count: a count alone is often matched by two
 layouts that mean different things (a [128, 4096] weight with 128 scales is 64×64 tiles *or* one

@@ -1,6 +1,6 @@
 """Which tensor names are a checkpoint's MTP heads, and whether they are all there.
 
-Layouts (mtp-formats.md §2), tried in this order:
+Layouts (docs/formats.md#layouts-in-a-checkpoint), tried in this order:
 
 * ``qwen-mtp`` — any key starting ``mtp.`` or containing ``.mtp.`` (Qwen3.5/3.6/Next, DeepSeek V4,
   LongCat, MiMo-V2, Nemotron-H, EXAONE …): layer ``i`` is ``mtp.layers.{i}.`` or ``mtp.{i}.``;

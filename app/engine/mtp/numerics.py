@@ -1,4 +1,6 @@
-"""The number formats of mtp-formats.md §3, decoded with lookup tables and rounded to BF16.
+"""The number formats of MTP checkpoints, decoded with lookup tables and rounded to BF16.
+
+The formats and their rules: docs/formats.md#dequantisation.
 
 Numpy has no FP8, E8M0 or BF16 types, so codes are decoded through 256-entry float32 tables and
 BF16 is produced as uint16 bit patterns by round-to-nearest-even on the float32 bits.

@@ -1,4 +1,6 @@
-"""The draft acceptance a remote server reports, in the runtime's terms (runtime.md §2).
+"""The draft acceptance a remote server reports, in the runtime's terms.
+
+Those terms are defined in docs/architecture.md#statistics.
 
 Three sources, tried in this order for each reply:
 

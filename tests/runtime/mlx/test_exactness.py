@@ -1,4 +1,6 @@
-"""The decoding contract (runtime.md §3) on the MLX backend with the converted demo + sidecar.
+"""The decoding contract on the MLX backend with the converted demo + sidecar.
+
+The contract: docs/architecture.md#the-exactness-contract.
 
 Greedy MTP output must be token-for-token plain decoding at every depth, through cycles where
 the head is partly wrong; after such a cycle the trunk (gated-delta-net state restored and

@@ -1,4 +1,4 @@
-"""Decoding statistics, defined once (runtime.md §2) and shown the same everywhere.
+"""Decoding statistics, defined once (docs/architecture.md#statistics), shown the same everywhere.
 
 The generation loop feeds a :class:`StatsRecorder`; what leaves the engine (streamed with each
 chunk of tokens and attached to the final result) is the frozen :class:`DecodeStats` snapshot,

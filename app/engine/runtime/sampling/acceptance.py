@@ -1,6 +1,7 @@
 """Acceptance laws of one speculative cycle: which drafts are kept and which token comes next.
 
-Two exact laws are offered so they can be measured against each other (runtime.md §1):
+Two exact laws are offered so they can be measured against each other
+(docs/architecture.md#acceptance-laws):
 
 - **Leviathan–Chen** (``lc``): accept draft d_i with probability min(1, p_i(d_i) / q_i(d_i));
   on the first rejection draw the replacement from normalise(max(p_i − q_i, 0)); if every draft

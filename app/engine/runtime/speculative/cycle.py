@@ -1,4 +1,6 @@
-"""One speculative cycle (runtime.md §1): draft → verify → accept → repair/bonus → commit.
+"""One speculative cycle: draft → verify → accept → repair/bonus → commit.
+
+The cycle is described in docs/architecture.md#the-speculative-cycle.
 
 Backend-agnostic: it drives any :class:`DecodeBackend` and applies the chosen acceptance law to
 distributions from the one sampler definition. At temperature 0 every distribution is one-hot,

@@ -1,11 +1,11 @@
 """``GET /metrics``: the server's counters in Prometheus text format (prometheus-client).
 
 Requests by endpoint and status, prompt and generated tokens, drafted and accepted tokens by draft
-depth (acceptance at depth i = accepted / drafted, runtime.md §2), MTP cycles and their drafts by
-the requests' depth setting ("auto" or K: drafts ÷ cycles is the mean depth auto chose), the last
-request's decode speed, prompt tokens reused from kept state and the memory that state holds,
-and how many requests wait. Each server owns its registry, so several can
-share a process.
+depth (acceptance at depth i = accepted / drafted, docs/architecture.md#statistics), MTP cycles and
+their drafts by the requests' depth setting ("auto" or K: drafts ÷ cycles is the mean depth auto
+chose), the last request's decode speed, prompt tokens reused from kept state and the memory that
+state holds, and how many requests wait. Each server owns its registry, so several can share a
+process.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 llama-cpp-python's high-level ``Llama`` class has no MTP, and its draft-model path breaks on
 hybrid models, so this drives ``llama_cpp`` (the ctypes mirror of llama.h) and the staging
-functions in ``llama_cpp.llama_cpp_ext`` directly, as runtime.md §4 lays out:
+functions in ``llama_cpp.llama_cpp_ext`` directly (docs/architecture.md#the-llamacpp-backend):
 
 - the GGUF's ``{arch}.nextn_predict_layers`` is read first (``gguf_info``); only then is the
   model loaded with ``load_mtp`` (an MTP context on a model loaded without it aborts the process);
@@ -11,8 +11,8 @@ functions in ``llama_cpp.llama_cpp_ext`` directly, as runtime.md §4 lays out:
 - the draft context (``LLAMA_CONTEXT_TYPE_MTP``, ``ctx_other`` = target) runs the nextn block;
   its row at position p carries token x_p and the trunk's hidden state h_{p−1};
 - both contexts export the hidden state of every row (``llama_set_embeddings_nextn(ctx, True,
-  False)``). runtime.md proposes ``masked=True`` for the draft, but in this llama.cpp the MTP
-  graph's masked export copies the *first* n_outputs rows of the batch, which is the wrong row
+  False)``). Masked export (``masked=True``) looks right for the draft, but in this llama.cpp the
+  MTP graph's masked export copies the *first* n_outputs rows of the batch, which is the wrong row
   as soon as a batch carries queued rows before the drafting row (checked: for a 3-row batch
   whose last row is the output, the masked export holds row 0's state); unmasked export has
   every row at its batch index.
@@ -653,7 +653,7 @@ class LlamaCppBackend(DecodeBackend):
         )
         if self._head_active:
             # The head's row for ``token`` pairs it with the hidden state before it; it is
-            # decoded with the next draft (runtime.md §4, step 5), not now.
+            # decoded with the next draft (docs/architecture.md#the-llamacpp-backend, step 5).
             self._head_queue_tokens.append(token)
             self._head_queue_hidden.append(self._hidden_last[None, :])
             self._hidden_last = self._hidden_rows(self._target, 1)[0].copy()

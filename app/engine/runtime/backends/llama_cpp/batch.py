@@ -1,10 +1,10 @@
 """A ``llama_batch`` whose arrays are numpy buffers, reused for every decode call.
 
-The MTP head's rows carry a token id *and* a hidden state (runtime.md §4, step 5), a combination
-``llama_batch_init`` cannot allocate (it gives either tokens or embeddings). Owning the buffers
-in numpy also means filling a batch is a few vectorised copies instead of a Python loop per
-field and token, which matters when a decode step of a small model takes well under a
-millisecond.
+The MTP head's rows carry a token id *and* a hidden state
+(docs/architecture.md#the-llamacpp-backend, step 5), a combination ``llama_batch_init`` cannot
+allocate (it gives either tokens or embeddings). Owning the buffers in numpy also means filling a
+batch is a few vectorised copies instead of a Python loop per field and token, which matters when a
+decode step of a small model takes well under a millisecond.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 mlx-lm has no MTP: its converters drop the head and its models never run one. The head is one
 decoder block of the trunk's own kind (same class, same arguments) wrapped in the fusion layers
-of its family (mtp-formats.md §5):
+of its family (docs/formats.md#running-the-heads):
 
 - **Qwen** (qwen3_5, qwen3_5_moe, qwen3_next): e = pre_fc_norm_embedding(embed(x_{t+1})),
   h = pre_fc_norm_hidden(h_t), z = fc([e, h]), z = layer(z), out = norm(z); logits = lm_head(out).

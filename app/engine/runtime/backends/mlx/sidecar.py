@@ -9,7 +9,7 @@ the trunk plainly with that message as the reason.
 
 Qwen checkpoints store RMSNorm weights as offsets from 1 (the model computes x · (1 + w));
 mlx-lm adds the 1 only for the trunk. The head's norms are checked rather than assumed: a mean
-near 0 means offset style, so 1 is added (mtp-formats.md §5).
+near 0 means offset style, so 1 is added (docs/formats.md#running-the-heads).
 """
 
 from __future__ import annotations
