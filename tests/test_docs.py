@@ -23,6 +23,8 @@ _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _LINK = re.compile(r"(?<!!)\[(?:[^\]\\]|\\.)*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 _INLINE_CODE = re.compile(r"`+[^`]*`+")
 _EXTERNAL = re.compile(r"^[a-z][a-z0-9+.-]*:", re.IGNORECASE)
+_CITATION = re.compile(r"\b(docs/[\w-]+\.md)(?:#([\w-]+))?")
+_SECTION_CITATION = re.compile(r"\b([\w-]+\.md) §")
 _SOURCE_PATH = re.compile(r"`((?:app|tests|bench|tools|packaging|resources)/[^`\s]+)`")
 
 
@@ -92,6 +94,37 @@ def missing_source_paths(page: Path, root: Path = ROOT) -> list[str]:
     return sorted(path for path in named if not (root / path).exists())
 
 
+def broken_citations(source: Path, root: Path = ROOT) -> list[str]:
+    """Citations of the docs in a source file (``docs/architecture.md#statistics``) whose page or
+    heading is missing, and citations by section sign (``runtime.md §2``) of a page the
+    repository does not have."""
+    problems = []
+    text = source.read_text(encoding="utf-8")
+    for page, anchor in _CITATION.findall(text):
+        target = root / page
+        if not target.exists():
+            problems.append(f"{page}: no such page")
+        elif anchor and anchor not in anchors(target):
+            problems.append(f"{page}#{anchor}: no such heading")
+    for page in _SECTION_CITATION.findall(text):
+        if not any(root.rglob(page)):
+            problems.append(f"{page} §: not in the repository; cite the docs/ page that holds it")
+    return problems
+
+
+def test_every_citation_of_the_docs_in_the_code_resolves() -> None:
+    sources = [
+        path
+        for folder in ("app", "tests", "bench", "tools", "packaging")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if path != Path(__file__).resolve()
+    ]
+    problems = {
+        str(path.relative_to(ROOT)): found for path in sources if (found := broken_citations(path))
+    }
+    assert problems == {}
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
 def test_every_relative_link_reaches_a_file_and_heading(page: Path) -> None:
     assert broken_links(page) == []
@@ -151,3 +184,21 @@ def test_anchors_follow_githubs_rules() -> None:
         "a-separate-mtp-head-file-mtp-gguf"
     )
     assert github_anchor("llama.cpp builds") == "llamacpp-builds"
+
+
+def test_the_citation_check_sees_a_bad_heading_and_a_page_outside_the_repo(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "architecture.md").write_text("# Architecture\n## Statistics\n")
+    source = tmp_path / "module.py"
+    source.write_text(
+        '"""Defined in docs/architecture.md#statistics, not docs/architecture.md#stats, nor in\n'
+        'docs/gone.md or runtime.md §2."""\n',
+        encoding="utf-8",
+    )
+    assert broken_citations(source, tmp_path) == [
+        "docs/architecture.md#stats: no such heading",
+        "docs/gone.md: no such page",
+        "runtime.md §: not in the repository; cite the docs/ page that holds it",
+    ]
