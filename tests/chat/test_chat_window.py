@@ -22,7 +22,7 @@ from app.engine.runtime.core.backend import LoadSettings
 from app.engine.runtime.speculative.depth_policy import AUTO_MAX_DEPTH
 from app.engine.settings import SettingsStore, app_dirs
 from app.engine.units import format_bytes
-from app.ui.chat.transcript.column import message_widget
+from app.ui.chat.transcript import message_widget
 from tests.runtime.tiny_model import SPECIAL_TOKENS
 
 LONG_REPLY = 4000
