@@ -5,7 +5,7 @@ The CLI (``chat``/``serve`` options) and the Settings dialog offer the same choi
 the same bad values with the same reason, so both check here. The module is light on purpose (no
 numpy, no llama.cpp): :mod:`app.engine.settings` and the CLI's argument handling import it at
 start-up. The llama.cpp backend maps the same names to its ggml constants
-(``llama_cpp_backend.KV_CACHE_TYPES``; a test keeps the two lists equal).
+(``llama_cpp.model.KV_CACHE_TYPES``; a test keeps the two lists equal).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from app.engine.chat.memory import RUNTIME_DEFAULT_CONTEXT
 from app.engine.chat.model_files import DEMO, DOWNLOADED, GGUF, HF_FOLDER, OPENED, describe_model
 from app.engine.chat.sidecar import base_slug
 from app.engine.gguf_header import LongArray, read_gguf_header
-from app.engine.runtime.backends.llama_cpp import backend as llama_cpp_backend
+from app.engine.runtime.backends.llama_cpp import model as llama_cpp_model
 from app.engine.runtime.core.demo_model import DEMO_MODEL_FILENAME
 from tests.chat.hub_cache import put_in_cache
 from tests.mtp.checkpoints import build_qwen35
@@ -58,7 +58,7 @@ def test_a_gguf_with_an_mtp_block_is_described(tiny_gguf: Path) -> None:
 
 
 def test_the_estimate_uses_the_runtime_context() -> None:
-    assert RUNTIME_DEFAULT_CONTEXT == llama_cpp_backend.DEFAULT_CONTEXT
+    assert RUNTIME_DEFAULT_CONTEXT == llama_cpp_model.DEFAULT_CONTEXT
 
 
 def test_a_gguf_without_mtp_says_why_decoding_is_plain(

@@ -13,15 +13,15 @@ from openai import OpenAI
 from app.cli import main
 from app.engine.chat.model_files import describe_model
 from app.engine.load_options import DEFAULT_STATE_CACHE_MIB, FLASH_ATTENTION_MODES, KV_CACHE_TYPES
-from app.engine.runtime.backends.llama_cpp import backend as llama_cpp_backend
+from app.engine.runtime.backends.llama_cpp import model as llama_cpp_model
 from app.engine.runtime.core import backend
 from app.engine.runtime.core.demo_model import demo_model_path
 from tests.server.server_process import running_server
 
 
 def test_the_light_value_lists_are_the_backends() -> None:
-    assert tuple(llama_cpp_backend.KV_CACHE_TYPES) == KV_CACHE_TYPES
-    assert tuple(llama_cpp_backend.FLASH_ATTENTION_MODES) == FLASH_ATTENTION_MODES
+    assert tuple(llama_cpp_model.KV_CACHE_TYPES) == KV_CACHE_TYPES
+    assert tuple(llama_cpp_model.FLASH_ATTENTION_MODES) == FLASH_ATTENTION_MODES
     assert backend.DEFAULT_STATE_CACHE_MIB == DEFAULT_STATE_CACHE_MIB
 
 

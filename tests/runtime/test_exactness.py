@@ -180,10 +180,10 @@ def test_the_mtp_heads_state_after_cycles_matches_a_fresh_prefill(
     # for building that wrong state.
     backend.reset()
     backend.prefill(prompt + committed[:-2], with_mtp=True)
-    previous_hidden = backend._hidden_last.copy()
+    previous_hidden = backend._decoder.lane.hidden_last.copy()
     backend.reset()
     backend.prefill(prompt + committed[:-1], with_mtp=True)
-    backend._hidden_last = previous_hidden
+    backend._decoder.lane.hidden_last = previous_hidden
     wrong_difference = float(np.max(np.abs(after_cycles - first_draft_logits())))
     print(f"MTP head control: the previous hidden state gives {wrong_difference:.3g}")
     assert wrong_difference > 100 * max(difference, 1e-5)

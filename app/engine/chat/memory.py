@@ -24,7 +24,7 @@ from app.engine.load_options import KV_BYTES_PER_ELEMENT
 from app.engine.units import format_bytes
 
 RUNTIME_DEFAULT_CONTEXT = 4096
-"""The context the runtime gives a model when none is set (llama_cpp_backend.DEFAULT_CONTEXT)."""
+"""The context the runtime gives a model when none is set (llama_cpp.model.DEFAULT_CONTEXT)."""
 RUNTIME_BATCH = 512
 RUNTIME_DRAFT_SNAPSHOTS = 4
 _F32 = 4

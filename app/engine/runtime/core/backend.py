@@ -77,6 +77,14 @@ class ModelInfo:
     def mtp_available(self) -> bool:
         return self.mtp_unavailable_reason is None
 
+    def require_room(self, held: int, more: int) -> None:
+        """Refuse ``more`` tokens after ``held`` when they would not fit the context window."""
+        if held + more > self.context_length:
+            raise RuntimeBackendError(
+                f"the context window of {self.path.name} ({self.context_length} tokens) is "
+                "full; start a new conversation or load the model with a larger context (--ctx)"
+            )
+
 
 @dataclass(frozen=True)
 class DraftResult:

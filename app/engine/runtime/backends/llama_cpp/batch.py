@@ -17,17 +17,17 @@ import numpy as np
 
 
 class NumpyBatch:
-    """Up to ``capacity`` rows for sequence 0, optionally with ``width``-float hidden rows."""
+    """Up to ``capacity`` rows of one sequence, optionally with ``width``-float hidden rows."""
 
     def __init__(self, capacity: int, width: int = 0) -> None:
         self.capacity = capacity
         self._tokens = np.zeros(capacity, dtype=np.int32)
         self._positions = np.zeros(capacity, dtype=np.int32)
         self._seq_counts = np.ones(capacity, dtype=np.int32)
-        self._seq_zero = np.zeros(1, dtype=np.int32)
+        self._seq = np.zeros(1, dtype=np.int32)
         self._outputs = np.zeros(capacity, dtype=np.int8)
         self._hidden = np.zeros((capacity, width), dtype=np.float32) if width else None
-        seq_pointer = self._seq_zero.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
+        seq_pointer = self._seq.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
         self._seq_ids = (ctypes.POINTER(ctypes.c_int32) * capacity)(*([seq_pointer] * capacity))
         self._struct = llama_cpp.llama_batch()
         self._struct.token = self._tokens.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
@@ -48,13 +48,16 @@ class NumpyBatch:
         *,
         outputs: str,
         hidden: np.ndarray | None = None,
+        seq: int = 0,
     ) -> llama_cpp.llama_batch:
-        """Rows ``tokens`` at consecutive positions; ``outputs``: ``"all"``, ``"last"``, ``"none"``.
+        """Rows ``tokens`` of sequence ``seq`` at consecutive positions; ``outputs``: ``"all"``,
+        ``"last"``, ``"none"``.
 
         With ``hidden`` (one row per token) the batch carries both ids and hidden states, as
         the MTP head's input rows do.
         """
         count = len(tokens)
+        self._seq[0] = seq
         self._tokens[:count] = tokens
         self._positions[:count] = np.arange(first_position, first_position + count)
         self._outputs[:count] = 1 if outputs == "all" else 0

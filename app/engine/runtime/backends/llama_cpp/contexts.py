@@ -1,0 +1,119 @@
+"""One llama.cpp context: decode a batch, read its logits and hidden rows, cut or copy its state.
+
+A model holds up to three contexts (the drafting target, the MTP head's, the plain target); each
+is a :class:`LlamaContext`, so the code that runs requests says *what* it does to a context
+(decode these rows, keep the first n tokens of a sequence, copy its recurrent state) rather than
+repeating the ctypes calls and their error checks.
+
+Kept states (prefix reuse) are of two kinds: a *checkpoint* holds only the layers that cannot be
+rewound (the gated-delta-net recurrent state; ``LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY``, as
+llama-server's context checkpoints do), while the attention KV stays in the context and is
+trimmed by position; a *saved* session holds the whole state (KV too), so a conversation that
+another prompt displaced comes back without recomputing it.
+
+Sequence ids are explicit in every memory and state call: today each context holds sequence 0
+only (``n_seq_max`` 1), but several clients in one context will each be a sequence.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import llama_cpp
+import numpy as np
+from llama_cpp import llama_cpp_ext
+
+from app.engine.errors import RuntimeBackendError
+from app.engine.runtime.backends.llama_cpp import log as llama_cpp_log
+
+RECURRENT_ONLY = llama_cpp.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY
+WHOLE = llama_cpp.LLAMA_STATE_SEQ_FLAGS_NONE
+
+
+def _pointer(buffer: np.ndarray) -> ctypes.POINTER(ctypes.c_uint8):
+    return buffer.ctypes.data_as(ctypes.POINTER(ctypes.c_uint8))
+
+
+class LlamaContext:
+    """A ``llama_context`` and its memory; ``model_name`` names the file in error messages."""
+
+    def __init__(
+        self, pointer: llama_cpp.llama_context_p, *, model_name: str, vocab_size: int, width: int
+    ) -> None:
+        self.pointer = pointer
+        self.memory = llama_cpp.llama_get_memory(pointer)
+        self.model_name = model_name
+        self._vocab_size = vocab_size
+        self._width = width
+
+    @property
+    def size(self) -> int:
+        """The context window in tokens."""
+        return llama_cpp.llama_n_ctx(self.pointer)
+
+    def decode(self, batch: llama_cpp.llama_batch, what: str) -> None:
+        code = llama_cpp.llama_decode(self.pointer, batch)
+        if code != 0:
+            raise RuntimeBackendError(
+                f"llama.cpp failed to decode {what} of {self.model_name} (code {code}: "
+                f"{llama_cpp_log.take_recent()})"
+            )
+
+    def logits_rows(self, rows: int) -> np.ndarray:
+        """The last decode's logits, one row per output row (a view: copy what you keep)."""
+        pointer = llama_cpp.llama_get_logits(self.pointer)
+        return np.ctypeslib.as_array(pointer, shape=(rows, self._vocab_size))
+
+    def hidden_rows(self, rows: int) -> np.ndarray:
+        """The last decode's exported hidden states, one row per batch row (a view)."""
+        pointer = llama_cpp_ext.llama_get_embeddings_nextn(self.pointer)
+        return np.ctypeslib.as_array(pointer, shape=(rows, self._width))
+
+    def export_hidden_rows(self) -> None:
+        """Export the hidden state of every row (unmasked; see the backend's docstring)."""
+        llama_cpp_ext.llama_set_embeddings_nextn(self.pointer, True, False)
+
+    # --- memory ---------------------------------------------------------------------------
+
+    def clear(self) -> None:
+        llama_cpp.llama_memory_clear(self.memory, True)
+
+    def keep_first(self, seq: int, length: int) -> bool:
+        """Drop positions ``length`` and after of ``seq``; False when llama.cpp refuses (a
+        recurrent state rolled back further than its snapshots reach)."""
+        return bool(llama_cpp.llama_memory_seq_rm(self.memory, seq, length, -1))
+
+    # --- kept states ----------------------------------------------------------------------
+
+    def state_size(self, seq: int, flags: int) -> int:
+        """Bytes :meth:`copy_state` would take."""
+        return llama_cpp.llama_state_seq_get_size_ext(self.pointer, seq, flags)
+
+    def copy_state(self, seq: int, flags: int) -> np.ndarray:
+        """Sequence ``seq``'s state (``RECURRENT_ONLY`` or ``WHOLE``) as bytes."""
+        size = self.state_size(seq, flags)
+        buffer = np.empty(size, dtype=np.uint8)
+        written = llama_cpp.llama_state_seq_get_data_ext(
+            self.pointer, _pointer(buffer), size, seq, flags
+        )
+        if written != size:
+            raise RuntimeBackendError(
+                f"llama.cpp wrote {written} of {size} bytes of a context's state; the prompt "
+                "cache cannot keep it"
+            )
+        return buffer
+
+    def restore_state(self, seq: int, state: np.ndarray, flags: int) -> None:
+        """Put a state taken by :meth:`copy_state` with the same ``flags`` back into ``seq``."""
+        read = llama_cpp.llama_state_seq_set_data_ext(
+            self.pointer, _pointer(state), state.nbytes, seq, flags
+        )
+        if read == 0:
+            raise RuntimeBackendError(
+                f"llama.cpp read none of a kept state of {state.nbytes} bytes back into its context"
+            )
+
+    def close(self) -> None:
+        if self.pointer:
+            llama_cpp.llama_free(self.pointer)
+        self.pointer = None

@@ -1,0 +1,140 @@
+"""One GGUF loaded in llama.cpp: the model's lifetime and the contexts made from it.
+
+Loading reads the file's ``{arch}.nextn_predict_layers`` first (``gguf_info``) and asks for the MTP
+block (``load_mtp``) only when it is there: an MTP context on a model loaded without it aborts the
+process. Contexts come in three roles (docs/architecture.md#the-llamacpp-backend): the drafting
+target keeps ``n_rs_seq`` recurrent-state snapshots so a hybrid trunk can roll back a rejected
+draft; the MTP head's context (``LLAMA_CONTEXT_TYPE_MTP``, ``ctx_other`` = the target) runs the
+nextn block; a plain target keeps no snapshots."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+from pathlib import Path
+
+import llama_cpp
+
+from app.engine.errors import RuntimeBackendError
+from app.engine.learned_state import cpu_name
+from app.engine.runtime.backends.gguf_info import GgufSummary
+from app.engine.runtime.backends.llama_cpp import log as llama_cpp_log
+from app.engine.runtime.backends.llama_cpp.contexts import LlamaContext
+
+BACKEND_NAME = "llama.cpp"
+DEFAULT_CONTEXT = 4096
+BATCH_SIZE = 512
+_GPU_LAYERS_ALL = 999
+KV_CACHE_TYPES = {
+    "f16": llama_cpp.GGML_TYPE_F16,
+    "q8_0": llama_cpp.GGML_TYPE_Q8_0,
+    "q4_0": llama_cpp.GGML_TYPE_Q4_0,
+}
+FLASH_ATTENTION_MODES = {
+    "auto": llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO,
+    "on": llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED,
+    "off": llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED,
+}
+
+_backend_initialised = False
+
+
+def initialise_once() -> None:
+    """Route llama.cpp's log to our sink and initialise its backends (once per process)."""
+    global _backend_initialised
+    if not _backend_initialised:
+        llama_cpp_log.install()
+        llama_cpp.llama_backend_init()
+        _backend_initialised = True
+
+
+def machine_fingerprint(threads: int, gpu_layers: int, clock: str) -> str:
+    """A short hash of the CPU, the llama.cpp build (its system info names the CPU features and
+    GPU backends it uses), the llama-cpp-python version, threads, GPU offload and the clock
+    cycles are timed with (times on different clocks cannot be compared)."""
+    parts = (
+        platform.machine(),
+        cpu_name(),
+        str(os.cpu_count()),
+        llama_cpp.__version__,
+        llama_cpp.llama_print_system_info().decode("utf-8", "replace"),
+        f"threads={threads}",
+        f"gpu_layers={gpu_layers}",
+        f"clock={clock}",
+    )
+    digest = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+    return f"{BACKEND_NAME}:{digest}"
+
+
+class LlamaModel:
+    """The loaded weights of ``path``; makes the contexts and frees itself last."""
+
+    def __init__(self, path: Path, summary: GgufSummary, *, load_mtp: bool, gpu_layers: int):
+        self.path = path
+        self.summary = summary
+        params = llama_cpp.llama_model_default_params()
+        params.load_mtp = load_mtp
+        if gpu_layers >= 0:
+            params.n_gpu_layers = gpu_layers
+        elif llama_cpp.llama_supports_gpu_offload():
+            params.n_gpu_layers = _GPU_LAYERS_ALL
+        self.pointer = llama_cpp.llama_model_load_from_file(str(path).encode(), params)
+        if not self.pointer:
+            raise RuntimeBackendError(
+                f"llama.cpp could not load {path} ({llama_cpp_log.take_recent()}); the file "
+                "may be truncated or of an architecture this llama.cpp does not support"
+            )
+        self.vocab = llama_cpp.llama_model_get_vocab(self.pointer)
+        self.vocab_size = llama_cpp.llama_vocab_n_tokens(self.vocab)
+        self.width = llama_cpp.llama_model_n_embd_out(self.pointer)
+        self.input_width = llama_cpp.llama_model_n_embd_inp(self.pointer)
+        self.trained_context = llama_cpp.llama_model_n_ctx_train(self.pointer)
+        self.recurrent = bool(
+            llama_cpp.llama_model_is_recurrent(self.pointer)
+            or llama_cpp.llama_model_is_hybrid(self.pointer)
+        )
+
+    def new_context(
+        self,
+        size: int,
+        threads: int,
+        *,
+        kv_cache_type: str,
+        flash_attention: str,
+        rollback_depth: int = 0,
+        reads: LlamaContext | None = None,
+    ) -> LlamaContext:
+        """A target context keeping ``rollback_depth`` recurrent-state snapshots or, with
+        ``reads`` (the target), an MTP context whose nextn block reads that target."""
+        params = llama_cpp.llama_context_default_params()
+        params.n_ctx = size
+        params.n_batch = BATCH_SIZE
+        params.n_ubatch = BATCH_SIZE
+        params.n_seq_max = 1
+        params.n_threads = threads
+        params.n_threads_batch = threads
+        params.no_perf = True
+        params.type_k = params.type_v = KV_CACHE_TYPES[kv_cache_type]
+        params.flash_attn_type = FLASH_ATTENTION_MODES[flash_attention]
+        if reads is None:
+            params.n_rs_seq = rollback_depth
+        else:
+            params.ctx_type = llama_cpp.LLAMA_CONTEXT_TYPE_MTP
+            params.ctx_other = reads.pointer
+            params.n_rs_seq = 0
+        pointer = llama_cpp.llama_init_from_model(self.pointer, params)
+        if not pointer:
+            role = "MTP draft" if reads is not None else "inference"
+            raise RuntimeBackendError(
+                f"llama.cpp could not create the {role} context for {self.path.name} with "
+                f"{size} tokens ({llama_cpp_log.take_recent()}); try a smaller --ctx"
+            )
+        return LlamaContext(
+            pointer, model_name=self.path.name, vocab_size=self.vocab_size, width=self.width
+        )
+
+    def close(self) -> None:
+        if self.pointer:
+            llama_cpp.llama_model_free(self.pointer)
+        self.pointer = None
