@@ -20,7 +20,7 @@ import pytest
 
 from app.engine.runtime.backends.mlx import backend as mlx_backend
 from app.engine.runtime.backends.mlx.backend import MlxBackend
-from app.engine.runtime.backends.prefix_cache import CHECKPOINT_MIN_GAP
+from app.engine.runtime.backends.prefix_cache import CHECKPOINT_MIN_GAP, SAVE_MIN_TOKENS
 from app.engine.runtime.chat_format.prompting import ChatMessage
 from app.engine.runtime.core.backend import LoadSettings, PrefixReuse
 from app.engine.runtime.core.request import GenerationRequest, GenerationResult
@@ -182,7 +182,7 @@ def test_a_conversation_switched_away_from_and_back_to_is_restored(
     four_bit.reset()
     story = _messages(STORY)
     turn1 = _turn(four_bit, reference, story)
-    assert turn1.prompt_length + TOKENS > mlx_backend.SAVE_MIN_TOKENS
+    assert turn1.prompt_length + TOKENS > SAVE_MIN_TOKENS
 
     other = _turn(four_bit, reference, _messages("Explain what a hash table is."))
     assert other.reuse.reused_tokens < 8  # only the template's first tokens are shared

@@ -17,7 +17,7 @@ only at its live length or at a checkpoint; attention-only trunks trim their KV 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +50,7 @@ def resume_point(
     *,
     rewindable: bool,
     checkpoints: Iterable[int],
+    common: int | None = None,
 ) -> int:
     """Tokens of ``cached`` to keep for ``prompt`` (0: compute everything).
 
@@ -59,7 +60,8 @@ def resume_point(
     state before it, so the head keeps one row more than the trunk): anywhere for a trunk that
     trims (``rewindable``), the latest checkpoint at or before that point otherwise.
     """
-    common = common_prefix_length(cached, prompt)
+    if common is None:
+        common = common_prefix_length(cached, prompt)
     if common == len(cached) and len(prompt) > len(cached):
         return len(cached)
     limit = min(common, len(prompt)) - 1
@@ -68,6 +70,72 @@ def resume_point(
     if rewindable:
         return limit
     return max((point for point in checkpoints if point <= limit), default=0)
+
+
+@dataclass(frozen=True)
+class ResumeOption:
+    """A length a kept session can resume at: ``position`` tokens kept, with the backend's
+    ``state`` for it (a checkpoint). ``hidden_kept``: the trunk's hidden state h_{position−1}
+    is kept with it, so a drafter needs its rows through ``position − 1`` only; without it the
+    drafter's row at ``position`` (x_position paired with h_{position−1}) must be held."""
+
+    position: int
+    hidden_kept: bool
+    state: Any = None
+
+
+@dataclass(frozen=True)
+class ResumePlan:
+    """Where a prefill starts: ``position`` tokens of ``session`` kept (0: none) through
+    ``option``; ``shared`` is how many leading tokens that session and the prompt have in
+    common; ``source`` is a :class:`~app.engine.runtime.core.backend.PrefixReuse` source."""
+
+    session: Any
+    position: int
+    option: ResumeOption | None
+    source: str
+    shared: int
+
+
+ResumeOptions = Callable[[Any, int], tuple[int, Iterable[ResumeOption]]]
+"""For a kept session and the tokens it shares with the prompt: how many drafter rows it holds
+that still match the prompt (−1: its drafter is not in step), and where it can resume."""
+
+
+def plan_resume(
+    prompt: Sequence[int],
+    sessions: Sequence[Any],
+    options: ResumeOptions,
+    *,
+    with_mtp: bool,
+    recurrent: bool,
+) -> ResumePlan:
+    """The option that leaves the fewest prompt tokens to compute, over ``sessions`` (each with
+    ``tokens``; the live one first, which wins a tie, then the rest in the backend's order);
+    with ``with_mtp`` only where the session's drafter rows cover it.
+
+    The backend lists only options that keep tokens the prompt repeats and leave at least one
+    prompt token to compute (its logits start the reply): :func:`resume_point` gives such a
+    length for a session whose states hold no hidden state except at its end.
+    """
+    live = sessions[0]
+    best = ResumePlan(live, 0, None, "", common_prefix_length(live.tokens, prompt))
+    for session in sessions:
+        shared = best.shared if session is live else common_prefix_length(session.tokens, prompt)
+        drafter_rows, choices = options(session, shared)
+        for option in choices:
+            position = option.position
+            needed = position - 1 if option.hidden_kept else position
+            if position <= best.position or (with_mtp and drafter_rows < needed):
+                continue
+            if session is not live:
+                source = "saved"
+            elif position == len(session.tokens):
+                source = "live"
+            else:
+                source = "checkpoint" if recurrent else "trimmed"
+            best = ResumePlan(session, position, option, source, shared)
+    return best
 
 
 def checkpoint_marks(

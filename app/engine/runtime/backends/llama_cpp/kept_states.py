@@ -26,8 +26,11 @@ from app.engine.runtime.backends.prefix_cache import (
     SAVE_MIN_TOKENS,
     KeptState,
     KeptStates,
+    ResumeOption,
+    ResumePlan,
     Session,
     common_prefix_length,
+    plan_resume,
     resume_point,
 )
 
@@ -75,41 +78,38 @@ class KeptLanes:
         self.states.clear()
 
     def reusable_prefix(self, lane: Lane, tokens: Sequence[int], with_mtp: bool) -> int:
-        return self._plan(lane, tokens, with_mtp)[1]
+        return self._plan(lane, tokens, with_mtp).position
 
-    def _plan(
-        self, lane: Lane, tokens: Sequence[int], with_mtp: bool
-    ) -> tuple[Session | None, int]:
-        """The saved session worth restoring for ``tokens`` (None: the live one is as good)
-        and the length the prompt would resume at (prefix_cache.resume_point says which
-        lengths qualify)."""
+    def _plan(self, lane: Lane, tokens: Sequence[int], with_mtp: bool) -> ResumePlan:
+        """Where ``tokens`` would resume: in the live session or a saved one of the lane, at
+        the length :func:`resume_point` allows (the end of a session keeps its hidden state,
+        a checkpoint or a trimmed state does not)."""
         live = self.live(lane)
 
-        def point(session: Session) -> int:
-            return resume_point(
+        def options(session: Session, shared: int) -> tuple[int, list[ResumeOption]]:
+            if session is live:
+                in_step = lane.drafter_in_step
+            else:
+                in_step = session.saved.payload.drafter_in_step
+            point = resume_point(
                 session.tokens,
                 tokens,
                 rewindable=not self.recurrent,
                 checkpoints=session.checkpoints,
+                common=shared,
             )
+            rows = len(session.tokens) if in_step else -1
+            return rows, [ResumeOption(point, hidden_kept=point == len(session.tokens))]
 
-        live_point = point(live) if not with_mtp or lane.drafter_in_step else 0
-        candidates = [
-            session
-            for session in self.states.saved_sessions(lane.name)
-            if not with_mtp or session.saved.payload.drafter_in_step
-        ]
-        best = max(candidates, key=point, default=None)
-        if best is None or point(best) <= live_point:
-            return None, live_point
-        return best, point(best)
+        sessions = [live, *self.states.saved_sessions(lane.name)]
+        return plan_resume(tokens, sessions, options, with_mtp=with_mtp, recurrent=self.recurrent)
 
     def resume(self, lane: Lane, tokens: Sequence[int], with_mtp: bool) -> tuple[int, str, bool]:
         """Bring the lane's context to the longest kept prefix of ``tokens``; return its
         length, where it came from (a :class:`PrefixReuse` source) and whether the state was
         continued as it was kept rather than cut back."""
         live = self.live(lane)
-        best, point = self._plan(lane, tokens, with_mtp)
+        plan = self._plan(lane, tokens, with_mtp)
         displaced = (
             len(live.tokens) >= SAVE_MIN_TOKENS
             and common_prefix_length(live.tokens, tokens) < len(live.tokens) // 2
@@ -117,15 +117,10 @@ class KeptLanes:
         if displaced and (not with_mtp or lane.drafter_in_step):
             self._save_live(lane)
         try:
-            if best is not None:
-                self._restore_saved(lane, best)
-                live, source = best, "saved"
-            else:
-                source = "live"
-            continuing = point == len(live.tokens)
-            if not continuing and source == "live":
-                source = "checkpoint" if self.recurrent else "trimmed"
-            return self.rewind(lane, point, with_mtp), source, continuing
+            if plan.session is not live:
+                self._restore_saved(lane, plan.session)
+            continuing = plan.position == len(plan.session.tokens)
+            return self.rewind(lane, plan.position, with_mtp), plan.source, continuing
         except RuntimeBackendError as exc:  # a kept state llama.cpp would not take back
             log.warning("computing the prompt from the start: %s", exc)
             self.forget(lane)
