@@ -32,6 +32,14 @@ LAYERS: dict[str, list[set[str]]] = {
 }
 
 
+SIZE_LIMITED = ("app/engine", "app/commands")
+"""Folders whose classes and functions are held to the limits below (app/ui is to follow)."""
+MAX_CLASS_LINES = 400
+MAX_FUNCTION_LINES = 80
+SIZE_EXCEPTIONS: dict[str, str] = {}
+"""``path:qualified.name`` → why it may be longer (none today)."""
+
+
 def _module_name(path: Path) -> str:
     parts = path.relative_to(ROOT).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -189,3 +197,46 @@ def test_the_runtime_face_resolves_every_name_it_lists() -> None:
 
     missing = [name for name in runtime.__all__ if getattr(runtime, name, None) is None]
     assert missing == []
+
+
+def _oversized(source: str, path: str) -> list[str]:
+    """``path:qualified.name (N lines)`` of every class over :data:`MAX_CLASS_LINES` and every
+    function or method over :data:`MAX_FUNCTION_LINES` (docstring included)."""
+    found: list[str] = []
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                name = f"{prefix}{child.name}"
+                lines = child.end_lineno - child.lineno + 1
+                limit = MAX_CLASS_LINES if isinstance(child, ast.ClassDef) else MAX_FUNCTION_LINES
+                if lines > limit:
+                    found.append(f"{path}:{name} ({lines} lines)")
+                visit(child, f"{name}.")
+            else:
+                visit(child, prefix)
+
+    visit(ast.parse(source), "")
+    return found
+
+
+@pytest.mark.parametrize("folder", SIZE_LIMITED)
+def test_no_class_or_function_is_over_the_size_limits(folder: str) -> None:
+    oversized = [
+        entry
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for entry in _oversized(path.read_text(), str(path.relative_to(ROOT)))
+        if entry.split(" (")[0] not in SIZE_EXCEPTIONS
+    ]
+    assert oversized == [], (
+        f"split these (classes ≤ {MAX_CLASS_LINES} lines, functions ≤ {MAX_FUNCTION_LINES}) "
+        "or list them in SIZE_EXCEPTIONS with the reason"
+    )
+
+
+def test_the_size_check_sees_nested_functions_and_methods() -> None:
+    body = "".join(f"        x{index} = {index}\n" for index in range(MAX_FUNCTION_LINES))
+    source = f"class Small:\n    def method(self):\n{body}\ndef outer():\n    def inner():\n{body}"
+    found = [entry.split(" (")[0] for entry in _oversized(source, "m.py")]
+    assert found == ["m.py:Small.method", "m.py:outer", "m.py:outer.inner"]
+    assert _oversized("def short():\n    return 1\n", "m.py") == []

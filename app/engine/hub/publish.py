@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import httpx2
-from huggingface_hub import HfApi, constants
+from huggingface_hub import CommitInfo, HfApi, constants
 from huggingface_hub.errors import HfHubHTTPError
 
 from app import TOOL_NAME, __version__
@@ -155,28 +155,8 @@ class _Publish:
             bytes_fetched = source.bytes_fetched
 
         upload_started = time.perf_counter()
-        try:
-            ctx.stage("upload", f"hf://{plan.sidecar_repo}/{plan.filename}")
-            api.create_repo(plan.sidecar_repo, exist_ok=True)
-            progress = ctx.progress_reporter("upload", receipt.size)
-            commit, uploaded = commit_sidecar(
-                api,
-                plan.sidecar_repo,
-                self.output,
-                receipt.sha256,
-                readme,
-                filename=plan.filename,
-                message=f"Add MTP sidecar of {plan.source_repo}@{pinned.sha[:12]}",
-                description=f"Extracted from {plan.source_repo} at commit {pinned.sha} "
-                f"by {TOOL_NAME} {__version__}.",
-                on_position=progress.update,
-            )
-        except Exception as exc:
-            raise self._kept_in_scratch(exc, f"uploading to {plan.sidecar_repo}") from exc
+        commit, uploaded = self._upload(api, receipt, readme, pinned.sha)
         upload_seconds = time.perf_counter() - upload_started
-        if progress.done != receipt.size:  # the Hub had the bytes already: nothing was sent
-            ctx.emit(ProgressEvent("upload", receipt.size, receipt.size))
-        ctx.log(f"committed {commit.commit_url}")
 
         # The commit exists: the remaining steps are quick and no longer stop when cancelled.
         collection_url = self._collection(api)
@@ -209,6 +189,34 @@ class _Publish:
         )
 
     # -- steps -----------------------------------------------------------------------------
+
+    def _upload(
+        self, api: HfApi, receipt: ExtractionReceipt, readme: str, source_sha: str
+    ) -> tuple[CommitInfo, int]:
+        """Commit the sidecar and its card to the sidecar repo; the commit and bytes sent."""
+        plan, ctx = self.plan, self.ctx
+        try:
+            ctx.stage("upload", f"hf://{plan.sidecar_repo}/{plan.filename}")
+            api.create_repo(plan.sidecar_repo, exist_ok=True)
+            progress = ctx.progress_reporter("upload", receipt.size)
+            commit, uploaded = commit_sidecar(
+                api,
+                plan.sidecar_repo,
+                self.output,
+                receipt.sha256,
+                readme,
+                filename=plan.filename,
+                message=f"Add MTP sidecar of {plan.source_repo}@{source_sha[:12]}",
+                description=f"Extracted from {plan.source_repo} at commit {source_sha} "
+                f"by {TOOL_NAME} {__version__}.",
+                on_position=progress.update,
+            )
+        except Exception as exc:
+            raise self._kept_in_scratch(exc, f"uploading to {plan.sidecar_repo}") from exc
+        if progress.done != receipt.size:  # the Hub had the bytes already: nothing was sent
+            ctx.emit(ProgressEvent("upload", receipt.size, receipt.size))
+        ctx.log(f"committed {commit.commit_url}")
+        return commit, uploaded
 
     def _published(self, api: HfApi) -> bool:
         """Whether the sidecar file is on the repo already; a failed lookup means "no"."""

@@ -344,6 +344,24 @@ def _greedy_check(
     }
 
 
+def _modes(depths: Sequence[int]) -> list[_Mode]:
+    """Plain, LC and match at each depth, LC with the unsure stop at the deepest, the adaptive
+    modes and the default, in the order each prompt runs them."""
+    modes = [PLAIN]
+    for depth in depths:
+        modes.append(_Mode(f"MTP LC K={depth}", "lc", depth, AcceptMode.LEVIATHAN_CHEN))
+        modes.append(_Mode(f"MTP match K={depth}", "match", depth, AcceptMode.MATCH))
+    deepest = max(depths)
+    unsure = _Mode(
+        f"LC K={deepest}, unsure stop",
+        "lc-unsure",
+        deepest,
+        AcceptMode.LEVIATHAN_CHEN,
+        stop_unsure=True,
+    )
+    return [*modes, unsure, AUTO_MODE, AUTO_UNSURE, DEFAULT]
+
+
 def run_decode_benchmark(
     client: RuntimeClient,
     *,
@@ -370,23 +388,7 @@ def run_decode_benchmark(
     progress("greedy check: MTP output vs plain decoding")
     greedy_identical = _greedy_check(client, prompts, depths)
 
-    modes = [PLAIN]
-    for depth in depths:
-        modes.append(_Mode(f"MTP LC K={depth}", "lc", depth, AcceptMode.LEVIATHAN_CHEN))
-        modes.append(_Mode(f"MTP match K={depth}", "match", depth, AcceptMode.MATCH))
-    deepest = max(depths)
-    modes += [
-        _Mode(
-            f"LC K={deepest}, unsure stop",
-            "lc-unsure",
-            deepest,
-            AcceptMode.LEVIATHAN_CHEN,
-            stop_unsure=True,
-        ),
-        AUTO_MODE,
-        AUTO_UNSURE,
-        DEFAULT,
-    ]
+    modes = _modes(depths)
     requests: dict[_Mode, list[DecodeStats]] = {mode: [] for mode in modes}
     stopped: str | None = None
 

@@ -13,6 +13,7 @@ import json
 import secrets
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -24,9 +25,11 @@ from app.engine.runtime.chat_format.tools import NONE, ToolSpec, forced_call_con
 from app.engine.runtime.core.backend import DecodeBackend
 from app.engine.runtime.core.request import GenerationRequest, GenerationResult, TokenChunk
 from app.engine.runtime.core.stats import StatsRecorder
+from app.engine.runtime.sampling.draft_confidence import ConfidenceStop
 from app.engine.runtime.sampling.sampler import sample
 from app.engine.runtime.speculative.cycle import SpeculativeDecoder
-from app.engine.runtime.speculative.depth_policy import DepthPolicies
+from app.engine.runtime.speculative.depth_policy import DepthPolicies, DepthPolicy
+from app.engine.runtime.speculative.draft_health import DraftWatch
 
 LANE_SWITCH_TOKENS = 256
 """An adaptive depth's check of the losing way (plain vs drafting) waits for a request that
@@ -188,6 +191,104 @@ class _Output:
         self.text_parts.append(self._detokenizer.flush())
 
 
+@dataclass(frozen=True)
+class _DepthChoice:
+    """How a request decodes: its draft ``depth`` (0: plainly), whether it ``drafting`` (an
+    adaptive request may run plainly), the ``policy`` picking each cycle's depth, the draft
+    ``watch`` of this model, the confidence ``stop`` when the request ends unsure drafts, and
+    the ``note`` saying why MTP was turned off, if it was."""
+
+    depth: int
+    drafting: bool
+    policy: DepthPolicy
+    watch: DraftWatch
+    stop: ConfidenceStop | None
+    note: str | None
+
+
+def _choose_depth(
+    backend: DecodeBackend,
+    request: GenerationRequest,
+    policies: DepthPolicies,
+    tokens: Sequence[int],
+) -> _DepthChoice:
+    note = None
+    depth = request.mtp_depth
+    if depth > 0 and not backend.info.mtp_available:
+        note = backend.info.mtp_unavailable_reason
+        depth = 0
+    elif depth > backend.info.max_draft_depth:
+        raise RuntimeBackendError(
+            f"MTP depth {depth} exceeds the depth {backend.info.max_draft_depth} this model was "
+            "loaded for; load it again with a larger maximum draft depth or lower --mtp-depth"
+        )
+    watch = policies.draft_health.watch(backend.info.path, backend.performance_fingerprint)
+    if depth > 0 and watch.reason is not None:  # this backend's drafts were found garbage
+        note, depth = watch.reason, 0
+    policy = policies.for_request(
+        depth,
+        adaptive=request.adaptive_depth,
+        model=backend.info.path,
+        machine=backend.performance_fingerprint,
+    )
+    drafting = depth > 0 and policy.drafts_this_request
+    stop = policies.confidence if request.stop_unsure_drafts else None
+    if depth > 0 and _other_way_keeps_more(backend, tokens, drafting) and policy.put_off_check():
+        drafting = policy.drafts_this_request
+    return _DepthChoice(depth, drafting, policy, watch, stop, note)
+
+
+Step = Callable[[int, int], Sequence[int]]
+"""One step of the loop: given the last token and the room left in the context, the tokens it
+commits (one for a plain step, the accepted drafts and one more for a speculative cycle)."""
+
+
+def _choose_step(
+    backend: DecodeBackend,
+    request: GenerationRequest,
+    choice: _DepthChoice,
+    sampling: tuple[GrammarState | None, np.random.Generator],
+    recorder: StatsRecorder,
+    output: _Output,
+) -> Step:
+    """The step every iteration of this request runs: plain, plain and timed (an adaptive
+    request the policy runs plainly), or a speculative cycle."""
+    grammar, rng = sampling
+    policy, watch = choice.policy, choice.watch
+    clock = backend.cycle_clock
+
+    def plain(last: int, _room: int) -> Sequence[int]:
+        return (next_token(backend.step(last), grammar, request, rng),)
+
+    def timed_plain(last: int, _room: int) -> Sequence[int]:
+        started, wall_started = clock(), time.perf_counter()
+        token = next_token(backend.step(last), grammar, request, rng)
+        policy.observe(0, 0, clock() - started)
+        recorder.verify_seconds += time.perf_counter() - wall_started
+        recorder.verify_calls += 1
+        recorder.record_cycle(0, 0)
+        return (token,)
+
+    if choice.depth == 0:
+        return plain
+    if not choice.drafting:
+        return timed_plain
+    decoder = SpeculativeDecoder(backend, request.sampler, request.accept, rng, recorder, grammar)
+    stop = choice.stop
+
+    def speculative(last: int, room: int) -> Sequence[int]:
+        cycle_depth = policy.choose(min(room, output.remaining - 1))
+        if watch.reason is not None:  # found garbage in this request: plain from here on
+            cycle_depth = 0
+        started = clock()
+        cycle = decoder.cycle(last, cycle_depth, stop)
+        policy.observe(cycle.drafted, cycle.accepted, clock() - started)
+        watch.observe(cycle.drafted, cycle.accepted)
+        return cycle.tokens
+
+    return speculative
+
+
 def generate(
     backend: DecodeBackend,
     request: GenerationRequest,
@@ -205,56 +306,30 @@ def generate(
     """
     tokens = prompt_tokens(backend, request)
     grammar = grammar_state(backend, request)
-    note = None
-    depth = request.mtp_depth
-    if depth > 0 and not backend.info.mtp_available:
-        note = backend.info.mtp_unavailable_reason
-        depth = 0
-    elif depth > backend.info.max_draft_depth:
-        raise RuntimeBackendError(
-            f"MTP depth {depth} exceeds the depth {backend.info.max_draft_depth} this model was "
-            "loaded for; load it again with a larger maximum draft depth or lower --mtp-depth"
-        )
     policies = depth_policies or DepthPolicies(remember=False)
-    watch = policies.draft_health.watch(backend.info.path, backend.performance_fingerprint)
-    if depth > 0 and watch.reason is not None:  # this backend's drafts were found garbage
-        note, depth = watch.reason, 0
-    mode = "ar" if depth == 0 else str(request.accept)
+    choice = _choose_depth(backend, request, policies, tokens)
     seed = request.sampler.seed if request.sampler.seed is not None else secrets.randbits(63)
     rng = np.random.default_rng(seed)
     recorder = StatsRecorder(
-        mode=mode,
-        depth=depth,
+        mode="ar" if choice.depth == 0 else str(request.accept),
+        depth=choice.depth,
         prompt_tokens=len(tokens),
-        adaptive=request.adaptive_depth and depth > 0,
+        adaptive=request.adaptive_depth and choice.depth > 0,
         clock=backend.cycle_clock,
     )
     output = _Output(backend, request, recorder, emit)
-    policy = policies.for_request(
-        depth,
-        adaptive=request.adaptive_depth,
-        model=backend.info.path,
-        machine=backend.performance_fingerprint,
-    )
-    drafting = depth > 0 and policy.drafts_this_request
-    stop = policies.confidence if request.stop_unsure_drafts else None
-    if depth > 0 and _other_way_keeps_more(backend, tokens, drafting) and policy.put_off_check():
-        drafting = policy.drafts_this_request
-
     logits = backend.prefill(
-        tokens, with_mtp=drafting, keep_at=last_user_message_start(backend, request, tokens)
+        tokens,
+        with_mtp=choice.drafting,
+        keep_at=last_user_message_start(backend, request, tokens),
     )
     recorder.prompt_reused_tokens = backend.last_prefix_reuse.reused_tokens
     recorder.prefill_done()
     last = next_token(logits, grammar, request, rng)
     output.commit([last])
-
     try:
-        decoder = SpeculativeDecoder(
-            backend, request.sampler, request.accept, rng, recorder, grammar
-        )
+        step = _choose_step(backend, request, choice, (grammar, rng), recorder, output)
         context = backend.info.context_length
-        clock = backend.cycle_clock
         while output.finish_reason is None:
             if cancelled():
                 output.stop("cancelled")
@@ -263,32 +338,13 @@ def generate(
             if room < 0:
                 output.stop("context")
                 break
-            if depth == 0:
-                last = next_token(backend.step(last), grammar, request, rng)
-                output.commit([last])
-                continue
-            if not drafting:  # an adaptive request the policy runs plainly: time its steps
-                started, wall_started = clock(), time.perf_counter()
-                last = next_token(backend.step(last), grammar, request, rng)
-                policy.observe(0, 0, clock() - started)
-                recorder.verify_seconds += time.perf_counter() - wall_started
-                recorder.verify_calls += 1
-                recorder.record_cycle(0, 0)
-                output.commit([last])
-                continue
-            cycle_depth = policy.choose(min(room, output.remaining - 1))
-            if watch.reason is not None:  # found garbage in this request: plain from here on
-                cycle_depth = 0
-            started = clock()
-            cycle = decoder.cycle(last, cycle_depth, stop)
-            policy.observe(cycle.drafted, cycle.accepted, clock() - started)
-            watch.observe(cycle.drafted, cycle.accepted)
-            last = cycle.tokens[-1]
-            output.commit(cycle.tokens)
+            committed = step(last, room)
+            last = committed[-1]
+            output.commit(committed)
     except BaseException:
         backend.reset()  # a step that failed half-way leaves a state nothing may reuse
         raise
-
+    watch = choice.watch
     return GenerationResult(
         text="".join(output.text_parts),
         token_ids=tuple(output.token_ids),
@@ -296,6 +352,6 @@ def generate(
         finish_reason=output.finish_reason,
         stats=recorder.snapshot(),
         seed=seed,
-        note=note or (watch.reason if depth > 0 else None),
+        note=choice.note or (watch.reason if choice.depth > 0 else None),
         kept_state_bytes=backend.kept_state_bytes,
     )
