@@ -6,9 +6,13 @@ from __future__ import annotations
 from app.engine.runtime.backends.prefix_cache import (
     KeptState,
     KeptStates,
+    ResumeOption,
+    ResumePlan,
+    Session,
     checkpoint_marks,
     chunk_ends,
     common_prefix_length,
+    plan_resume,
     resume_point,
 )
 
@@ -90,3 +94,38 @@ def test_a_restored_session_becomes_live() -> None:
     kept.restore(saved)
     assert kept.live_session("a").tokens == [1, 2, 3]
     assert kept.saved == [] and saved.saved is None
+
+
+def _plan(
+    prompt: list[int], sessions: list[Session], rows: dict[str, int], *, with_mtp: bool
+) -> ResumePlan:
+    def options(session: Session, shared: int) -> tuple[int, list[ResumeOption]]:
+        point = resume_point(session.tokens, prompt, rewindable=True, checkpoints=(), common=shared)
+        return rows[session.lane], [ResumeOption(point, point == len(session.tokens))]
+
+    return plan_resume(prompt, sessions, options, with_mtp=with_mtp, recurrent=False)
+
+
+def test_the_planner_takes_the_longest_resume_and_the_live_session_on_a_tie() -> None:
+    live = Session("live", [1, 2, 3, 4])
+    longer = Session("saved", [1, 2, 3, 4, 5, 6, 7])
+    same = Session("same", [1, 2, 3, 4])
+    prompt = [1, 2, 3, 4, 5, 6, 7, 8]
+    everything = {"live": 99, "saved": 99, "same": 99}
+    plan = _plan(prompt, [live, longer], everything, with_mtp=True)
+    assert (plan.session, plan.position, plan.source, plan.shared) == (longer, 7, "saved", 7)
+    plan = _plan(prompt, [live, same], everything, with_mtp=True)
+    assert (plan.session, plan.position, plan.source) == (live, 4, "live")
+    plan = _plan([1, 2, 9, 9], [live], everything, with_mtp=False)
+    assert (plan.position, plan.source) == (1, "trimmed")
+
+
+def test_with_drafts_the_planner_keeps_only_what_the_drafter_covers() -> None:
+    live = Session("live", [1, 2, 3, 4])
+    saved = Session("saved", [1, 2, 3, 4, 5, 6, 7])
+    prompt = [1, 2, 3, 4, 5, 6, 7, 8]
+    out_of_step = {"live": 99, "saved": -1}  # the saved session was kept without its drafter
+    assert _plan(prompt, [live, saved], out_of_step, with_mtp=True).session is live
+    assert _plan(prompt, [live, saved], out_of_step, with_mtp=False).session is saved
+    nothing = _plan(prompt, [live], {"live": -1}, with_mtp=True)
+    assert (nothing.position, nothing.source, nothing.option) == (0, "", None)
