@@ -7,7 +7,8 @@ from the pinned llama-cpp-python source package runs here, unmodified, with its 
 a child process. One thing is set rather than detected: the pre-tokenizer. The converter
 identifies it by hashing how a known vocabulary splits a probe text, and a freshly trained
 vocabulary is known to nobody; our BPE was trained with Qwen3.5's split regex, so it is declared
-`qwen35` (demo_model.tokenizer.LLAMA_CPP_PRE_TOKENIZER).
+`qwen35` (demo_model.tokenizer.LLAMA_CPP_PRE_TOKENIZER). (Gemma 4's vocabulary writer
+names its own, `gemma4`, and never asks, so tools/gemma_pair converts through here too.)
 
 The weights are stored as Q8_0 (llama.cpp's converter, `--outtype q8_0`; norms and small vectors
 stay F32). F16 would fit too, but on a CPU this tiny model is compute-bound (its weights sit in
@@ -55,19 +56,26 @@ def llama_cpp_source(cache_dir: Path) -> Path:
     return tree
 
 
-def convert_to_gguf(hf_dir: Path, output: Path, llama_cpp_tree: Path, outtype: str) -> None:
+def convert_to_gguf(
+    hf_dir: Path, output: Path, llama_cpp_tree: Path, outtype: str, model_name: str = MODEL_NAME
+) -> None:
     """Convert ``hf_dir`` to ``output`` (written under a temporary name, then renamed)."""
     partial = output.with_name(f".{output.name}.partial")
     partial.unlink(missing_ok=True)
     subprocess.run(
-        [sys.executable, __file__, str(llama_cpp_tree), str(hf_dir), str(partial), outtype],
+        [
+            *(sys.executable, __file__, str(llama_cpp_tree), str(hf_dir)),
+            *(str(partial), outtype, model_name),
+        ],
         check=True,
         env={**os.environ, "PYTHONPATH": ""},
     )
     os.replace(partial, output)
 
 
-def _run_converter(llama_cpp_tree: Path, hf_dir: Path, output: Path, outtype: str) -> None:
+def _run_converter(
+    llama_cpp_tree: Path, hf_dir: Path, output: Path, outtype: str, model_name: str
+) -> None:
     sys.path[:0] = [str(llama_cpp_tree), str(llama_cpp_tree / "gguf-py")]
     import convert_hf_to_gguf
     from conversion.base import TextModel
@@ -77,12 +85,12 @@ def _run_converter(llama_cpp_tree: Path, hf_dir: Path, output: Path, outtype: st
     TextModel.get_vocab_base_pre = lambda self, tokenizer: LLAMA_CPP_PRE_TOKENIZER
     sys.argv = [
         *("convert_hf_to_gguf.py", str(hf_dir), "--outfile", str(output)),
-        *("--outtype", outtype, "--model-name", MODEL_NAME),
+        *("--outtype", outtype, "--model-name", model_name),
     ]
     convert_hf_to_gguf.main()
 
 
 if __name__ == "__main__":
     sys.path[0] = str(Path(__file__).resolve().parents[1])  # tools/, not this module's folder
-    tree, source, destination, kind = sys.argv[1:5]
-    _run_converter(Path(tree), Path(source), Path(destination), kind)
+    tree, source, destination, kind, name = sys.argv[1:6]
+    _run_converter(Path(tree), Path(source), Path(destination), kind, name)
