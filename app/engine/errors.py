@@ -60,3 +60,7 @@ class LibraryError(MtpStudioError):
 
 class ConvertError(MtpStudioError):
     """A checkpoint cannot be converted (not FP8, output in the way, mlx-lm refused it)."""
+
+
+class DrafterError(MtpStudioError):
+    """A separate drafter model (Gemma 4 assistant) cannot be read or does not fit its target."""
