@@ -18,11 +18,16 @@ How each quantisation gets its head (:attr:`GetPlan.way`):
   one file (:mod:`app.engine.graft.split` says why), graft; the grafted copy is the ready model;
 - ``sidecar paired``: an MLX or safetensors conversion with a sidecar: download both into the
   cache, where chat pairs them (:func:`app.engine.chat.sidecar.find_sidecar`);
+- ``separate drafter``: a model that drafts with a separate drafter model (Gemma 4's assistant,
+  :mod:`app.engine.hub.drafter_lookup`): one quantisation of the trunk and one of the drafter are
+  downloaded — exactly those files, never a drafter taken for a head file to graft — and the
+  pair is checked as chat will pair it (:mod:`app.engine.drafter.pairing`);
 - ``no MTP head``: downloaded, and said so.
 """
 
 from __future__ import annotations
 
+import glob
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +37,7 @@ from app.engine.chat.sidecar import find_sidecar
 from app.engine.download import CACHE, DownloadJob, DownloadRequest
 from app.engine.download.job import DownloadResult
 from app.engine.download.quantisation import is_head_file, quant_label
+from app.engine.drafter.pairing import check_pair, find_drafter
 from app.engine.errors import DownloadError, MtpStudioError
 from app.engine.gguf_header import read_gguf_header
 from app.engine.graft.download_job import SIDECAR_FILE
@@ -40,6 +46,7 @@ from app.engine.graft.split import is_split_part, join_split_gguf, joined_name
 from app.engine.hub.fit import FITS
 from app.engine.hub.gguf_peek import mtp_blocks_in
 from app.engine.hub.search import (
+    DRAFTER,
     GGUF,
     HEAD_INSIDE,
     SEPARATE_HEAD,
@@ -65,6 +72,9 @@ class GetPlan:
     files: tuple[str, ...]
     way: str
     sidecar_repo: str | None = None
+    drafter_repo: str | None = None
+    drafter_files: tuple[str, ...] = ()
+    """The one drafter quantisation fetched beside the trunk (way ``separate drafter``)."""
 
     @property
     def title(self) -> str:
@@ -78,6 +88,8 @@ class GetPlan:
             "files": list(self.files),
             "way": self.way,
             "sidecar_repo": self.sidecar_repo,
+            "drafter_repo": self.drafter_repo,
+            "drafter_files": list(self.drafter_files),
         }
 
     @classmethod
@@ -89,6 +101,8 @@ class GetPlan:
             files=tuple(params["files"]),
             way=str(params["way"]),
             sidecar_repo=params.get("sidecar_repo"),
+            drafter_repo=params.get("drafter_repo"),
+            drafter_files=tuple(params.get("drafter_files") or ()),
         )
 
 
@@ -100,10 +114,16 @@ def plan_get(
     token: str | None,
     sidecars: Mapping[str, str],
     memory_bytes: int | None,
+    drafters: Mapping[str, str] | None = None,
 ) -> GetPlan:
     """The plan for ``repo_id``; ``quant`` empty: the largest quantisation that fits."""
     hit = describe_repo_id(
-        repo_id, endpoint=endpoint, token=token, sidecars=sidecars, memory_bytes=memory_bytes
+        repo_id,
+        endpoint=endpoint,
+        token=token,
+        sidecars=sidecars,
+        memory_bytes=memory_bytes,
+        drafters=drafters,
     )
     if not hit.quantisations:
         raise DownloadError(f"{repo_id} holds no GGUF, MLX or safetensors model files")
@@ -112,6 +132,17 @@ def plan_get(
 
 def plan_for(hit: RepoHit, option: QuantOption) -> GetPlan:
     """The plan for one quantisation of a search hit (what the Discover page's Get runs)."""
+    if option.mtp == DRAFTER and hit.drafter is not None:
+        drafter = hit.drafter.choose(option.label)
+        return GetPlan(
+            hit.repo_id,
+            hit.format,
+            option.label,
+            option.files,
+            DRAFTER,
+            drafter_repo=hit.drafter.repo_id,
+            drafter_files=drafter.files,
+        )
     if option.mtp in (HEAD_INSIDE, SEPARATE_HEAD):
         way = option.mtp
     elif hit.sidecar_repo:
@@ -138,6 +169,8 @@ class GetResult:
     way: str
     note: str
     model: DownloadResult
+    drafter: Path | None = None
+    drafter_download: DownloadResult | None = None
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -145,6 +178,10 @@ class GetResult:
             "ready_path": str(self.ready_path),
             "way": self.way,
             "note": self.note,
+            "drafter": str(self.drafter) if self.drafter else None,
+            "drafter_downloaded_bytes": (
+                self.drafter_download.downloaded_bytes if self.drafter_download else 0
+            ),
         }
 
 
@@ -156,15 +193,27 @@ class GetJob:
         self.endpoint = endpoint
         self.cache_dir = Path(cache_dir)
         self.grafted_dir = Path(grafted_dir)
-        self._model = DownloadJob(self._request(plan.repo_id, quant=self._gguf_quant()))
+        self._model = DownloadJob(self._request(plan.repo_id, **self._trunk_choice()))
         self._sidecar = (
             DownloadJob(self._request(plan.sidecar_repo, include=(SIDECAR_FILE,)))
             if plan.sidecar_repo and plan.way in (GRAFTED, PAIRED)
             else None
         )
+        self._drafter = (
+            DownloadJob(self._request(plan.drafter_repo, include=_exactly(plan.drafter_files)))
+            if plan.drafter_repo and plan.way == DRAFTER
+            else None
+        )
 
-    def _gguf_quant(self) -> str:
-        return self.plan.quant if self.plan.format == GGUF else ""
+    def _trunk_choice(self) -> dict[str, Any]:
+        """Which trunk files: the quantisation's (with a separate head file), or, beside a
+        drafter, exactly the quantisation's files (a drafter named ``mtp-*.gguf`` is not a
+        head file)."""
+        if self.plan.format != GGUF:
+            return {}
+        if self.plan.way == DRAFTER:
+            return {"include": _exactly(self.plan.files)}
+        return {"quant": self.plan.quant}
 
     def _request(self, repo_id: str, **choice: Any) -> DownloadRequest:
         return DownloadRequest(repo_id, str(self.cache_dir), self.endpoint, layout=CACHE, **choice)
@@ -178,7 +227,7 @@ class GetJob:
         }
 
     def _downloads(self) -> list[DownloadJob]:
-        return [self._model, *([self._sidecar] if self._sidecar else [])]
+        return [job for job in (self._model, self._sidecar, self._drafter) if job is not None]
 
     def pause(self) -> None:
         for download in self._downloads():
@@ -196,6 +245,11 @@ class GetJob:
         plan = self.plan
         model = self._model(ctx)
         first = model.location / plan.files[0] if plan.format == GGUF else model.location
+        if plan.way == DRAFTER:
+            fetched, drafter, note = self._fetch_drafter(first, ctx)
+            result = GetResult(first, plan.way, note, model, drafter, fetched)
+            ctx.emit(ResultEvent(result.summary()))
+            return result
         if plan.way == GRAFTED:
             ready, note = self._graft(first, ctx)
         elif plan.way == PAIRED:
@@ -211,6 +265,31 @@ class GetJob:
         result = GetResult(ready, plan.way, note, model)
         ctx.emit(ResultEvent(result.summary()))
         return result
+
+    def _fetch_drafter(self, trunk: Path, ctx: JobContext) -> tuple[DownloadResult, Path, str]:
+        """Download the drafter, check it fits the trunk, and say whether chat pairs them."""
+        assert self._drafter is not None
+        fetched = self._drafter(ctx)
+        drafter = fetched.location
+        if self.plan.format == GGUF:
+            drafter = fetched.location / self.plan.drafter_files[0]
+        check_pair(trunk, drafter)
+        found = find_drafter(trunk, [self.cache_dir], self.plan.repo_id)
+        if found.path is not None and found.path.resolve() == drafter.resolve():
+            return (
+                fetched,
+                drafter,
+                f"chat drafts with {drafter.name}, which it finds for the model",
+            )
+        return (
+            fetched,
+            drafter,
+            (
+                f"the drafter {drafter} is in the cache, but its repo name does not start with the "
+                "model's <base>-assistant, so chat pairs it only when the model is opened from its "
+                "catalog entry"
+            ),
+        )
 
     def _graft(self, base: Path, ctx: JobContext) -> tuple[Path, str]:
         assert self._sidecar is not None
@@ -255,6 +334,11 @@ class GetJob:
             f"the sidecar {sidecar} is in the cache, but its repo name does not follow "
             "<base-slug>-mtp, so chat pairs it only when the model is opened from its catalog entry"
         )
+
+
+def _exactly(paths: Sequence[str]) -> tuple[str, ...]:
+    """Download patterns that match exactly ``paths`` (glob characters in names escaped)."""
+    return tuple(glob.escape(path) for path in paths)
 
 
 def head_file_for(quant: str, downloaded: Sequence[str], trunk_files: Sequence[str]) -> str:
