@@ -26,8 +26,8 @@ from llama_cpp import llama_cpp_ext
 from tokenizers import Tokenizer
 from transformers import Gemma4AssistantForCausalLM, Gemma4ForCausalLM
 
-from app.engine.runtime import llama_cpp_log
-from app.engine.runtime.llama_cpp_batch import NumpyBatch
+from app.engine.runtime.backends.llama_cpp import log as llama_cpp_log
+from app.engine.runtime.backends.llama_cpp.batch import NumpyBatch
 
 TOKENIZER_PROBES = (
     "def add(a, b):\n    return a + b\n",
