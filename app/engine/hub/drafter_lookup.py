@@ -50,14 +50,23 @@ class DrafterHit:
     repo_id: str
     source: str
     quantisations: tuple[DrafterQuant, ...]
+    commit: str = ""
+    problem: str | None = None
+    """Why it does not fit the repo's model (from both headers), None when it fits."""
 
     def describe(self) -> str:
-        """ "drafter available" and where from, for the search listing."""
+        """The search listing's line: "drafter available" and where from (or why it does not
+        fit)."""
         files = ", ".join(f for q in self.quantisations for f in q.files[:1])
         if self.source == IN_REPO:
-            return f"drafter available in this repo ({files})"
-        how = "named by the catalog" if self.source == CATALOG else "found by name on the Hub"
-        return f"drafter available: {self.repo_id} ({how})"
+            where = f"in this repo ({files})"
+        elif self.source == CATALOG:
+            where = f"{self.repo_id} (named by the catalog)"
+        else:
+            where = f"{self.repo_id} (found by name on the Hub)"
+        if self.problem:
+            return f"drafter {where} does not fit: {self.problem}"
+        return f"drafter available {where}"
 
     def choose(self, trunk_label: str) -> DrafterQuant:
         """The trunk's own label when the drafter has it, else its largest quantisation."""
@@ -70,6 +79,7 @@ class DrafterHit:
         return {
             "repo": self.repo_id,
             "source": self.source,
+            "problem": self.problem,
             "quantisations": [
                 {"label": q.label, "size": q.size, "files": list(q.files)}
                 for q in self.quantisations
@@ -178,7 +188,7 @@ def describe_drafter_repo(
         options = folder_drafter_quantisation(sizes)
     else:
         options = ()
-    return DrafterHit(info.id, source, options) if options else None
+    return DrafterHit(info.id, source, options, info.sha or "") if options else None
 
 
 def find_hub_drafter(

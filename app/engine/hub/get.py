@@ -38,7 +38,7 @@ from app.engine.download import CACHE, DownloadJob, DownloadRequest
 from app.engine.download.job import DownloadResult
 from app.engine.download.quantisation import is_head_file, quant_label
 from app.engine.drafter.pairing import check_pair, find_drafter
-from app.engine.errors import DownloadError, MtpStudioError
+from app.engine.errors import DownloadError, DrafterError, MtpStudioError
 from app.engine.gguf_header import read_gguf_header
 from app.engine.graft.download_job import SIDECAR_FILE
 from app.engine.graft.job import GraftRequest, default_output_path
@@ -133,6 +133,8 @@ def plan_get(
 def plan_for(hit: RepoHit, option: QuantOption) -> GetPlan:
     """The plan for one quantisation of a search hit (what the Discover page's Get runs)."""
     if option.mtp == DRAFTER and hit.drafter is not None:
+        if hit.drafter.problem:
+            raise DrafterError(hit.drafter.problem)  # before anything is downloaded
         drafter = hit.drafter.choose(option.label)
         return GetPlan(
             hit.repo_id,

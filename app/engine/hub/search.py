@@ -31,20 +31,14 @@ from huggingface_hub import HfApi
 from huggingface_hub.hf_api import ModelInfo
 
 from app.engine.catalog import CatalogEntry
-from app.engine.download.quantisation import SPLIT_PART, Quantisation, gguf_files
+from app.engine.download.quantisation import Quantisation, gguf_files
 from app.engine.drafter.facts import is_drafter_architecture, is_drafter_config
-from app.engine.drafter.pairing import TARGET_ARCHITECTURES
 from app.engine.errors import HubError
-from app.engine.hub.drafter_lookup import (
-    IN_REPO,
-    DrafterHit,
-    drafter_files,
-    gguf_drafter_quantisations,
-    gguf_group,
-)
+from app.engine.hub.drafter_lookup import DrafterHit, drafter_files
 from app.engine.hub.failures import hub_error
 from app.engine.hub.fit import Fit, judge_fit
 from app.engine.hub.hub_facts import HUB_FAILURES, HubFacts, architecture_in
+from app.engine.hub.repo_drafter import RepoDrafterQuery, drafter_for_repo, trunk_file
 
 GGUF = "gguf"
 MLX = "mlx"
@@ -270,7 +264,7 @@ def describe_repo(
         sidecar, sidecar_kind = facts.hub_sidecar(bases, info.id), SIDECAR_ON_HUB
     shape = facts.shape(info.id if "config.json" in sizes else None, bases)
     if fmt == GGUF:
-        trunk = _largest_group_file(sizes)
+        trunk = trunk_file(sizes)
         found = drafter_files(
             sizes, trunk, lambda path: facts.architecture(info.id, info.sha or "", path)
         )
@@ -281,7 +275,9 @@ def describe_repo(
         files = gguf_files({path: size for path, size in sizes.items() if path not in found})
         head_in_files = _heads_in_files(info, files.quantisations, facts)
         architecture = facts.architecture(info.id, info.sha or "", trunk) if info.sha else None
-        drafter = _drafter(info, bases, True, architecture, found, sizes, drafters or {}, facts)
+        drafter = drafter_for_repo(
+            RepoDrafterQuery(info, bases, True, architecture, trunk, found), drafters or {}, facts
+        )
         otherwise = DRAFTER if drafter else sidecar_kind if sidecar else NO_HEAD
         options = tuple(
             QuantOption(
@@ -299,9 +295,8 @@ def describe_repo(
         if config is not None and is_drafter_config(config):
             return None
         own = config or next((c for b in bases if (c := facts.config(b))), None)
-        drafter = _drafter(
-            info, bases, False, architecture_in(own), frozenset(), sizes, drafters or {}, facts
-        )
+        query = RepoDrafterQuery(info, bases, False, architecture_in(own), None, frozenset())
+        drafter = drafter_for_repo(query, drafters or {}, facts)
         weights = tuple(sorted(p for p in sizes if p.endswith(".safetensors")))
         size = sum(sizes[p] for p in weights)
         own_heads = info.id in sidecars and fmt == SAFETENSORS
@@ -333,43 +328,6 @@ def describe_repo(
 
 def _empty_hit(info: ModelInfo, fmt: str, bases: tuple[str, ...]) -> RepoHit:
     return RepoHit(info.id, fmt, int(info.downloads or 0), bases, (), None, ())
-
-
-def _largest_group_file(sizes: Mapping[str, int]) -> str | None:
-    """A file of the repo's largest GGUF group (the trunk: a drafter is far smaller)."""
-    groups: dict[tuple[str, str], list[str]] = {}
-    for path in sizes:
-        if path.lower().endswith(".gguf") and not path.rsplit("/", 1)[-1].lower().startswith(
-            ("mmproj", "mtp-")
-        ):
-            groups.setdefault(gguf_group(path), []).append(path)
-    if not groups:
-        return None
-    largest = max(groups.values(), key=lambda paths: sum(sizes[p] for p in paths))
-    first_parts = [p for p in largest if not SPLIT_PART.search(p) or "-00001-of-" in p]
-    return min(first_parts or largest, key=lambda p: sizes[p])
-
-
-def _drafter(
-    info: ModelInfo,
-    bases: tuple[str, ...],
-    gguf: bool,
-    architecture: str | None,
-    in_repo: frozenset[str],
-    sizes: Mapping[str, int],
-    drafters: Mapping[str, str],
-    facts: HubFacts,
-) -> DrafterHit | None:
-    """The drafter for a repo: in the repo, then the catalog's, then one named on the Hub —
-    looked for only when the model's architecture takes drafters."""
-    if in_repo:
-        return DrafterHit(info.id, IN_REPO, gguf_drafter_quantisations(sizes, in_repo))
-    if architecture not in TARGET_ARCHITECTURES:
-        return None
-    named = next((drafters[r] for r in (info.id, *bases) if r in drafters), None)
-    if named and (hit := facts.catalog_drafter(named)) is not None:
-        return hit
-    return facts.hub_drafter(bases, info.id, gguf)
 
 
 def _heads_in_files(
