@@ -44,6 +44,7 @@ from app.engine.chat.history import HISTORY_FILE_NAME
 from app.engine.chat.model_files import describe_model
 from app.engine.credentials import mask_credentials
 from app.engine.errors import MtpStudioError
+from app.engine.hub.drafter_lookup import catalog_drafters
 from app.engine.hub.get import GET_KIND, GetJob
 from app.engine.hub.search import catalog_sidecars
 from app.engine.settings import AppDirs, Settings, SettingsStore, app_dirs, token_status
@@ -372,6 +373,7 @@ class MainWindow(QMainWindow):
 
     def _tell_library_the_sidecars(self) -> None:
         self.library.discover.set_sidecars(catalog_sidecars(self.browser.valid_entries()))
+        self.library.discover.set_drafters(catalog_drafters(self.browser.valid_entries()))
         self.library.set_catalog_sidecars(
             {
                 entry.hf_repo: entry.mtp_sidecar_repo

@@ -2,9 +2,10 @@
 
 A search box (with a format choice) and a results table with one row per quantisation — repo,
 format, quantisation, size (all parts of a split file), whether it fits this machine, how it
-gets its MTP head — and a Get button. The search runs in a background thread; Get does not run
-anything itself: it emits ``get_requested(GetJob)`` for the window, which runs it as a job (the
-Jobs page shows its progress, and the Models page lists the ready model when it is done).
+gets its MTP head (for Gemma 4 a separate drafter model: the tooltip says where it comes from) —
+and a Get button. The search runs in a background thread; Get does not run anything itself: it
+emits ``get_requested(GetJob)`` for the window, which runs it as a job (the Jobs page shows its
+progress, and the Models page lists the ready model when it is done).
 """
 
 from __future__ import annotations
@@ -91,6 +92,8 @@ class ResultsModel(ColumnTableModel):
             ]
             if hit.sidecar_repo:
                 lines.append(f"sidecar: {hit.sidecar_repo}")
+            if hit.drafter is not None:
+                lines.append(hit.drafter.describe())
             return "\n".join(lines)
         return None
 
@@ -111,6 +114,7 @@ class DiscoverPanel(QWidget):
         self._settings = settings
         self._grafted_dir = grafted_dir
         self._sidecars: dict[str, str] = {}
+        self._drafters: dict[str, str] = {}
         self.searching = False
 
         self.query = QLineEdit()
@@ -161,6 +165,10 @@ class DiscoverPanel(QWidget):
         """Base model (or public conversion) → sidecar repo, from the catalog."""
         self._sidecars = dict(sidecars)
 
+    def set_drafters(self, drafters: Mapping[str, str]) -> None:
+        """Model repo → separate drafter repo (Gemma 4's assistant), from the catalog."""
+        self._drafters = dict(drafters)
+
     def search(self) -> None:
         if self.searching:
             return
@@ -171,6 +179,7 @@ class DiscoverPanel(QWidget):
             self.status.setText(str(exc))
             return
         endpoint, sidecars = self._settings().endpoint, dict(self._sidecars)
+        drafters = dict(self._drafters)
         self.searching = True
         self.search_button.setEnabled(False)
         self.status.setText(f"Searching {endpoint}…")
@@ -181,6 +190,7 @@ class DiscoverPanel(QWidget):
                 token=None,
                 sidecars=sidecars,
                 memory_bytes=physical_memory_bytes(),
+                drafters=drafters,
             ),
             self._show,
             self._failed,
@@ -210,7 +220,11 @@ class DiscoverPanel(QWidget):
         if chosen is None:
             return None
         settings = self._settings()
-        plan = plan_for(*chosen)
+        try:
+            plan = plan_for(*chosen)
+        except MtpStudioError as exc:  # e.g. a drafter of another model size
+            self.status.setText(str(exc))
+            return None
         job = GetJob(plan, settings.endpoint, settings.models_path(), self._grafted_dir)
         self.status.setText(f"{plan.title}: started, see Jobs")
         self.get_requested.emit(job)
