@@ -1,6 +1,6 @@
 """How a Gemma 4 assistant drafts from its target in transformers: for training, as the reference.
 
-The assistant (runtime.md §8) never sees the text itself. For the token x_t at position t (the
+The assistant (docs/drafters.md) never sees the text itself. For the token x_t at position t (the
 newest token, not yet run through the target) and the target's post-norm hidden state h_{t−1} of
 the position before it, step 1 takes [E(x_t)·√H, h_{t−1}] (E: the *target's* embedding, √H its
 Gemma scale), projects it to the assistant's width, runs the assistant's layers — their queries at

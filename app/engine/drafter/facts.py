@@ -1,6 +1,6 @@
 """What a drafter model and its target say about themselves, read from headers only.
 
-Gemma 4's MTP drafter is a model of its own (runtime.md §8): transformers ``model_type``
+Gemma 4's MTP drafter is a model of its own (docs/drafters.md): transformers ``model_type``
 ``gemma4_assistant``, GGUF ``general.architecture`` ``gemma4-assistant``. A file is a drafter
 because its architecture says so — never because of its name (``mtp-gemma-4-26B-A4B-it.gguf``,
 ``gemma-4-E2B-it-assistant-Q8_0.gguf`` and ``model.gguf`` are all possible names).
