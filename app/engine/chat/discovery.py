@@ -30,7 +30,7 @@ from app.engine.chat.model_files import (
     split_parts,
 )
 from app.engine.chat.sidecar import SIDECAR_FILE, find_sidecar, repo_id_from_folder, repo_id_of
-from app.engine.drafter.pairing import find_drafter
+from app.engine.drafter.pairing import find_drafter, may_take_drafter
 from app.engine.runtime.core.demo_model import DEMO_MODEL_FILENAME, MODELS_DIR
 
 PLAIN_FOLDER_DEPTH = 4
@@ -106,6 +106,8 @@ def with_drafter(description: ModelDescription, sources: ModelSources) -> ModelD
     """``description`` with the drafter found for it (unchanged when it takes none)."""
     if description.problem is not None or description.mtp_blocks > 0:
         return description
+    if not may_take_drafter(description.architecture):
+        return description  # most models: no second header read
     repo_id = description.repo_id or repo_id_of(description.path, sources.model_roots)
     match = find_drafter(
         description.path,

@@ -99,6 +99,13 @@ class DrafterMatch:
         return "; ".join(reason for _path, reason in self.passed_over)
 
 
+def may_take_drafter(architecture: str) -> bool:
+    """Whether a model of this GGUF architecture, model type or transformers class may have a
+    drafter (a cheap check before any file is read)."""
+    name = architecture.lower()
+    return name in TARGET_ARCHITECTURES or name.startswith("gemma4")
+
+
 def takes_drafter(target: ModelFacts) -> bool:
     """Whether drafters exist for the target's architecture (only then is one looked for)."""
     return not target.drafter and target.architecture in TARGET_ARCHITECTURES
