@@ -36,6 +36,7 @@ LABELS = {
     "hf_repo": "Model repo",
     "mtp_source_repo": "MTP source repo",
     "mtp_sidecar_repo": "Sidecar repo",
+    "drafter_repo": "Drafter repo",
     "hf_collection": "Collection",
 }
 
