@@ -38,7 +38,9 @@ _SKIPPED_PREFIXES = ("mmproj", "mtp-")
 """GGUF files that are not language models on their own: vision projectors (the library lists
 them with the models of their folder, :mod:`app.engine.library.projectors`) and the separate MTP
 head files (``mtp-*.gguf``) that some repos ship beside a trunk converted with ``--no-mtp``
-(``mtp-studio get`` grafts them into the trunk)."""
+(``mtp-studio get`` grafts them into the trunk). A drafter model under that name (unsloth's
+``mtp-gemma-4-…``) is skipped here too but still found for its target, by its architecture
+(:func:`with_drafter`); a drafter under any other name is dropped once its header is read."""
 
 
 @dataclass(frozen=True)
