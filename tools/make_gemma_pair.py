@@ -25,6 +25,7 @@ import json
 import platform
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -121,80 +122,49 @@ def _file_entry(path: Path, root: Path) -> dict[str, object]:
     }
 
 
+@dataclass(frozen=True)
+class Inputs:
+    """What every pair is made from: the tokenizer, the training documents, the held-out
+    prompts acceptance is measured on, and a held-out text longer than the sliding window."""
+
+    tokenizer: Tokenizer
+    train_docs: list[list[int]]
+    eval_prompts: list[list[int]]
+    long_text: list[int]
+
+    def special_ids(self) -> dict[str, int]:
+        return {
+            "pad": token_id(self.tokenizer, PAD),
+            "bos": token_id(self.tokenizer, BOS),
+            "eos": token_id(self.tokenizer, EOS),
+            "turn_end": token_id(self.tokenizer, TURN_END),
+        }
+
+
 def make_pair(
-    kind: str,
-    args: argparse.Namespace,
-    tokenizer: Tokenizer,
-    train_docs: list[list[int]],
-    eval_prompts: list[list[int]],
-    long_text: list[int],
-    llama_tree: Path,
+    kind: str, args: argparse.Namespace, inputs: Inputs, llama_tree: Path
 ) -> dict[str, object]:
     """Train, save, measure and convert one pair into a staging copy of its folder, then publish
     it; the pair's entry of the report."""
-    special = {
-        "pad": token_id(tokenizer, PAD),
-        "bos": token_id(tokenizer, BOS),
-        "eos": token_id(tokenizer, EOS),
-        "turn_end": token_id(tokenizer, TURN_END),
-    }
     shape = PairShape(kind)
-    torch.manual_seed(args.seed)
-    target = Gemma4ForCausalLM(target_config(shape, special))
-    assistant = Gemma4AssistantForCausalLM(assistant_config(shape, special))
-    _log(
-        f"{kind}: target {sum(p.numel() for p in target.parameters()) / 1e6:.2f}M, assistant "
-        f"{sum(p.numel() for p in assistant.parameters()) / 1e6:.2f}M parameters"
-    )
-    schedule = Schedule(args.target_steps, 8, SEQ_LEN + 1, 3e-3)
-    target_logs = train_target(
-        target, Batches(train_docs, SEQ_LEN + 1, args.seed), schedule, _log_step
-    )
-    distil_schedule = Schedule(args.assistant_steps, 8, SEQ_LEN, 3e-3)
-    assistant_logs = distil_assistant(
-        target, assistant, Batches(train_docs, SEQ_LEN, args.seed + 1), distil_schedule,
-        DEPTH, args.seed, _log_step,
-    )  # fmt: skip
-
     final = layout.pair_dir(args.out, kind)
     staging = staging_path(final)
-    hf_target, hf_assistant = layout.hf_target(staging), layout.hf_assistant(staging)
-    _save(target, tokenizer, hf_target, shape)
-    _save(assistant, tokenizer, hf_assistant, shape)
-
+    training = _train(shape, args, inputs, staging)
     _log(f"{kind}: measuring acceptance and writing reference drafts (transformers, float32)")
-    target = Gemma4ForCausalLM.from_pretrained(hf_target, dtype=torch.float32).eval()
-    assistant = Gemma4AssistantForCausalLM.from_pretrained(hf_assistant, dtype=torch.float32).eval()
-    texts = [
-        _continuation(target, prompt, args.eval_new_tokens, special["turn_end"])
-        for prompt in eval_prompts
-    ]
-    lengths = [len(prompt) for prompt in eval_prompts]
-    as_configured = acceptance(target, assistant, texts, lengths, DEPTH, dense=False)
-    dense = acceptance(target, assistant, texts, lengths, DEPTH, dense=True)
-    _log(f"{kind}: acceptance by depth {as_configured.rates} (dense head {dense.rates})")
-    short_prompts = [prompt for prompt in eval_prompts if len(prompt) < shape.sliding_window][:2]
-    reference_prompts = [*short_prompts, long_text[:LONG_PROMPT_TOKENS]]
-    path_diff = public_path_difference(target, assistant, short_prompts[0])
-    arrays = reference_drafts(target, assistant, reference_prompts, DEPTH)
-    np.savez_compressed(layout.reference_file(staging), **arrays)
-
-    _log(f"{kind}: converting both models with llama.cpp's converter ({layout.GGUF_QUANT})")
-    target_gguf = layout.target_gguf(staging, kind)
-    assistant_gguf = layout.assistant_gguf(staging, kind)
-    assistant_gguf.parent.mkdir(parents=True, exist_ok=True)
-    outtype = layout.GGUF_QUANT.lower()
-    name = f"MTP Studio tiny Gemma 4 ({kind} kind)"
-    export_gguf.convert_to_gguf(hf_target, target_gguf, llama_tree, outtype, name)
-    export_gguf.convert_to_gguf(
-        hf_assistant, assistant_gguf, llama_tree, outtype, f"{name} assistant"
+    target = Gemma4ForCausalLM.from_pretrained(layout.hf_target(staging), dtype=torch.float32)
+    assistant = Gemma4AssistantForCausalLM.from_pretrained(
+        layout.hf_assistant(staging), dtype=torch.float32
     )
-
+    measured, texts, reference_prompts = _measure(
+        target.eval(), assistant.eval(), shape, args, inputs, staging
+    )
+    _log(f"{kind}: converting both models with llama.cpp's converter ({layout.GGUF_QUANT})")
+    target_gguf, assistant_gguf = _convert(kind, staging, llama_tree)
     _log(f"{kind}: checking both GGUFs in llama.cpp against transformers")
     pair = LoadedPair(target_gguf, assistant_gguf)
     try:
         agreement = compare_with_transformers(
-            pair, tokenizer, target, assistant, texts[0], reference_prompts
+            pair, inputs.tokenizer, target, assistant, texts[0], reference_prompts
         )
     finally:
         pair.close()
@@ -205,19 +175,87 @@ def make_pair(
     publish(staging, final)
     return {
         "shape": shape.__dict__,
-        "training": {
-            "target": [log.__dict__ for log in target_logs],
-            "assistant": [log.__dict__ for log in assistant_logs],
-        },
+        "training": training,
+        **measured,
+        "llama_cpp": agreement.__dict__,
+        "files": [_file_entry(final / path.relative_to(staging), args.out) for path in files],
+    }
+
+
+def _train(
+    shape: PairShape, args: argparse.Namespace, inputs: Inputs, staging: Path
+) -> dict[str, object]:
+    """Train the target, distil its assistant, save both (BF16) into ``staging``."""
+    special = inputs.special_ids()
+    torch.manual_seed(args.seed)
+    target = Gemma4ForCausalLM(target_config(shape, special))
+    assistant = Gemma4AssistantForCausalLM(assistant_config(shape, special))
+    _log(
+        f"{shape.kind}: target {sum(p.numel() for p in target.parameters()) / 1e6:.2f}M, "
+        f"assistant {sum(p.numel() for p in assistant.parameters()) / 1e6:.2f}M parameters"
+    )
+    docs = inputs.train_docs
+    schedule = Schedule(args.target_steps, 8, SEQ_LEN + 1, 3e-3)
+    target_logs = train_target(target, Batches(docs, SEQ_LEN + 1, args.seed), schedule, _log_step)
+    distil_schedule = Schedule(args.assistant_steps, 8, SEQ_LEN, 3e-3)
+    assistant_logs = distil_assistant(
+        target, assistant, Batches(docs, SEQ_LEN, args.seed + 1), distil_schedule,
+        DEPTH, args.seed, _log_step,
+    )  # fmt: skip
+    _save(target, inputs.tokenizer, layout.hf_target(staging), shape)
+    _save(assistant, inputs.tokenizer, layout.hf_assistant(staging), shape)
+    return {
+        "target": [log.__dict__ for log in target_logs],
+        "assistant": [log.__dict__ for log in assistant_logs],
+    }
+
+
+def _measure(
+    target: Gemma4ForCausalLM,
+    assistant: Gemma4AssistantForCausalLM,
+    shape: PairShape,
+    args: argparse.Namespace,
+    inputs: Inputs,
+    staging: Path,
+) -> tuple[dict[str, object], list[list[int]], list[list[int]]]:
+    """Acceptance by depth on the held-out prompts and the reference drafts (written into
+    ``staging``): (report entries, the greedy texts, the reference prompts)."""
+    stop = inputs.special_ids()["turn_end"]
+    prompts = inputs.eval_prompts
+    texts = [_continuation(target, prompt, args.eval_new_tokens, stop) for prompt in prompts]
+    lengths = [len(prompt) for prompt in prompts]
+    as_configured = acceptance(target, assistant, texts, lengths, DEPTH, dense=False)
+    dense = acceptance(target, assistant, texts, lengths, DEPTH, dense=True)
+    _log(f"{shape.kind}: acceptance by depth {as_configured.rates} (dense head {dense.rates})")
+    short_prompts = [prompt for prompt in prompts if len(prompt) < shape.sliding_window][:2]
+    reference_prompts = [*short_prompts, inputs.long_text[:LONG_PROMPT_TOKENS]]
+    arrays = reference_drafts(target, assistant, reference_prompts, DEPTH)
+    np.savez_compressed(layout.reference_file(staging), **arrays)
+    measured = {
         "acceptance_by_depth": {
             "drafted_positions": as_configured.drafted,
             "as_configured": as_configured.rates,
             "dense_head": dense.rates,
         },
-        "reference_vs_transformers_forward_max_abs_diff": path_diff,
-        "llama_cpp": agreement.__dict__,
-        "files": [_file_entry(final / path.relative_to(staging), args.out) for path in files],
+        "reference_vs_transformers_forward_max_abs_diff": public_path_difference(
+            target, assistant, short_prompts[0]
+        ),
     }
+    return measured, texts, reference_prompts
+
+
+def _convert(kind: str, staging: Path, llama_tree: Path) -> tuple[Path, Path]:
+    """Both checkpoints through llama.cpp's converter; the two GGUF paths."""
+    target_gguf = layout.target_gguf(staging, kind)
+    assistant_gguf = layout.assistant_gguf(staging, kind)
+    assistant_gguf.parent.mkdir(parents=True, exist_ok=True)
+    outtype = layout.GGUF_QUANT.lower()
+    name = f"MTP Studio tiny Gemma 4 ({kind} kind)"
+    export_gguf.convert_to_gguf(layout.hf_target(staging), target_gguf, llama_tree, outtype, name)
+    export_gguf.convert_to_gguf(
+        layout.hf_assistant(staging), assistant_gguf, llama_tree, outtype, f"{name} assistant"
+    )
+    return target_gguf, assistant_gguf
 
 
 def _continuation(target: Gemma4ForCausalLM, prompt: list[int], count: int, stop: int) -> list[int]:
@@ -256,10 +294,8 @@ def main() -> None:
     )
     _log(f"{len(train_docs)} training pairs, {sum(map(len, train_docs))} tokens")
     llama_tree = export_gguf.llama_cpp_source(args.llama_cpp_cache)
-    pairs = {
-        kind: make_pair(kind, args, tokenizer, train_docs, eval_prompts, long_text, llama_tree)
-        for kind in args.kinds
-    }
+    inputs = Inputs(tokenizer, train_docs, eval_prompts, long_text)
+    pairs = {kind: make_pair(kind, args, inputs, llama_tree) for kind in args.kinds}
     report = {
         "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
         "environment": {
