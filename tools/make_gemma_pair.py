@@ -13,7 +13,7 @@ it loads Google's files. One run, deterministic for a seed, thread count and Pyt
 
 Usage (needs the `train` extra: pip install -e .[train], transformers 5.23):
 
-  .venv/bin/python tools/make_gemma_pair.py                 # both pairs (~15-25 min, 1 thread)
+  .venv/bin/python tools/make_gemma_pair.py        # both pairs: about an hour on 2 busy cores
   .venv/bin/python tools/make_gemma_pair.py --target-steps 20 --assistant-steps 20 --out /tmp/p
 """
 
