@@ -64,7 +64,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=REPO / "resources" / "models")
     parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
     parser.add_argument("--target-steps", type=int, default=400)
-    parser.add_argument("--assistant-steps", type=int, default=300)
+    parser.add_argument("--assistant-steps", type=int, default=240)
     parser.add_argument("--seed", type=int, default=4242)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--eval-prompts", type=int, default=16)
