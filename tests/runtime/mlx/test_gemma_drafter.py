@@ -3,7 +3,7 @@
 The reference is what transformers computed for the shipped tiny pairs (tools/make_gemma_pair.py
 writes ``reference_drafts.npz``: per prompt, the target's next token, then three draft steps,
 each fed the previous step's choice). Here the target is mlx-lm's own ``gemma4_text`` model
-loaded from the same checkpoint, the drafter :mod:`app.engine.runtime.backends.mlx.drafter`,
+loaded from the same checkpoint, the drafter :mod:`app.engine.runtime.backends.mlx.gemma4_drafter`,
 both in float32. The prompt is run the way a chat runs it — most of it in one call, the last
 tokens one at a time — so for the prompt longer than the sliding window (64) the drafter reads
 the target's sliding layer from mlx-lm's rotating buffer after it wrapped. Both heads are
@@ -17,7 +17,11 @@ import mlx_lm
 import numpy as np
 import pytest
 
-from app.engine.runtime.backends.mlx.drafter import load_drafter, target_embeddings, target_kv
+from app.engine.runtime.backends.mlx.gemma4_drafter import (
+    load_drafter,
+    target_embeddings,
+    target_kv,
+)
 from tests.drafter.pairs import PAIRS, Pair
 
 TOLERANCE = 1e-4
