@@ -43,6 +43,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--quant", default="", metavar="LABEL", help="e.g. Q4_K_M (default: the largest that fits)"
     )
     parser.add_argument(
+        "--projector",
+        default="",
+        metavar="LABEL|NAME|none",
+        help="the vision projector to fetch with a GGUF model that ships one (default: the "
+        "smallest lossless, e.g. F16); none: no projector",
+    )
+    parser.add_argument(
         "--cache-dir", metavar="DIR", help="another Hugging Face cache folder (default: settings)"
     )
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
@@ -59,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
         token=None,
         sidecars=catalog_sidecars(load_catalog(args.catalog or None).entries()),
         memory_bytes=physical_memory_bytes(),
+        projector=args.projector,
     )
     print(f"{plan.repo_id}: {plan.quant} ({plan.format}), MTP: {plan.way}", file=sys.stderr)
     cache = Path(args.cache_dir or settings.models_path())

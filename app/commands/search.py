@@ -95,5 +95,8 @@ def hit_lines(hit: RepoHit) -> list[str]:
             f"MTP: {option.mtp}"
         )
     if hit.projectors:
-        lines.append(f"  vision projector: {', '.join(hit.projectors)}")
+        lines.append(
+            f"  vision projector: {', '.join(hit.projectors)} (get fetches {hit.projector}; "
+            "choose with --projector)"
+        )
     return lines

@@ -31,7 +31,12 @@ from typing import Any
 from app.engine.chat.sidecar import find_sidecar
 from app.engine.download import CACHE, DownloadJob, DownloadRequest
 from app.engine.download.job import DownloadResult
-from app.engine.download.quantisation import is_head_file, quant_label
+from app.engine.download.quantisation import (
+    NO_PROJECTOR,
+    choose_projector,
+    is_head_file,
+    quant_label,
+)
 from app.engine.errors import DownloadError, MtpStudioError
 from app.engine.gguf_header import read_gguf_header
 from app.engine.graft.download_job import SIDECAR_FILE
@@ -65,6 +70,8 @@ class GetPlan:
     files: tuple[str, ...]
     way: str
     sidecar_repo: str | None = None
+    projector: str | None = None
+    """The vision projector fetched beside the model (a GGUF repo's, when it ships any)."""
 
     @property
     def title(self) -> str:
@@ -78,6 +85,7 @@ class GetPlan:
             "files": list(self.files),
             "way": self.way,
             "sidecar_repo": self.sidecar_repo,
+            "projector": self.projector,
         }
 
     @classmethod
@@ -89,6 +97,7 @@ class GetPlan:
             files=tuple(params["files"]),
             way=str(params["way"]),
             sidecar_repo=params.get("sidecar_repo"),
+            projector=params.get("projector"),
         )
 
 
@@ -100,17 +109,19 @@ def plan_get(
     token: str | None,
     sidecars: Mapping[str, str],
     memory_bytes: int | None,
+    projector: str = "",
 ) -> GetPlan:
-    """The plan for ``repo_id``; ``quant`` empty: the largest quantisation that fits."""
+    """The plan for ``repo_id``; ``quant`` empty: the largest quantisation that fits;
+    ``projector``: a projector's label or name, ``none``, or empty for the smallest lossless."""
     hit = describe_repo_id(
         repo_id, endpoint=endpoint, token=token, sidecars=sidecars, memory_bytes=memory_bytes
     )
     if not hit.quantisations:
         raise DownloadError(f"{repo_id} holds no GGUF, MLX or safetensors model files")
-    return plan_for(hit, _chosen(hit.quantisations, quant, repo_id))
+    return plan_for(hit, _chosen(hit.quantisations, quant, repo_id), projector)
 
 
-def plan_for(hit: RepoHit, option: QuantOption) -> GetPlan:
+def plan_for(hit: RepoHit, option: QuantOption, projector: str = "") -> GetPlan:
     """The plan for one quantisation of a search hit (what the Discover page's Get runs)."""
     if option.mtp in (HEAD_INSIDE, SEPARATE_HEAD):
         way = option.mtp
@@ -118,7 +129,14 @@ def plan_for(hit: RepoHit, option: QuantOption) -> GetPlan:
         way = GRAFTED if hit.format == GGUF else PAIRED
     else:
         way = NO_MTP
-    return GetPlan(hit.repo_id, hit.format, option.label, option.files, way, hit.sidecar_repo)
+    chosen = (
+        choose_projector(dict.fromkeys(hit.projectors, 0), projector, hit.repo_id)
+        if projector
+        else hit.projector
+    )
+    return GetPlan(
+        hit.repo_id, hit.format, option.label, option.files, way, hit.sidecar_repo, chosen
+    )
 
 
 def _chosen(options: tuple[QuantOption, ...], quant: str, repo_id: str) -> QuantOption:
@@ -138,6 +156,7 @@ class GetResult:
     way: str
     note: str
     model: DownloadResult
+    projector: Path | None = None
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -145,6 +164,7 @@ class GetResult:
             "ready_path": str(self.ready_path),
             "way": self.way,
             "note": self.note,
+            "projector": str(self.projector) if self.projector else None,
         }
 
 
@@ -156,7 +176,9 @@ class GetJob:
         self.endpoint = endpoint
         self.cache_dir = Path(cache_dir)
         self.grafted_dir = Path(grafted_dir)
-        self._model = DownloadJob(self._request(plan.repo_id, quant=self._gguf_quant()))
+        self._model = DownloadJob(
+            self._request(plan.repo_id, quant=self._gguf_quant(), projector=self._projector())
+        )
         self._sidecar = (
             DownloadJob(self._request(plan.sidecar_repo, include=(SIDECAR_FILE,)))
             if plan.sidecar_repo and plan.way in (GRAFTED, PAIRED)
@@ -165,6 +187,12 @@ class GetJob:
 
     def _gguf_quant(self) -> str:
         return self.plan.quant if self.plan.format == GGUF else ""
+
+    def _projector(self) -> str:
+        """The projector argument of the model's download: the plan's file, or none."""
+        if self.plan.format != GGUF:
+            return ""
+        return self.plan.projector.rsplit("/", 1)[-1] if self.plan.projector else NO_PROJECTOR
 
     def _request(self, repo_id: str, **choice: Any) -> DownloadRequest:
         return DownloadRequest(repo_id, str(self.cache_dir), self.endpoint, layout=CACHE, **choice)
@@ -208,7 +236,10 @@ class GetJob:
         else:
             ready = first
             note = "no MTP head: no head in the file and no catalog sidecar for its base model"
-        result = GetResult(ready, plan.way, note, model)
+        projector = model.location / plan.projector if plan.projector else None
+        if projector is not None:
+            note += f"; its vision projector {projector.name} is in {projector.parent}"
+        result = GetResult(ready, plan.way, note, model, projector)
         ctx.emit(ResultEvent(result.summary()))
         return result
 

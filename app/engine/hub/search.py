@@ -105,6 +105,8 @@ class RepoHit:
     """The sidecar repo for the base model (what ``get`` grafts): the catalog's, else one
     published on the Hub; None when there is neither."""
     projectors: tuple[str, ...]
+    projector: str | None = None
+    """The projector ``get`` fetches with any quantisation (the smallest lossless one)."""
 
     @property
     def mtp(self) -> str:
@@ -122,6 +124,7 @@ class RepoHit:
             "mtp": self.mtp,
             "sidecar_repo": self.sidecar_repo,
             "projectors": list(self.projectors),
+            "projector": self.projector,
             "quantisations": [
                 {
                     "label": q.label,
@@ -265,7 +268,7 @@ def describe_repo(
             )
             for q in files.quantisations
         )
-        projectors = files.projectors
+        projectors, projector = files.projectors, files.projector_for(repo_id=info.id)
     else:
         weights = tuple(sorted(p for p in sizes if p.endswith(".safetensors")))
         size = sum(sizes[p] for p in weights)
@@ -275,7 +278,7 @@ def describe_repo(
         label = f"{bits.group(1)}bit" if bits else "full"
         fit = judge_fit(size, shape, memory_bytes)
         options = (QuantOption(label, size, weights, mtp, fit),) if weights else ()
-        projectors = ()
+        projectors, projector = (), None
     return RepoHit(
         repo_id=info.id,
         format=fmt,
@@ -284,6 +287,7 @@ def describe_repo(
         quantisations=options,
         sidecar_repo=sidecar,
         projectors=projectors,
+        projector=projector,
     )
 
 
