@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import http.server
-import threading
-from collections.abc import Iterator
 
 import pytest
 
@@ -19,10 +16,11 @@ from app.engine.server.core.api_errors import ApiError
 from app.engine.server.core.images import ImageRules, RequestImages, remote_urls
 from app.engine.server.core.remote_images import fetch_images
 from app.engine.server.openai.parsing import RequestDefaults, parse_chat_body
+from tests.server.conftest import PICTURE
 from tests.vision.conftest import picture, png_declaring
 
 DEFAULTS = RequestDefaults(depth="auto", max_tokens=64, max_depth=8)
-PNG = picture(48, 32)
+PNG = PICTURE  # also what the picture_site fixture serves at /cat.png
 WEBP = picture(48, 32, seed=3, image_format="WEBP")
 DATA_URL = "data:image/png;base64," + base64.b64encode(PNG).decode()
 
@@ -210,29 +208,6 @@ def test_anthropic_image_refusals_name_the_block(block, param: str, words: str) 
     assert (error.status, error.param) == (400, param) and words in error.message
 
 
-@pytest.fixture
-def picture_site() -> Iterator[str]:
-    """A local web server: /cat.png (a picture), /big.png (3 MiB), /gone (404)."""
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = {"/cat.png": PNG, "/big.png": b"\x89PNG" + b"\x00" * 3 * 2**20}.get(self.path)
-            self.send_response(200 if body else 404)
-            self.send_header("Content-Length", str(len(body or b"")))
-            self.end_headers()
-            self.wfile.write(body or b"")
-
-        def log_message(self, *_args) -> None:
-            pass
-
-    site = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=site.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{site.server_address[1]}"
-    site.shutdown()
-    site.server_close()
-
-
 def test_remote_urls_are_fetched_only_when_allowed_and_within_limits(picture_site: str) -> None:
     cat = f"{picture_site}/cat.png"
     content = [
@@ -245,6 +220,17 @@ def test_remote_urls_are_fetched_only_when_allowed_and_within_limits(picture_sit
     assert fetched == {cat: PNG}
     (message,) = openai(content, ImageRules(allow_remote=True), fetched)
     assert [placed.image.data for placed in message.images] == [PNG, PNG]
+
+    anthropic_turns = [
+        {"role": "user", "content": [{"type": "image", "source": {"type": "url", "url": cat}}]}
+    ]
+    assert remote_urls({"messages": anthropic_turns}) == (cat,)
+    parsed = parse_messages_body(
+        anthropic_body(anthropic_turns),
+        DEFAULTS,
+        RequestImages(ImageRules(allow_remote=True), fetched),
+    )
+    assert parsed.generation.messages[0].images[0].image.data == PNG
 
     gone = refusal(lambda: asyncio.run(fetch_images((f"{picture_site}/gone",), 2**20)))
     assert gone.status == 400 and "answered HTTP 404" in gone.message

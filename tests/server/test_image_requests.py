@@ -1,7 +1,7 @@
 """Images sent to a running server with the real ``openai`` and ``anthropic`` clients: a model
 without a vision projector answers a clear 400 naming why, in each API's error shape; the vision
-demo (its projector beside it) is recognised; a 100 MB data URL is a 413 and the server keeps
-serving."""
+demo (its projector beside it) is recognised; with --allow-remote-images a server fetches image
+URLs (at most --max-images of them); a 100 MB data URL is a 413 and the server keeps serving."""
 
 from __future__ import annotations
 
@@ -33,7 +33,8 @@ ANTHROPIC_IMAGE = [
 @pytest.fixture(scope="module")
 def vision_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     home = tmp_path_factory.mktemp("vision-serve-home")
-    with running_server("--model", str(DEMO_VISION_MODEL), home=home) as process:
+    args = ("--model", str(DEMO_VISION_MODEL), "--allow-remote-images", "--max-images", "2")
+    with running_server(*args, home=home) as process:
         yield process
 
 
@@ -97,3 +98,21 @@ def test_a_100_mb_data_url_is_a_413_and_the_server_keeps_serving(server: ServerP
         timeout=60,
     )
     assert ok.status_code == 200
+
+
+def test_remote_image_urls_are_fetched_only_up_to_the_image_limit(
+    vision_server: ServerProcess, picture_site: str
+) -> None:
+    client = openai_client(vision_server)
+
+    def ask(*paths: str) -> str:
+        parts = [{"type": "image_url", "image_url": {"url": f"{picture_site}{p}"}} for p in paths]
+        with pytest.raises(openai.BadRequestError) as caught:
+            client.chat.completions.create(
+                model="m", max_tokens=4, messages=[{"role": "user", "content": parts}]
+            )
+        return caught.value.body["message"]
+
+    assert "names 3 image URLs; a request may hold at most 2 images" in ask("/a", "/b", "/c")
+    assert "answered HTTP 404" in ask("/gone")
+    assert "mmproj-demo-vision-F16.gguf" in ask("/cat.png")  # fetched, read, then phase 1's 400

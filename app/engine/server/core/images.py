@@ -61,6 +61,10 @@ class RequestImages:
                     "--allow-remote-images",
                     where,
                 )
+            if url not in self._fetched:
+                raise bad_request(
+                    f"'{where}': the image URL was not fetched; send it inline", where
+                )
             return self._read(self._fetched[url], where)
         raise bad_request(
             f"'{where}' is {echo(url)}: send a data: URL (data:image/png;base64,...)", where
@@ -102,15 +106,19 @@ class RequestImages:
 
 
 def remote_urls(body: Any) -> tuple[str, ...]:
-    """The http(s) image URLs of an OpenAI chat body, in order, each once."""
+    """The http(s) image URLs a chat body names — OpenAI ``image_url`` parts, Anthropic ``image``
+    blocks with a ``url`` source, in turns and in tool results — in order, each once."""
     found: dict[str, None] = {}
-    messages = body.get("messages") if isinstance(body, dict) else None
-    for message in messages if isinstance(messages, list) else ():
-        content = message.get("content") if isinstance(message, dict) else None
-        for part in content if isinstance(content, list) else ():
-            url = _image_url(part)
+    pending = [body.get("messages") if isinstance(body, dict) else None]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, list):
+            pending.extend(reversed(item))
+        elif isinstance(item, dict):
+            url = _image_url(item)
             if isinstance(url, str) and url.startswith(REMOTE_SCHEMES):
                 found[url] = None
+            pending.extend(reversed(list(item.values())))
     return tuple(found)
 
 
@@ -120,10 +128,13 @@ def image_url_of(part: dict[str, Any]) -> Any:
 
 
 def _image_url(part: Any) -> Any:
-    if not isinstance(part, dict) or part.get("type") != "image_url":
+    if not isinstance(part, dict):
         return None
-    value = part.get("image_url")
-    return value.get("url") if isinstance(value, dict) else value
+    if part.get("type") == "image_url":
+        value = part.get("image_url")
+        return value.get("url") if isinstance(value, dict) else value
+    source = part.get("source") if part.get("type") == "image" else None
+    return source.get("url") if isinstance(source, dict) and source.get("type") == "url" else None
 
 
 def _data_url(url: str, where: str) -> tuple[str, str]:

@@ -134,12 +134,16 @@ class ApiServer:
     async def request_images(self, body: Any) -> RequestImages:
         """The reader of the body's images, with its remote URLs fetched when they are allowed."""
         rules = self.config.images
-        fetched = (
-            await fetch_images(remote_urls(body), rules.limits.max_bytes)
-            if rules.allow_remote
-            else {}
-        )
-        return RequestImages(rules, fetched)
+        if not rules.allow_remote:
+            return RequestImages(rules)
+        urls = remote_urls(body)
+        if len(urls) > rules.max_images:
+            raise bad_request(
+                f"the request names {len(urls)} image URLs; a request may hold at most "
+                f"{rules.max_images} images",
+                "messages",
+            )
+        return RequestImages(rules, await fetch_images(urls, rules.limits.max_bytes))
 
     async def start(self, request: Request, parsed: ParsedRequest) -> tuple[Job, JobEvent]:
         """Queue the generation and wait for its first event (see :func:`first_event`)."""
