@@ -17,7 +17,7 @@ One run, deterministic for a given seed, thread count and Python version:
 
 Usage (needs the `train` extra: pip install -e .[train]):
 
-  .venv/bin/python tools/make_vision_model.py               # full run (~15 minutes, 1 thread)
+  .venv/bin/python tools/make_vision_model.py               # full run (~25 minutes, 1 thread)
   .venv/bin/python tools/make_vision_model.py --steps 20    # a quick smoke run
 """
 
