@@ -114,6 +114,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="let web pages from ORIGIN (e.g. http://localhost:3000, or *) call the server; "
         "repeat for several",
     )
+    _add_image_arguments(parser)
+    add_load_arguments(parser)
+    parser.add_argument("--threads", type=int, default=0, metavar="N", help="CPU threads")
+    parser.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="request log on stderr: a short line, or one JSON object per line",
+    )
+    parser.set_defaults(func=run)
+
+
+def _add_image_arguments(parser: argparse.ArgumentParser) -> None:
+    """What a request's images may be (docs/vision.md)."""
     parser.add_argument(
         "--max-images",
         type=int,
@@ -128,15 +142,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="fetch http(s) image URLs that requests name (off: only inline data: URLs and "
         "base64 images; a server that fetches any URL can be made to read your local network)",
     )
-    add_load_arguments(parser)
-    parser.add_argument("--threads", type=int, default=0, metavar="N", help="CPU threads")
-    parser.add_argument(
-        "--log-format",
-        choices=("text", "json"),
-        default="text",
-        help="request log on stderr: a short line, or one JSON object per line",
-    )
-    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
