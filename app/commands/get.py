@@ -47,6 +47,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--quant", default="", metavar="LABEL", help="e.g. Q4_K_M (default: the largest that fits)"
     )
     parser.add_argument(
+        "--projector",
+        default="",
+        metavar="LABEL|NAME|none",
+        help="the vision projector to fetch with a GGUF model that ships one (default: the "
+        "smallest lossless, e.g. F16); none: no projector",
+    )
+    parser.add_argument(
         "--cache-dir", metavar="DIR", help="another Hugging Face cache folder (default: settings)"
     )
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
@@ -65,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         sidecars=catalog_sidecars(entries),
         memory_bytes=physical_memory_bytes(),
         drafters=catalog_drafters(entries),
+        projector=args.projector,
     )
     drafter = (
         f" from {plan.drafter_repo}: {', '.join(plan.drafter_files)}" if plan.drafter_repo else ""

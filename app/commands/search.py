@@ -103,5 +103,8 @@ def hit_lines(hit: RepoHit) -> list[str]:
         )
         lines.append(f"  {hit.drafter.describe()}: {drafter_sizes}")
     if hit.projectors:
-        lines.append(f"  vision projector: {', '.join(hit.projectors)}")
+        lines.append(
+            f"  vision projector: {', '.join(hit.projectors)} (get fetches {hit.projector}; "
+            "choose with --projector)"
+        )
     return lines

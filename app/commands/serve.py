@@ -22,7 +22,9 @@ import uvicorn
 from app.commands.chat import add_load_arguments, depth_argument, describe_load, load_plan
 from app.engine.chat.context_choice import LoadPlan
 from app.engine.errors import ServerError
+from app.engine.library.projectors import projector_beside
 from app.engine.runtime.backends.choice import BACKEND_CHOICES
+from app.engine.runtime.chat_format.images import ImageLimits
 from app.engine.runtime.core.backend import LoadSettings, ModelInfo
 from app.engine.runtime.core.demo_model import demo_model_path
 from app.engine.runtime.process.client import RuntimeClient
@@ -37,6 +39,7 @@ from app.engine.server.core.config import (
     ServerConfig,
 )
 from app.engine.server.core.depth import deepest
+from app.engine.server.core.images import DEFAULT_MAX_IMAGES, ImageRules
 from app.engine.server.core.metrics import ServerMetrics
 from app.engine.server.core.request_log import RequestLogEntry
 from app.engine.server.core.scheduler import Scheduler
@@ -111,6 +114,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="let web pages from ORIGIN (e.g. http://localhost:3000, or *) call the server; "
         "repeat for several",
     )
+    _add_image_arguments(parser)
     add_load_arguments(parser)
     parser.add_argument("--threads", type=int, default=0, metavar="N", help="CPU threads")
     parser.add_argument(
@@ -120,6 +124,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="request log on stderr: a short line, or one JSON object per line",
     )
     parser.set_defaults(func=run)
+
+
+def _add_image_arguments(parser: argparse.ArgumentParser) -> None:
+    """What a request's images may be (docs/vision.md)."""
+    parser.add_argument(
+        "--max-images",
+        type=int,
+        default=DEFAULT_MAX_IMAGES,
+        metavar="N",
+        help=f"images one request may carry (default {DEFAULT_MAX_IMAGES}); each image may be at "
+        f"most {ImageLimits().describe()}",
+    )
+    parser.add_argument(
+        "--allow-remote-images",
+        action="store_true",
+        help="fetch http(s) image URLs that requests name (off: only inline data: URLs and "
+        "base64 images; a server that fetches any URL can be made to read your local network)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -135,6 +157,8 @@ def run(args: argparse.Namespace) -> int:
         default_max_tokens=args.max_tokens,
         max_body_bytes=args.max_body_mib * 2**20,
         cors_origins=tuple(args.cors),
+        projector=projector_beside(model),
+        images=ImageRules(max_images=args.max_images, allow_remote=args.allow_remote_images),
     )
     plan = load_plan(
         args,

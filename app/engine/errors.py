@@ -38,6 +38,15 @@ class RuntimeBackendError(MtpStudioError):
     """A model cannot be loaded or run by the chosen inference backend."""
 
 
+class ImageError(MtpStudioError):
+    """An image cannot be given to a model: not PNG/JPEG/WebP, damaged, over a limit, or the
+    model has no vision projector. ``too_large``: the file is over the byte limit (HTTP 413)."""
+
+    def __init__(self, message: str, *, too_large: bool = False) -> None:
+        super().__init__(message)
+        self.too_large = too_large
+
+
 class JobCancelled(MtpStudioError):
     """A job stopped because its cancellation token was set."""
 

@@ -37,6 +37,7 @@ from tests.localhub.gemma_repos import (
     MTP_FOLDER,
     PLAIN,
     PROJECTOR,
+    PROJECTOR_BYTES,
     TRUNK_Q8,
     UNSLOTH,
     UNSLOTH_DRAFTER,
@@ -137,23 +138,31 @@ def get(hub: LocalHub, home: IsolatedHome, repo: str, quant: str = "Q8_0"):
     return plan, job(JobContext(emit=lambda _event: None))
 
 
-def test_get_fetches_the_trunk_and_its_drafter_and_nothing_else(
+def test_get_fetches_the_trunk_its_drafter_and_its_projector_and_nothing_else(
     hub: LocalHub, home: IsolatedHome
 ) -> None:
     plan, result = get(hub, home, UNSLOTH)
     assert (plan.way, plan.files, plan.drafter_files) == (DRAFTER, (TRUNK_Q8,), (UNSLOTH_DRAFTER,))
+    assert plan.projector == PROJECTOR
     assert result.ready_path.name == TRUNK_Q8
     assert result.drafter == result.ready_path.parent / UNSLOTH_DRAFTER
+    assert result.projector == result.ready_path.parent / PROJECTOR
     assert find_drafter(result.ready_path).path == result.drafter
-    assert result.note == f"chat drafts with {UNSLOTH_DRAFTER}, which it finds for the model"
+    assert result.note == (
+        f"chat drafts with {UNSLOTH_DRAFTER}, which it finds for the model; its vision projector "
+        f"{PROJECTOR} is in {result.ready_path.parent}"
+    )
     assert hub.traffic.bytes_served_per_file() == {
         (UNSLOTH, path): size
         for path, size in {
             TRUNK_Q8: PAIRS["centroid"].target.stat().st_size,
             UNSLOTH_DRAFTER: PAIRS["centroid"].drafter.stat().st_size,
+            PROJECTOR: PROJECTOR_BYTES,
         }.items()
     }
-    assert result.model.downloaded_bytes == PAIRS["centroid"].target.stat().st_size
+    assert result.model.downloaded_bytes == (
+        PAIRS["centroid"].target.stat().st_size + PROJECTOR_BYTES
+    )
     assert result.drafter_download.downloaded_bytes == PAIRS["centroid"].drafter.stat().st_size
 
 

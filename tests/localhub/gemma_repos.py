@@ -46,6 +46,7 @@ UNSLOTH_DRAFTER = "mtp-gemma-4-Tiny-it.gguf"
 FOLDER_DRAFTER = "MTP/gemma-4-Tiny-it-assistant-Q8_0.gguf"
 BF16_FILLER = 6_000_000  # bigger than the real Q8_0 trunk, as a BF16 quantisation is
 PROJECTOR = "mmproj-gemma-4-Tiny-it-f16.gguf"
+PROJECTOR_BYTES = 70_000
 
 
 @functools.cache
@@ -80,7 +81,7 @@ def seed_gemma_repos(hub: LocalHub) -> None:
             TRUNK_Q8: centroid.target,
             "BF16/gemma-4-Tiny-it-BF16.gguf": os.urandom(BF16_FILLER),
             UNSLOTH_DRAFTER: centroid.drafter,
-            PROJECTOR: os.urandom(70_000),
+            PROJECTOR: os.urandom(PROJECTOR_BYTES),
         },
     )
     hub.seed_files(

@@ -7,8 +7,7 @@ from the pinned llama-cpp-python source package runs here, unmodified, with its 
 a child process. One thing is set rather than detected: the pre-tokenizer. The converter
 identifies it by hashing how a known vocabulary splits a probe text, and a freshly trained
 vocabulary is known to nobody; our BPE was trained with Qwen3.5's split regex, so it is declared
-`qwen35` (demo_model.tokenizer.LLAMA_CPP_PRE_TOKENIZER). (Gemma 4's vocabulary writer
-names its own, `gemma4`, and never asks, so tools/gemma_pair converts through here too.)
+`qwen35` (demo_model.tokenizer.LLAMA_CPP_PRE_TOKENIZER).
 
 The weights are stored as Q8_0 (llama.cpp's converter, `--outtype q8_0`; norms and small vectors
 stay F32). F16 would fit too, but on a CPU this tiny model is compute-bound (its weights sit in
@@ -57,16 +56,21 @@ def llama_cpp_source(cache_dir: Path) -> Path:
 
 
 def convert_to_gguf(
-    hf_dir: Path, output: Path, llama_cpp_tree: Path, outtype: str, model_name: str = MODEL_NAME
+    hf_dir: Path,
+    output: Path,
+    llama_cpp_tree: Path,
+    outtype: str,
+    *,
+    model_name: str = MODEL_NAME,
+    mmproj: bool = False,
 ) -> None:
-    """Convert ``hf_dir`` to ``output`` (written under a temporary name, then renamed)."""
+    """Convert ``hf_dir`` to ``output`` (written under a temporary name, then renamed); with
+    ``mmproj``, the checkpoint's vision tower becomes a projector file (``--mmproj``) instead."""
     partial = output.with_name(f".{output.name}.partial")
     partial.unlink(missing_ok=True)
+    command = [sys.executable, __file__, str(llama_cpp_tree), str(hf_dir), str(partial), outtype]
     subprocess.run(
-        [
-            *(sys.executable, __file__, str(llama_cpp_tree), str(hf_dir)),
-            *(str(partial), outtype, model_name),
-        ],
+        [*command, model_name, "--mmproj" if mmproj else ""],
         check=True,
         env={**os.environ, "PYTHONPATH": ""},
     )
@@ -74,7 +78,7 @@ def convert_to_gguf(
 
 
 def _run_converter(
-    llama_cpp_tree: Path, hf_dir: Path, output: Path, outtype: str, model_name: str
+    llama_cpp_tree: Path, hf_dir: Path, output: Path, outtype: str, model_name: str, mmproj: bool
 ) -> None:
     sys.path[:0] = [str(llama_cpp_tree), str(llama_cpp_tree / "gguf-py")]
     import convert_hf_to_gguf
@@ -86,11 +90,12 @@ def _run_converter(
     sys.argv = [
         *("convert_hf_to_gguf.py", str(hf_dir), "--outfile", str(output)),
         *("--outtype", outtype, "--model-name", model_name),
+        *(["--mmproj"] if mmproj else []),
     ]
     convert_hf_to_gguf.main()
 
 
 if __name__ == "__main__":
     sys.path[0] = str(Path(__file__).resolve().parents[1])  # tools/, not this module's folder
-    tree, source, destination, kind, name = sys.argv[1:6]
-    _run_converter(Path(tree), Path(source), Path(destination), kind, name)
+    tree, source, destination, kind, name, projector = sys.argv[1:7]
+    _run_converter(Path(tree), Path(source), Path(destination), kind, name, projector == "--mmproj")

@@ -36,7 +36,12 @@ from typing import Any
 from app.engine.chat.sidecar import find_sidecar
 from app.engine.download import CACHE, DownloadJob, DownloadRequest
 from app.engine.download.job import DownloadResult
-from app.engine.download.quantisation import is_head_file, quant_label
+from app.engine.download.quantisation import (
+    NO_PROJECTOR,
+    choose_projector,
+    is_head_file,
+    quant_label,
+)
 from app.engine.drafter.pairing import check_pair, find_drafter
 from app.engine.errors import DownloadError, DrafterError, MtpStudioError
 from app.engine.gguf_header import read_gguf_header
@@ -75,6 +80,8 @@ class GetPlan:
     drafter_repo: str | None = None
     drafter_files: tuple[str, ...] = ()
     """The one drafter quantisation fetched beside the trunk (way ``separate drafter``)."""
+    projector: str | None = None
+    """The vision projector fetched beside the model (a GGUF repo's, when it ships any)."""
 
     @property
     def title(self) -> str:
@@ -90,6 +97,7 @@ class GetPlan:
             "sidecar_repo": self.sidecar_repo,
             "drafter_repo": self.drafter_repo,
             "drafter_files": list(self.drafter_files),
+            "projector": self.projector,
         }
 
     @classmethod
@@ -103,6 +111,7 @@ class GetPlan:
             sidecar_repo=params.get("sidecar_repo"),
             drafter_repo=params.get("drafter_repo"),
             drafter_files=tuple(params.get("drafter_files") or ()),
+            projector=params.get("projector"),
         )
 
 
@@ -115,8 +124,10 @@ def plan_get(
     sidecars: Mapping[str, str],
     memory_bytes: int | None,
     drafters: Mapping[str, str] | None = None,
+    projector: str = "",
 ) -> GetPlan:
-    """The plan for ``repo_id``; ``quant`` empty: the largest quantisation that fits."""
+    """The plan for ``repo_id``; ``quant`` empty: the largest quantisation that fits;
+    ``projector``: a projector's label or name, ``none``, or empty for the smallest lossless."""
     hit = describe_repo_id(
         repo_id,
         endpoint=endpoint,
@@ -127,11 +138,16 @@ def plan_get(
     )
     if not hit.quantisations:
         raise DownloadError(f"{repo_id} holds no GGUF, MLX or safetensors model files")
-    return plan_for(hit, _chosen(hit.quantisations, quant, repo_id))
+    return plan_for(hit, _chosen(hit.quantisations, quant, repo_id), projector)
 
 
-def plan_for(hit: RepoHit, option: QuantOption) -> GetPlan:
+def plan_for(hit: RepoHit, option: QuantOption, projector: str = "") -> GetPlan:
     """The plan for one quantisation of a search hit (what the Discover page's Get runs)."""
+    chosen = (
+        choose_projector(dict.fromkeys(hit.projectors, 0), projector, hit.repo_id)
+        if projector
+        else hit.projector
+    )
     if option.mtp == DRAFTER and hit.drafter is not None:
         if hit.drafter.problem:
             raise DrafterError(hit.drafter.problem)  # before anything is downloaded
@@ -144,6 +160,7 @@ def plan_for(hit: RepoHit, option: QuantOption) -> GetPlan:
             DRAFTER,
             drafter_repo=hit.drafter.repo_id,
             drafter_files=drafter.files,
+            projector=chosen,
         )
     if option.mtp in (HEAD_INSIDE, SEPARATE_HEAD):
         way = option.mtp
@@ -151,7 +168,15 @@ def plan_for(hit: RepoHit, option: QuantOption) -> GetPlan:
         way = GRAFTED if hit.format == GGUF else PAIRED
     else:
         way = NO_MTP
-    return GetPlan(hit.repo_id, hit.format, option.label, option.files, way, hit.sidecar_repo)
+    return GetPlan(
+        hit.repo_id,
+        hit.format,
+        option.label,
+        option.files,
+        way,
+        hit.sidecar_repo,
+        projector=chosen,
+    )
 
 
 def _chosen(options: tuple[QuantOption, ...], quant: str, repo_id: str) -> QuantOption:
@@ -173,6 +198,7 @@ class GetResult:
     model: DownloadResult
     drafter: Path | None = None
     drafter_download: DownloadResult | None = None
+    projector: Path | None = None
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -184,6 +210,7 @@ class GetResult:
             "drafter_downloaded_bytes": (
                 self.drafter_download.downloaded_bytes if self.drafter_download else 0
             ),
+            "projector": str(self.projector) if self.projector else None,
         }
 
 
@@ -208,14 +235,21 @@ class GetJob:
         )
 
     def _trunk_choice(self) -> dict[str, Any]:
-        """Which trunk files: the quantisation's (with a separate head file), or, beside a
-        drafter, exactly the quantisation's files (a drafter named ``mtp-*.gguf`` is not a
-        head file)."""
+        """Which trunk files: the quantisation's (with a separate head file and the chosen
+        projector), or, beside a drafter, exactly the quantisation's files and the projector (a
+        drafter named ``mtp-*.gguf`` is not a head file)."""
         if self.plan.format != GGUF:
             return {}
         if self.plan.way == DRAFTER:
-            return {"include": _exactly(self.plan.files)}
-        return {"quant": self.plan.quant}
+            projector = (self.plan.projector,) if self.plan.projector else ()
+            return {"include": _exactly((*self.plan.files, *projector))}
+        return {"quant": self.plan.quant, "projector": self._projector()}
+
+    def _projector(self) -> str:
+        """The projector argument of the model's download: the plan's file, or none."""
+        if self.plan.format != GGUF:
+            return ""
+        return self.plan.projector.rsplit("/", 1)[-1] if self.plan.projector else NO_PROJECTOR
 
     def _request(self, repo_id: str, **choice: Any) -> DownloadRequest:
         return DownloadRequest(repo_id, str(self.cache_dir), self.endpoint, layout=CACHE, **choice)
@@ -247,9 +281,15 @@ class GetJob:
         plan = self.plan
         model = self._model(ctx)
         first = model.location / plan.files[0] if plan.format == GGUF else model.location
+        projector = model.location / plan.projector if plan.projector else None
+        seen = (
+            f"; its vision projector {projector.name} is in {projector.parent}" if projector else ""
+        )
         if plan.way == DRAFTER:
             fetched, drafter, note = self._fetch_drafter(first, ctx)
-            result = GetResult(first, plan.way, note, model, drafter, fetched)
+            result = GetResult(
+                first, plan.way, note + seen, model, drafter, fetched, projector=projector
+            )
             ctx.emit(ResultEvent(result.summary()))
             return result
         if plan.way == GRAFTED:
@@ -264,7 +304,7 @@ class GetJob:
         else:
             ready = first
             note = "no MTP head: no head in the file and no catalog sidecar for its base model"
-        result = GetResult(ready, plan.way, note, model)
+        result = GetResult(ready, plan.way, note + seen, model, projector=projector)
         ctx.emit(ResultEvent(result.summary()))
         return result
 

@@ -105,6 +105,8 @@ class RepoHit:
     projectors: tuple[str, ...]
     drafter: DrafterHit | None = None
     """The separate drafter model ``get`` fetches beside the trunk (Gemma 4), if one is found."""
+    projector: str | None = None
+    """The projector ``get`` fetches with any quantisation (the smallest lossless one)."""
 
     @property
     def mtp(self) -> str:
@@ -123,6 +125,7 @@ class RepoHit:
             "sidecar_repo": self.sidecar_repo,
             "projectors": list(self.projectors),
             "drafter": self.drafter.to_json() if self.drafter else None,
+            "projector": self.projector,
             "quantisations": [
                 {
                     "label": q.label,
@@ -289,7 +292,7 @@ def describe_repo(
             )
             for q in files.quantisations
         )
-        projectors = files.projectors
+        projectors, projector = files.projectors, files.projector_for(repo_id=info.id)
     else:
         config = facts.config(info.id) if "config.json" in sizes else None
         if config is not None and is_drafter_config(config):
@@ -313,7 +316,7 @@ def describe_repo(
         label = f"{bits.group(1)}bit" if bits else "full"
         fit = judge_fit(size, shape, memory_bytes)
         options = (QuantOption(label, size, weights, mtp, fit),) if weights else ()
-        projectors = ()
+        projectors, projector = (), None
     return RepoHit(
         repo_id=info.id,
         format=fmt,
@@ -323,6 +326,7 @@ def describe_repo(
         sidecar_repo=sidecar,
         projectors=projectors,
         drafter=drafter,
+        projector=projector,
     )
 
 
