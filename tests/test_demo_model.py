@@ -25,6 +25,7 @@ from app.engine.mtp import LocalFolderSource, extract_mtp
 from app.engine.runtime.backends.llama_cpp.backend import LlamaCppBackend
 from app.engine.runtime.chat_format.prompting import ChatMessage
 from app.engine.runtime.core.backend import LoadSettings
+from app.engine.runtime.core.demo_model import MODELS_DIR, demo_model_path
 from app.engine.runtime.core.request import GenerationRequest
 from app.engine.runtime.speculative.generation import generate
 
@@ -122,6 +123,12 @@ def test_every_artifact_is_present_and_within_the_size_limit() -> None:
         if p.is_file() and p.stat().st_size > MAX_FILE_BYTES
     }
     assert oversized == {}
+
+
+def test_the_app_finds_the_demo_model_where_it_ships() -> None:
+    assert demo_model_path() == GGUF_PATH
+    assert MODELS_DIR == MODELS
+
 
 
 def test_the_report_and_card_describe_exactly_the_shipped_files() -> None:
