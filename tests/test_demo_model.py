@@ -130,7 +130,6 @@ def test_the_app_finds_the_demo_model_where_it_ships() -> None:
     assert MODELS_DIR == MODELS
 
 
-
 def test_the_report_and_card_describe_exactly_the_shipped_files() -> None:
     report = json.loads((MODELS / "training_report.json").read_text())
     listed = {entry["path"]: entry for entry in report["files"]}

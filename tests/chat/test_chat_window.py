@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import signal
+from dataclasses import replace
 from pathlib import Path
 
 import gguf
@@ -20,7 +21,7 @@ from app.engine.chat.conversation import MessageState
 from app.engine.runtime.backends.llama_cpp.backend import LlamaCppBackend
 from app.engine.runtime.core.backend import LoadSettings
 from app.engine.runtime.speculative.depth_policy import AUTO_MAX_DEPTH
-from app.engine.settings import SettingsStore, app_dirs
+from app.engine.settings import Settings
 from app.engine.units import format_bytes
 from app.ui.chat.transcript import message_widget
 from tests.runtime.tiny_model import SPECIAL_TOKENS
@@ -395,15 +396,14 @@ def test_a_damaged_history_still_lets_the_user_chat_and_says_why(
     assert database.read_bytes() == b"not a database" * 200
 
 
-def test_rescan_finds_models_in_the_models_folder_from_settings(
+def test_a_new_models_folder_in_settings_is_searched_at_once(
     chat, tiny_gguf: Path, tmp_path: Path
 ) -> None:
     window = chat.open()
     folder = tmp_path / "my-models"
     folder.mkdir()
     shutil.copyfile(tiny_gguf, folder / "mine.gguf")
-    SettingsStore(app_dirs().settings_file).update(models_dir=str(folder))
-    chat.qtbot.mouseClick(window.model_bar.refresh_button, Qt.MouseButton.LeftButton)
+    window.apply_settings(replace(Settings(), models_dir=str(folder)))  # saved in Settings
     chat.qtbot.waitUntil(
         lambda: any(m.path == folder / "mine.gguf" for m in window.model_bar.models),
         timeout=30_000,

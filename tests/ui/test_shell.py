@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QPalette
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QApplication, QLabel, QMessageBox
 
 from app.engine.settings import SettingsStore
 from app.ui.main_window import MainWindow
@@ -25,7 +25,7 @@ def _visible_message_boxes() -> list[QMessageBox]:
 
 def test_a_first_run_opens_on_home_and_asks_nothing(qtbot, main_window: MainWindow) -> None:
     assert main_window.current_page == "home" and main_window.home.isVisible()
-    texts = [label.text() for label in main_window.home.findChildren(type(main_window.jobs_label))]
+    texts = [label.text() for label in main_window.home.findChildren(QLabel)]
     assert "Welcome to MTP Studio" in texts and MTP_EXPLAINED in texts
     assert main_window.home.demo_button.isVisible()
     assert main_window.home.conversations.item(0).text() == "No conversations yet."
@@ -110,7 +110,8 @@ def test_the_demo_chat_starts_from_home_and_comes_back_in_recent(
         for row in range(dialog.table.rowCount())
     }
     assert ("Pages", "Home", "Ctrl+1") in rows and ("Pages", "Chat", "Ctrl+4") in rows
-    assert ("Chat", "New conversation", "Ctrl+N") in rows
+    assert ("File", "New conversation", "Ctrl+N") in rows
+    assert [row for row in rows if row[2] == "Ctrl+N"] == [("File", "New conversation", "Ctrl+N")]
     assert ("View", "Toggle dark mode", "Ctrl+Shift+D") in rows
     assert ("Chat", "Send the message", "Enter") in rows
     main_window.shutdown()

@@ -284,7 +284,7 @@ class CatalogBrowser(QWidget):
         self.book.refresh(self.model.sidecar_repos())
         if selected:
             self.select_key(selected)
-        self._on_selection()
+        self.refresh_detail()
         self.catalog_changed.emit()
 
     def _fill_filter(self, combo: QComboBox, all_label: str, field: str) -> None:
@@ -303,6 +303,10 @@ class CatalogBrowser(QWidget):
     def _on_selection(
         self, _selected: QItemSelection | None = None, _deselected: QItemSelection | None = None
     ) -> None:
+        self.refresh_detail()
+
+    def refresh_detail(self) -> None:
+        """Show the selected entry again (the Hub or the chat's availability changed)."""
         node = self.selected_node()
         reason = ""
         if node is not None and node.row.location.file == default_catalog_path():

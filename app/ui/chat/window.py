@@ -20,7 +20,6 @@ intact; the next message starts a fresh worker.
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 from PySide6.QtCore import Qt
@@ -28,12 +27,10 @@ from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShowEvent
 from PySide6.QtWidgets import QMainWindow, QScrollArea, QSplitter, QVBoxLayout, QWidget
 
 from app.engine.chat.connections import CONNECTIONS_FILE_NAME, ConnectionStore
-from app.engine.chat.history import HISTORY_FILE_NAME, HistoryStore
+from app.engine.chat.history import HISTORY_FILE_NAME
 from app.engine.chat.model_files import ModelDescription
-from app.engine.errors import MtpStudioError
 from app.engine.runtime.core.demo_model import MODELS_DIR
 from app.engine.settings import AppDirs, Settings
-from app.engine.store import JobStore
 from app.ui.chat.bridges.remote_bridge import RemoteBridge
 from app.ui.chat.bridges.reply_target import ReplyTarget
 from app.ui.chat.bridges.runtime_bridge import RuntimeBridge
@@ -55,6 +52,7 @@ from app.ui.chat.widgets.model_bar import ModelBar
 from app.ui.chat.widgets.settings_panel import SettingsPanel
 from app.ui.chat.widgets.template_dialog import show_template
 from app.ui.jobs.runner import JobRunner
+from app.ui.stores import open_history, open_job_store
 
 
 class ChatWindow(QMainWindow):
@@ -80,7 +78,7 @@ class ChatWindow(QMainWindow):
         self._closed = False
         self._started = False
         self._own_jobs = jobs is None
-        self.jobs = jobs if jobs is not None else JobRunner(_open_job_store(dirs), self)
+        self.jobs = jobs if jobs is not None else JobRunner(open_job_store(dirs)[0], self)
         self.graft = GraftAction(self.jobs, dirs.grafted_models, self)
         self.convert = ConvertAction(self.jobs, dirs.converted_models, self)
 
@@ -149,7 +147,7 @@ class ChatWindow(QMainWindow):
             lambda: show_template(self, self.target.model)
         )
         self.replies.drafting_stopped.connect(self.model_bar.set_drafting_stopped)
-        self._add_shortcuts()
+        self._add_shortcuts(embedded)
 
         recent = self.store.conversations()
         if recent:
@@ -187,15 +185,19 @@ class ChatWindow(QMainWindow):
         layout.addWidget(self.splitter, 1)
         self.setCentralWidget(central)
 
-    def _add_shortcuts(self) -> None:
-        for text, keys, slot in (
-            ("New conversation", QKeySequence.StandardKey.New, self.new_conversation),
+    def _add_shortcuts(self, embedded: bool) -> None:
+        shortcuts = [
             (
                 "Search conversations",
                 QKeySequence.StandardKey.Find,
                 self.conversations.search.setFocus,
-            ),
-        ):
+            )
+        ]
+        if not embedded:  # embedded, the main window's File → New conversation has Ctrl+N
+            shortcuts.append(
+                ("New conversation", QKeySequence.StandardKey.New, self.new_conversation)
+            )
+        for text, keys, slot in shortcuts:
             action = QAction(text, self)
             action.setShortcut(QKeySequence(keys))
             # only while the chat has focus: embedded, the main window's pages have their own
@@ -225,8 +227,10 @@ class ChatWindow(QMainWindow):
     # -- what the main window and the tests drive ---------------------------------------------
 
     def apply_settings(self, settings: Settings) -> None:
-        """Settings were saved: new load options reach the model bar and the loaded model."""
-        self.model_choice.apply_settings(settings)
+        """Settings were saved: new load options reach the model bar and the loaded model; a
+        new models folder is searched (once the chat has looked for models at all)."""
+        if self.model_choice.apply_settings(settings) and self._started:
+            self.model_choice.rescan_models()
 
     @property
     def streaming(self) -> bool:
@@ -311,24 +315,3 @@ class ChatWindow(QMainWindow):
             self.jobs.shutdown()
             self.jobs.store.close()
         self.remote_bridge.shutdown(then=lambda: self.bridge.shutdown(then=self.store.close))
-
-
-def open_history(path: Path) -> tuple[HistoryStore, str | None]:
-    """The chat history, or a temporary one (and why) when it cannot be opened."""
-    try:
-        return HistoryStore(path), None
-    except MtpStudioError as exc:
-        fallback = Path(tempfile.mkdtemp(prefix="mtp-studio-chat-")) / HISTORY_FILE_NAME
-        return HistoryStore(fallback), (
-            f"{exc}\nThis session's conversations are kept in {fallback} instead and will not "
-            "appear after a restart."
-        )
-
-
-def _open_job_store(dirs: AppDirs) -> JobStore:
-    """The job history (shared with the main window), or a temporary one when it cannot open."""
-    try:
-        dirs.data.mkdir(parents=True, exist_ok=True)
-        return JobStore(dirs.job_database)
-    except (MtpStudioError, OSError):
-        return JobStore(Path(tempfile.mkdtemp(prefix="mtp-studio-jobs-")) / "jobs.sqlite3")

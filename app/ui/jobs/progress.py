@@ -18,6 +18,7 @@ from PySide6.QtWidgets import QLabel, QPlainTextEdit, QProgressBar, QVBoxLayout,
 from app.engine.jobs import JobEvent, ProgressEvent
 from app.engine.store import JobState, StoredEvent
 from app.ui.jobs.model import JobRow, JobTableModel, state_text
+from app.ui.jobs.results import result_line
 from app.ui.jobs.runner import JobRunner
 from app.ui.look.tones import tone_style
 
@@ -25,14 +26,6 @@ NOTHING_SELECTED = (
     "No job selected. Downloads and publishes appear in the list with their progress, and stay "
     "there after a restart."
 )
-RESULT_LINKS = ("commit_url", "location", "repo_url")
-
-
-def result_line(summary: dict) -> str:
-    """A result in one line: its outcome and where to look (commit, folder or repo)."""
-    outcome = summary.get("outcome", "done")
-    where = next((str(summary[key]) for key in RESULT_LINKS if summary.get(key)), "")
-    return f"{outcome} — {where}" if where else str(outcome)
 
 
 def log_line(event: StoredEvent) -> str:

@@ -15,7 +15,6 @@ that owns those jobs.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -39,7 +38,6 @@ from PySide6.QtWidgets import (
 from app.engine.chat.history import HistoryStore
 from app.engine.chat.model_files import ModelDescription, describe_model
 from app.engine.convert.fp8_check import is_fp8_refusal
-from app.engine.errors import MtpStudioError
 from app.engine.library.deletion import DeletePlan, delete, plan_delete
 from app.engine.library.inventory import (
     OPENED_FILE,
@@ -51,10 +49,11 @@ from app.engine.library.inventory import (
     build_inventory,
 )
 from app.engine.runtime.core.demo_model import MODELS_DIR
-from app.engine.settings import AppDirs, Settings, SettingsStore, hf_hub_cache
+from app.engine.settings import AppDirs, Settings, hf_hub_cache
 from app.engine.units import format_bytes
 from app.ui.background import run_in_background
 from app.ui.errors import readable
+from app.ui.icons import icon
 from app.ui.library.discover import DiscoverPanel
 from app.ui.library.table import MODEL_ROLE, LibraryFilter, LibraryTableModel
 
@@ -74,7 +73,7 @@ class LibraryPage(QWidget):
     def __init__(
         self,
         dirs: AppDirs,
-        settings: Settings,
+        settings: Callable[[], Settings],
         history: HistoryStore,
         parent: QWidget | None = None,
         *,
@@ -84,7 +83,6 @@ class LibraryPage(QWidget):
         self.setObjectName("libraryPage")
         self._dirs = dirs
         self._settings = settings
-        self._settings_store = SettingsStore(dirs.settings_file)
         self._history = history
         self._demo_dir = demo_dir
         self._catalog_sidecars: dict[str, str] = {}
@@ -112,7 +110,7 @@ class LibraryPage(QWidget):
         self.discover_button.setToolTip(
             "Search the Hub for a model's GGUF / MLX conversions and get one ready for MTP"
         )
-        self.discover = DiscoverPanel(lambda: self._settings, dirs.grafted_models)
+        self.discover = DiscoverPanel(settings, dirs.grafted_models)
         self.discover.hide()
 
         self.table_model = LibraryTableModel(self)
@@ -163,6 +161,7 @@ class LibraryPage(QWidget):
             self.buttons[action] = button
             buttons.addWidget(button)
         buttons.addStretch(1)
+        self._add_icons()
 
         top = QHBoxLayout()
         top.addWidget(self.search, 1)
@@ -183,11 +182,28 @@ class LibraryPage(QWidget):
         self._update_actions()
         self.refresh()
 
+    def _add_icons(self) -> None:
+        for action, name in (
+            (self.chat_action, "chat"),
+            (self.graft_action, "graft"),
+            (self.download_action, "download"),
+            (self.reveal_action, "folder"),
+            (self.delete_action, "trash"),
+        ):
+            action.setIcon(icon(name))
+            self.buttons[action].setIcon(icon(name))
+        for action in (self.reveal_action, self.delete_action):  # icon-only: the tooltip
+            button = self.buttons[action]  # and the context menu say what they do
+            button.setText("")
+            button.setAccessibleName(action.text())
+        self.refresh_button.setIcon(icon("refresh"))
+
     def _connect(self) -> None:
         self.search.textChanged.connect(self.proxy.setFilterFixedString)
         self.refresh_button.clicked.connect(self.refresh)
         self.discover_button.toggled.connect(self.discover.setVisible)
         self.discover.get_requested.connect(self.get_requested)
+        self.discover.chat_requested.connect(self.chat_requested)
         self.table.selectionModel().selectionChanged.connect(lambda *_: self._update_actions())
         self.proxy.modelReset.connect(self._update_actions)
         self.proxy.layoutChanged.connect(self._update_actions)
@@ -200,6 +216,11 @@ class LibraryPage(QWidget):
         self.delete_action.triggered.connect(self.ask_delete)
 
     # -- public API ---------------------------------------------------------------------------
+
+    def show_discover(self) -> None:
+        """Open the Discover panel with the focus in its search box."""
+        self.discover_button.setChecked(True)
+        self.discover.query.setFocus()
 
     @property
     def models(self) -> list[LibraryModel]:
@@ -227,11 +248,9 @@ class LibraryPage(QWidget):
         self.status.setText(f"Not added: {readable(exc)}")
 
     def sources(self) -> LibrarySources:
-        """Where to look, with the models folder as currently saved in Settings."""
-        with contextlib.suppress(MtpStudioError):  # the main window reports a broken file
-            self._settings = self._settings_store.load()
+        """Where to look, with the models folder as saved in Settings now."""
         roots = LibraryRoots(
-            self._settings.models_path(), hf_hub_cache(), self._dirs.grafted_models
+            self._settings().models_path(), hf_hub_cache(), self._dirs.grafted_models
         )
         return LibrarySources(
             roots=roots,

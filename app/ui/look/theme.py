@@ -99,6 +99,12 @@ class ThemeManager(QObject):
     def choice(self) -> str:
         return self._choice
 
+    def release(self) -> None:
+        """Stop following the OS scheme and let go of this manager (the look stays as it is)."""
+        QGuiApplication.styleHints().colorSchemeChanged.disconnect(self.follow_os_scheme)
+        self.setParent(None)
+        self.deleteLater()
+
     @property
     def scheme(self) -> str:
         """The scheme on screen: "light" or "dark"."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QFrame,
     QGridLayout,
@@ -26,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.chat.conversation import ConversationSummary
+from app.ui.icons import icon
 from app.ui.jobs.model import JobTableModel, state_text
 
 RECENT_LIMIT = 6
@@ -71,6 +73,14 @@ class HomePage(QWidget):
         self.account = QLabel()
         self.account.setObjectName("muted")
         self.account.setWordWrap(True)
+        self.demo_button.setIcon(icon("chat", QPalette.ColorRole.HighlightedText))
+        for button, name in (
+            (self.catalog_button, "catalog"),
+            (self.download_button, "download"),
+            (self.models_button, "models"),
+            (self.sign_in_button, "key"),
+        ):
+            button.setIcon(icon(name))
 
         cards = QGridLayout()
         cards.setSpacing(16)

@@ -13,7 +13,6 @@ it here (a job; the copy opens when it is done), or find a converted repo on the
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,11 +29,10 @@ from app.engine.chat.discovery import (
 from app.engine.chat.history import HistoryStore
 from app.engine.chat.model_files import DEMO, ModelDescription, describe_model
 from app.engine.convert.fp8_check import is_fp8_refusal, model_name
-from app.engine.errors import MtpStudioError
 from app.engine.runtime.backends.choice import MLX
 from app.engine.runtime.core.backend import LoadSettings, ModelInfo
 from app.engine.runtime.core.demo_model import DEMO_MODEL_FILENAME
-from app.engine.settings import AppDirs, Settings, SettingsStore, hf_hub_cache
+from app.engine.settings import AppDirs, Settings, hf_hub_cache
 from app.ui.background import run_in_background
 from app.ui.chat.bridges.reply_target import ReplyTarget
 from app.ui.chat.bridges.runtime_bridge import RuntimeBridge
@@ -76,7 +74,6 @@ class ModelChoice(QObject):
         super().__init__(parent)
         self._parent = parent
         self._dirs = dirs
-        self._settings_store = SettingsStore(dirs.settings_file)
         self._app_settings = settings
         self._demo_dir = demo_dir
         self._store = store
@@ -102,11 +99,11 @@ class ModelChoice(QObject):
         bar.graft_cancel_requested.connect(graft.cancel)
         graft.started.connect(lambda: bar.set_grafting(True))
         graft.progress.connect(bar.set_graft_progress)
-        graft.grafted.connect(self._on_grafted)
+        graft.succeeded.connect(self._on_grafted)
         graft.failed.connect(self._on_graft_failed)
         convert.started.connect(self._on_convert_started)
         convert.progress.connect(self._on_convert_progress)
-        convert.converted.connect(self._on_converted)
+        convert.succeeded.connect(self._on_converted)
         convert.failed.connect(self._on_convert_failed)
         bridge.loading.connect(self._on_loading)
         bridge.loaded.connect(self._on_loaded)
@@ -115,9 +112,7 @@ class ModelChoice(QObject):
     # -- finding models -----------------------------------------------------------------------
 
     def model_sources(self) -> ModelSources:
-        """Where to look for models, with the models folder as currently saved in Settings."""
-        with contextlib.suppress(MtpStudioError):  # the main window reports a broken file
-            self.apply_settings(self._settings_store.load())
+        """Where to look for models, with the models folder of the settings applied last."""
         roots = (
             *default_model_roots(self._app_settings.models_path(), hf_hub_cache()),
             self._dirs.grafted_models,
@@ -202,15 +197,18 @@ class ModelChoice(QObject):
         sidecar = model.sidecar if model.backend is not None and model.backend.name == MLX else None
         self._bridge.load(model.path, settings, sidecar)
 
-    def apply_settings(self, settings: Settings) -> None:
+    def apply_settings(self, settings: Settings) -> bool:
         """Settings were saved: the model bar estimates memory for the new load options, and a
-        loaded local model is loaded again with them (the next reply uses them)."""
+        loaded local model is loaded again with them (the next reply uses them). True when the
+        models folder moved (the caller looks for models again)."""
         changed = settings.load_options != self._app_settings.load_options
+        moved = settings.models_path() != self._app_settings.models_path()
         self._app_settings = settings
         self._bar.set_load_options(settings.load_options)
         model = self._target.model
         if changed and self._target.loaded_model is not None and model is not None:
             self.choose_model(model)
+        return moved
 
     def want_repo(self, repo_id: str, sidecar_repo: str | None = None) -> None:
         """Prefer the downloaded model of ``repo_id`` (a catalog entry, whose MTP sidecar is
