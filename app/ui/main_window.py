@@ -17,6 +17,7 @@ from pathlib import Path
 from PySide6.QtCore import QTimer, QUrl
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QDesktopServices, QShowEvent
 from PySide6.QtWidgets import (
+    QApplication,
     QHBoxLayout,
     QMainWindow,
     QMessageBox,
@@ -62,6 +63,7 @@ from app.ui.shell.window_size import keep_on_screen, place_first_run
 from app.ui.shell.window_state import WindowState
 from app.ui.shell.workflows import Workflows
 from app.ui.stores import open_history, open_job_store
+from app.ui.wheel_guard import install_wheel_guard
 from app.ui.wizards.download import DownloadWizard
 from app.ui.wizards.publish import PublishWizard
 
@@ -72,6 +74,7 @@ class MainWindow(QMainWindow):
     def __init__(self, dirs: AppDirs | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("mainWindow")
+        install_wheel_guard(_application())
         self.dirs = dirs or app_dirs()
         self.settings_source = SettingsSource(SettingsStore(self.dirs.settings_file), self)
         self.store, store_problem = open_job_store(self.dirs)
@@ -82,9 +85,11 @@ class MainWindow(QMainWindow):
         self.workflows = Workflows(self, self.dirs, self.settings_source, self.runner, self.jobs)
         self.shut_down = False
         self._models_path = self.settings.models_path()
+        self.sidebar = Sidebar()
+        # the look first: styling the window before its pages exist costs nothing
+        self.look = LookControl(self.settings.theme, self.sidebar, self._save_theme, self)
         self._build_pages()
         self.status_line = StatusLine(self.statusBar(), lambda: self.settings, self.runner)
-        self.look = LookControl(self.settings.theme, self.sidebar, self._save_theme, self)
         self.menus = build_menus(self, self.catalog, self.look, self._menu_handlers())
         self._connect()
 
@@ -133,7 +138,6 @@ class MainWindow(QMainWindow):
         self.pages = QStackedWidget()
         for spec in PAGES:
             self.pages.addWidget(self.page_widgets[spec.key])
-        self.sidebar = Sidebar()
         central = QWidget()
         layout = QHBoxLayout(central)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -472,3 +476,9 @@ class MainWindow(QMainWindow):
         self.look.shutdown()
         self.store.close()
         self.history.close()
+
+
+def _application() -> QApplication:
+    app = QApplication.instance()
+    assert isinstance(app, QApplication), "the main window needs a QApplication"
+    return app

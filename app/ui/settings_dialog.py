@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.errors import MtpStudioError
-from app.engine.load_options import FLASH_ATTENTION_MODES, KV_CACHE_TYPES
+from app.engine.load_options import FLASH_ATTENTION_MODES, KV_CACHE_TYPES, load_options_problem
 from app.engine.scratch import resolve_scratch
 from app.engine.settings import (
     BACKENDS,
@@ -46,6 +46,13 @@ from app.ui.errors import readable
 from app.ui.look.tones import tone_style
 
 AUTO_CONTEXT = 0  # the context box's lowest value reads "auto"
+WINDOW_FIELD_NAMES = {
+    "context_length": "Context window",
+    "kv_cache_type": "KV cache type",
+    "flash_attention": "Flash attention",
+    "state_cache_mib": "Kept conversation states",
+}
+"""How a problem with the load options names them here: as the form's labels do."""
 MAX_CONTEXT_SETTING = 1 << 20
 MAX_STATE_CACHE_MIB = 1 << 20
 
@@ -234,13 +241,29 @@ class SettingsDialog(QDialog):
 
     def _save(self) -> None:
         settings = self.edited_settings()
+        problem = self._problem(settings)
+        if problem is not None:
+            self.error_label.setText(problem)
+            return
         try:
             self._store.save(settings)
         except MtpStudioError as exc:
-            self.error_label.setText(str(exc))
+            self.error_label.setText(readable(exc))
             return
         self.saved.emit(settings)
         self.accept()
+
+    @staticmethod
+    def _problem(settings: Settings) -> str | None:
+        """What is wrong with ``settings``, in the form's own words (the settings file's keys
+        are what the engine's checks name)."""
+        endpoint = settings.hub_endpoint
+        if endpoint and not endpoint.startswith(("http://", "https://")):
+            return (
+                f"Hub endpoint {endpoint!r} is not a URL: use e.g. {DEFAULT_ENDPOINT}, or leave "
+                "it empty for the default"
+            )
+        return load_options_problem(settings.load_options, WINDOW_FIELD_NAMES)
 
     def _sign_in(self) -> None:
         endpoint = self.edited_settings().endpoint

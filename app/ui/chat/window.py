@@ -23,8 +23,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShowEvent
-from PySide6.QtWidgets import QMainWindow, QScrollArea, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QResizeEvent, QShowEvent
+from PySide6.QtWidgets import QMainWindow, QScrollArea, QVBoxLayout, QWidget
 
 from app.engine.chat.connections import CONNECTIONS_FILE_NAME, ConnectionStore
 from app.engine.chat.history import HISTORY_FILE_NAME
@@ -50,6 +50,7 @@ from app.ui.chat.widgets.connect_dialog import ConnectDialog
 from app.ui.chat.widgets.conversation_list import ConversationList
 from app.ui.chat.widgets.model_bar import ModelBar
 from app.ui.chat.widgets.settings_panel import SettingsPanel
+from app.ui.chat.widgets.side_panels import ChatSplitter, SidePanels
 from app.ui.chat.widgets.template_dialog import show_template
 from app.ui.jobs.runner import JobRunner
 from app.ui.stores import open_history, open_job_store
@@ -166,17 +167,22 @@ class ChatWindow(QMainWindow):
         middle_layout.addWidget(self.transcript, 1)
         middle_layout.addWidget(self.banner)
         middle_layout.addWidget(self.composer)
-        settings_scroll = QScrollArea()
-        settings_scroll.setWidgetResizable(True)
-        settings_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        settings_scroll.setWidget(self.settings_panel)
-        settings_scroll.setMinimumWidth(250)  # with the sidebar, the page fits a 1024-px screen
-        self.splitter = QSplitter()
+        self.settings_scroll = QScrollArea()
+        self.settings_scroll.setWidgetResizable(True)
+        self.settings_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.settings_scroll.setWidget(self.settings_panel)
+        # as wide as the panel needs, so nothing in it is cut or scrolls sideways
+        bar_width = self.settings_scroll.verticalScrollBar().sizeHint().width()
+        self.settings_scroll.setMinimumWidth(
+            self.settings_panel.minimumSizeHint().width() + bar_width + 4
+        )
+        self.splitter = ChatSplitter()
+        self.splitter.setChildrenCollapsible(False)
         self.splitter.addWidget(self.conversations)
         self.splitter.addWidget(middle)
-        self.splitter.addWidget(settings_scroll)
+        self.splitter.addWidget(self.settings_scroll)
         self.splitter.setStretchFactor(1, 1)
-        self.splitter.setSizes([250, 780, 320])
+        self.splitter.setSizes([230, 780, self.settings_scroll.minimumWidth()])
         central = QWidget()
         layout = QVBoxLayout(central)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -184,6 +190,12 @@ class ChatWindow(QMainWindow):
         layout.addWidget(self.model_bar)
         layout.addWidget(self.splitter, 1)
         self.setCentralWidget(central)
+        self.side_panels = SidePanels(
+            self.conversations,
+            self.model_bar.conversations_toggle,
+            self.settings_scroll,
+            self.model_bar.settings_toggle,
+        )
 
     def _add_shortcuts(self, embedded: bool) -> None:
         shortcuts = [
@@ -218,6 +230,10 @@ class ChatWindow(QMainWindow):
     def started(self) -> bool:
         """Whether it has looked for models (and so may have started an inference worker)."""
         return self._started
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self.side_panels.fit(event.size().width())
 
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)

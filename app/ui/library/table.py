@@ -19,7 +19,7 @@ from PySide6.QtCore import (
 
 from app.engine.library.inventory import SIDECAR_PAIRED, LibraryModel
 from app.engine.units import format_bytes
-from app.ui.chat.widgets.model_bar import sidecar_label
+from app.ui.chat.widgets.model_text import sidecar_label
 from app.ui.column_table import ColumnTableModel, ModelIndex
 
 COLUMNS = ("Name", "Format", "Quantisation", "Size", "MTP", "Location")

@@ -1,17 +1,18 @@
 """The main window's status bar: which Hub, which account, how many jobs run.
 
 It reads the settings when it updates (never a copy), so a Hub endpoint saved in Settings shows
-at once.
+at once. Its labels may be cut short (the whole text is in their tooltips): a long Hub address
+or account line must never make the window wider than a small screen.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtWidgets import QLabel, QStatusBar
+from PySide6.QtWidgets import QLabel, QSizePolicy, QStatusBar
 
 from app.engine.credentials import mask_credentials
-from app.engine.settings import Settings
+from app.engine.settings import Settings, token_status
 from app.ui.jobs.runner import JobRunner
 from app.ui.settings_dialog import token_summary
 
@@ -26,11 +27,18 @@ class StatusLine:
         self.token_label = QLabel()
         self.jobs_label = QLabel()
         for label in (self.endpoint_label, self.token_label):
-            bar.addWidget(label)
+            label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+            bar.addWidget(label, 1)
         bar.addPermanentWidget(self.jobs_label)
 
     def update(self) -> None:
-        self.endpoint_label.setText(f"Hub: {mask_credentials(self._settings().endpoint)}")
-        self.token_label.setText(token_summary())
+        endpoint = f"Hub: {mask_credentials(self._settings().endpoint)}"
+        self.endpoint_label.setText(endpoint)
+        self.endpoint_label.setToolTip(endpoint)
+        status = token_status()
+        self.token_label.setText(
+            f"Signed in: {status.masked}" if status.signed_in else "Not signed in"
+        )
+        self.token_label.setToolTip(token_summary(status))
         running = len(self._runner.running_jobs())
         self.jobs_label.setText(f"{running} job(s) running" if running else "No job running")

@@ -108,6 +108,12 @@ class DecodeStats:
     """Prompt tokens whose state was kept from an earlier request (not computed again)."""
     confidence_stops: int = 0
     """Cycles whose draft ended before the depth at a token the head was unsure of."""
+    auto_plain_rate: float = 0.0
+    """An adaptive depth's estimate of plain decoding's tokens per second here (0: none)."""
+    auto_depth_rates: tuple[float, ...] = ()
+    """An adaptive depth's expected tokens per second drafting 0..K per cycle (0: not timed)."""
+    auto_kept_through: tuple[float, ...] = ()
+    """An adaptive depth's estimated share of cycles whose drafts are kept through depth 1..K."""
 
     @property
     def acceptance_by_depth(self) -> tuple[float, ...]:
@@ -186,8 +192,8 @@ class DecodeStats:
     def to_dict(self) -> dict[str, Any]:
         """Every recorded and derived figure, JSON-serialisable."""
         data = asdict(self)
-        data["drafted_by_depth"] = list(self.drafted_by_depth)
-        data["accepted_by_depth"] = list(self.accepted_by_depth)
+        for name in TUPLE_FIELDS:
+            data[name] = list(getattr(self, name))
         data.update(
             acceptance_by_depth=list(self.acceptance_by_depth),
             mean_accepted_length=self.mean_accepted_length,
@@ -203,6 +209,10 @@ class DecodeStats:
             expected_speedup=self.expected_speedup,
         )
         return data
+
+
+TUPLE_FIELDS = ("drafted_by_depth", "accepted_by_depth", "auto_depth_rates", "auto_kept_through")
+"""The fields that are tuples (lists in JSON)."""
 
 
 def combined_stats(requests: Sequence[DecodeStats]) -> DecodeStats:
@@ -257,6 +267,9 @@ class StatsRecorder:
     adaptive: bool = False
     prompt_reused_tokens: int = 0
     confidence_stops: int = 0
+    auto_plain_rate: float = 0.0
+    auto_depth_rates: tuple[float, ...] = ()
+    auto_kept_through: tuple[float, ...] = ()
     clock: Callable[[], float] = time.perf_counter
     """The backend's cycle clock; decode time is also kept on it (``decode_clock_seconds``)."""
     started_at: float = field(default_factory=time.perf_counter)
@@ -301,6 +314,9 @@ class StatsRecorder:
             ),
             prompt_reused_tokens=self.prompt_reused_tokens,
             confidence_stops=self.confidence_stops,
+            auto_plain_rate=self.auto_plain_rate,
+            auto_depth_rates=self.auto_depth_rates,
+            auto_kept_through=self.auto_kept_through,
         )
 
     def cost_ratio(self) -> float:

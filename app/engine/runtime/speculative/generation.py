@@ -345,6 +345,7 @@ def generate(
         backend.reset()  # a step that failed half-way leaves a state nothing may reuse
         raise
     watch = choice.watch
+    _record_estimate(recorder, choice)
     return GenerationResult(
         text="".join(output.text_parts),
         token_ids=tuple(output.token_ids),
@@ -355,3 +356,12 @@ def generate(
         note=choice.note or (watch.reason if choice.depth > 0 else None),
         kept_state_bytes=backend.kept_state_bytes,
     )
+
+
+def _record_estimate(recorder: StatsRecorder, choice: _DepthChoice) -> None:
+    """What an adaptive depth chose from, for the reply's Details (nothing for a fixed one)."""
+    estimate = choice.policy.estimate() if choice.depth > 0 else None
+    if estimate is not None:
+        recorder.auto_plain_rate = estimate.plain
+        recorder.auto_depth_rates = estimate.rates
+        recorder.auto_kept_through = estimate.kept_through

@@ -39,6 +39,7 @@ from app.ui.chat.bridges.runtime_bridge import RuntimeBridge
 from app.ui.chat.controls.convert_action import ConvertAction
 from app.ui.chat.controls.graft_action import GraftAction
 from app.ui.chat.controls.remote_controls import RemoteControls
+from app.ui.chat.controls.worker_memory import WorkerMemory
 from app.ui.chat.transcript.column import TranscriptView
 from app.ui.chat.widgets.banner import Banner
 from app.ui.chat.widgets.model_bar import ModelBar
@@ -89,9 +90,15 @@ class ModelChoice(QObject):
         self._catalog_sidecars: dict[str, str] = {}
         self._loaded_with: LoadSettings | None = None
         self._wanted_repo: str | None = None
-
+        self.memory = WorkerMemory(lambda: bridge.worker_pid, bar.set_memory_in_use, self)
         bar.set_load_options(settings.load_options)
+        self._connect(bar, graft, convert, bridge)
+
+    def _connect(
+        self, bar: ModelBar, graft: GraftAction, convert: ConvertAction, bridge: RuntimeBridge
+    ) -> None:
         bar.model_chosen.connect(self.choose_model)
+        bar.unload_requested.connect(self.unload)
         bar.open_file_requested.connect(self._ask_model_file)
         bar.open_folder_requested.connect(self._ask_model_folder)
         bar.refresh_requested.connect(self.rescan_models)
@@ -108,6 +115,7 @@ class ModelChoice(QObject):
         bridge.loading.connect(self._on_loading)
         bridge.loaded.connect(self._on_loaded)
         bridge.load_failed.connect(self._on_load_failed)
+        bridge.unloaded.connect(self._on_unloaded)
 
     # -- finding models -----------------------------------------------------------------------
 
@@ -197,6 +205,21 @@ class ModelChoice(QObject):
         sidecar = model.sidecar if model.backend is not None and model.backend.name == MLX else None
         self._bridge.load(model.path, settings, sidecar)
 
+    def unload(self) -> None:
+        """Stop the worker: its memory goes back; choosing a model (or this one) loads again."""
+        if self._target.loaded_model is None:
+            return
+        self._target.unload()
+        self._loaded_with = None
+        self._bar.set_load_state("Unloading…", busy=True)
+        self._bar.set_unloadable(False)
+        self._bridge.unload()
+
+    def _on_unloaded(self) -> None:
+        self.memory.follow(False)
+        if not self._is_closed() and self._target.remote is None:
+            self._target.show_state(self._bar)
+
     def apply_settings(self, settings: Settings) -> bool:
         """Settings were saved: the model bar estimates memory for the new load options, and a
         loaded local model is loaded again with them (the next reply uses them). True when the
@@ -270,6 +293,7 @@ class ModelChoice(QObject):
             return
         self._target.state = "loading"
         self._bar.set_load_state(f"Loading {Path(path).name}…", busy=True)
+        self._bar.set_unloadable(True)
         self._transcript.prepare_code_highlighting()
 
     def _on_loaded(self, info: ModelInfo) -> None:
@@ -280,6 +304,7 @@ class ModelChoice(QObject):
         self._target.state = "ready"
         self._transcript.set_speed_model(model.name if model else "", info.path, info.backend)
         self._bar.set_load_state(f"Ready: {info.path.name}")
+        self.memory.follow(True)
         template = model.chat_template if model is not None else None
         self._panel.set_model_capabilities(
             info.max_draft_depth, info.mtp_unavailable_reason, template
@@ -292,6 +317,8 @@ class ModelChoice(QObject):
         model = self._target.model
         name = model.name if model is not None else "the model"
         self._bar.set_load_state(f"Could not load {name}", error=True)
+        self._bar.set_unloadable(False)
+        self.memory.follow(False)
         self.show_problem(message, model.path if model is not None else None)
 
     # -- a way forward ------------------------------------------------------------------------

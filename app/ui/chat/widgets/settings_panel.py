@@ -62,7 +62,7 @@ class SettingsPanel(QWidget):
         self.max_tokens.setRange(1, 32768)
         self.max_tokens.setSingleStep(64)
         sampling = QGroupBox("Sampling")
-        sampling_form = QFormLayout(sampling)
+        sampling_form = _form(sampling)
         sampling_form.addRow("Temperature", self.temperature)
         sampling_form.addRow("Top-p", self.top_p)
         sampling_form.addRow("Top-k", self.top_k)
@@ -74,7 +74,7 @@ class SettingsPanel(QWidget):
         order.setStyleSheet("color: palette(placeholder-text);")
         sampling_form.addRow(order)
 
-        self.mtp_enabled = QCheckBox("Speculative decoding with the MTP head")
+        self.mtp_enabled = QCheckBox("Draft with the MTP head")
         self.mtp_depth = QSpinBox()
         self.mtp_depth.setRange(AUTO_DEPTH_VALUE, MAX_DRAFT_DEPTH)
         self.mtp_depth.setSpecialValueText("auto")
@@ -95,7 +95,7 @@ class SettingsPanel(QWidget):
         for value, label in ACCEPT_LABELS.items():
             self.accept.addItem(label, value)
         mtp = QGroupBox("MTP")
-        mtp_form = QFormLayout(mtp)
+        mtp_form = _form(mtp)
         mtp_form.addRow(self.mtp_enabled)
         mtp_form.addRow("Draft depth", self.mtp_depth)
         mtp_form.addRow("Acceptance", self.accept)
@@ -166,6 +166,11 @@ class SettingsPanel(QWidget):
             self._updating = False
         self._update_mtp_widgets()
 
+    def use_depth(self, depth: int) -> None:
+        """MTP on at a fixed ``depth`` (as if the user chose it; the conversation keeps it)."""
+        self.mtp_enabled.setChecked(True)
+        self.mtp_depth.setValue(depth)
+
     def set_model_capabilities(
         self, max_depth: int, mtp_reason: str | None, template: str | None
     ) -> None:
@@ -218,6 +223,13 @@ class SettingsPanel(QWidget):
         self._update_mtp_widgets()
         if not self._updating:
             self.changed.emit(self.settings())
+
+
+def _form(box: QGroupBox) -> QFormLayout:
+    """A form whose labels go above their fields when the panel is narrow."""
+    form = QFormLayout(box)
+    form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+    return form
 
 
 def _double(low: float, high: float, step: float, tip: str) -> QDoubleSpinBox:
