@@ -28,10 +28,12 @@ from PySide6.QtWidgets import (
 
 from app.engine.catalog import CatalogEntry
 from app.engine.chat.history import HISTORY_FILE_NAME
+from app.engine.chat.model_files import GGUF
 from app.engine.errors import MtpStudioError
 from app.engine.hub.drafter_lookup import catalog_drafters
 from app.engine.hub.get import GET_KIND
 from app.engine.hub.search import catalog_sidecars
+from app.engine.library.inventory import LibraryModel
 from app.engine.settings import AppDirs, Settings, SettingsStore, app_dirs, token_status
 from app.engine.store import JobState
 from app.ui.about import about_html
@@ -50,13 +52,14 @@ from app.ui.server import ServerPanel
 from app.ui.settings_dialog import SettingsDialog, SignInDialog, token_summary
 from app.ui.shell.catalog_page import CatalogPage
 from app.ui.shell.chat_page import ChatPage
+from app.ui.shell.closing import may_close
 from app.ui.shell.home import HomePage
 from app.ui.shell.look_control import LookControl
 from app.ui.shell.menus import MenuHandlers, build_menus
 from app.ui.shell.page_frame import titled_page
 from app.ui.shell.pages import CATALOG, CHAT, HOME, JOBS, MODELS, PAGES, SERVER
 from app.ui.shell.settings_source import SettingsSource
-from app.ui.shell.shortcuts import ShortcutsDialog, shortcut_rows
+from app.ui.shell.shortcuts import ShortcutsDialog, shortcut_groups, shortcut_rows
 from app.ui.shell.sidebar import Sidebar
 from app.ui.shell.status_line import StatusLine
 from app.ui.shell.window_size import keep_on_screen, place_first_run
@@ -179,6 +182,7 @@ class MainWindow(QMainWindow):
         library.get_requested.connect(
             lambda job: library.discover.follow(self.workflows.get(job), self.runner)
         )
+        library.models_changed.connect(self._offer_models_to_serve)
         self.workflows.graft.succeeded.connect(lambda path: self.library.refresh(select=path))
         detail = self.browser.detail
         detail.download_model_requested.connect(self.download_model)
@@ -322,22 +326,11 @@ class MainWindow(QMainWindow):
         return dialog
 
     def show_shortcuts(self) -> ShortcutsDialog:
-        self.shortcuts_dialog = ShortcutsDialog(shortcut_rows(self.shortcut_groups()), self)
+        chat_actions = list(self.chat_window.actions()) if self.chat_window is not None else []
+        groups = shortcut_groups(self.menuBar(), list(self.page_actions.values()), chat_actions)
+        self.shortcuts_dialog = ShortcutsDialog(shortcut_rows(groups), self)
         self.shortcuts_dialog.open()
         return self.shortcuts_dialog
-
-    def shortcut_groups(self) -> dict[str, list[QAction]]:
-        """Every action with a shortcut, by where it works (for Help → Keyboard shortcuts)."""
-        pages = list(self.page_actions.values())
-        groups: dict[str, list[QAction]] = {"Pages": pages}
-        for menu_action in self.menuBar().actions():
-            menu = menu_action.menu()
-            if menu is not None:
-                actions = [action for action in menu.actions() if action not in pages]
-                groups[menu_action.text().replace("&", "")] = actions
-        if self.chat_window is not None:
-            groups["Chat"] = list(self.chat_window.actions())
-        return groups
 
     def _open_logs(self) -> None:
         self.dirs.logs.mkdir(parents=True, exist_ok=True)
@@ -398,6 +391,16 @@ class MainWindow(QMainWindow):
             ready = (row.record.result or {}).get("ready_path")
             self.library.refresh(select=Path(ready) if ready else None)
 
+    def _offer_models_to_serve(self, models: list[LibraryModel]) -> None:
+        """The Server page picks from the GGUF models the Models page found."""
+        self.server_panel.set_models(
+            [
+                (model.name, model.path)
+                for model in models
+                if model.description.kind == GGUF and model.description.runnable
+            ]
+        )
+
     def _tell_library_the_sidecars(self) -> None:
         entries = self.browser.valid_entries()
         self.library.discover.set_sidecars(catalog_sidecars(entries))
@@ -429,36 +432,11 @@ class MainWindow(QMainWindow):
     # -- closing ------------------------------------------------------------------------------
 
     def closeEvent(self, event: QCloseEvent) -> None:
-        if not self.shut_down and not self._confirm_close():
+        if not self.shut_down and not may_close(self, self.browser, self.runner):
             event.ignore()
             return
         self.shutdown()
         event.accept()
-
-    def _confirm_close(self) -> bool:
-        if self.browser.modified:
-            answer = QMessageBox.question(
-                self,
-                "Unsaved catalog changes",
-                "Save the catalog changes before quitting?",
-                QMessageBox.StandardButton.Save
-                | QMessageBox.StandardButton.Discard
-                | QMessageBox.StandardButton.Cancel,
-            )
-            if answer == QMessageBox.StandardButton.Cancel:
-                return False
-            if answer == QMessageBox.StandardButton.Save and not self.browser.save():
-                return False
-        running = len(self.runner.running_jobs())
-        if running:
-            answer = QMessageBox.question(
-                self,
-                "Jobs are running",
-                f"{running} job(s) are running. Quit anyway? They are marked interrupted and can "
-                "be retried from the Jobs page; downloads continue where they stopped.",
-            )
-            return answer == QMessageBox.StandardButton.Yes
-        return True
 
     def shutdown(self) -> None:
         """Release everything this window opened: wizards, the chat and its worker, the server,

@@ -10,9 +10,10 @@ dialog, including those opened later.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtCore import QEvent, QObject, QPointF, Qt
 from PySide6.QtGui import QWheelEvent
 from PySide6.QtWidgets import (
+    QAbstractScrollArea,
     QAbstractSlider,
     QAbstractSpinBox,
     QApplication,
@@ -30,21 +31,49 @@ def takes_wheel_only_with_focus(widget: QObject) -> bool:
 
 
 class WheelGuard(QObject):
-    """Passes a wheel turn over an unfocused value widget on to its parent.
+    """Hands a wheel turn over an unfocused value widget to the scroll area around it.
 
     It sees every event of the application, so it does as little as it can for the others: an
     ``isinstance`` check (reading ``event.type()`` cost three times as much, about 0.25 s over
-    the 40,000 events of a theme switch)."""
+    the 40,000 events of a theme switch). The turn is sent to the scroll area itself rather than
+    left to Qt's propagation, which Qt does for the window system's events only."""
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if isinstance(event, QWheelEvent) and takes_wheel_only_with_focus(watched):
-            assert isinstance(watched, QWidget)
-            if not watched.hasFocus():
-                if watched.focusPolicy() == Qt.FocusPolicy.WheelFocus:
-                    watched.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # no focus from the wheel
-                event.ignore()  # ignored and filtered: Qt offers the turn to the parent
-                return True
-        return False
+        if not isinstance(event, QWheelEvent) or not takes_wheel_only_with_focus(watched):
+            return False
+        assert isinstance(watched, QWidget)
+        if watched.hasFocus():
+            return False
+        if watched.focusPolicy() == Qt.FocusPolicy.WheelFocus:
+            watched.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # no focus from the wheel either
+        area = _scroll_area_around(watched)
+        if area is not None:
+            viewport = area.viewport()
+            at = QPointF(watched.mapTo(viewport, event.position().toPoint()))
+            QApplication.sendEvent(
+                viewport,
+                QWheelEvent(
+                    at,
+                    event.globalPosition(),
+                    event.pixelDelta(),
+                    event.angleDelta(),
+                    event.buttons(),
+                    event.modifiers(),
+                    event.phase(),
+                    event.inverted(),
+                ),
+            )
+        return True
+
+
+def _scroll_area_around(widget: QWidget) -> QAbstractScrollArea | None:
+    """The nearest scroll area ``widget`` sits in (inside its viewport), if any."""
+    node = widget.parentWidget()
+    while node is not None:
+        if isinstance(node, QAbstractScrollArea) and node.viewport().isAncestorOf(widget):
+            return node
+        node = node.parentWidget()
+    return None
 
 
 def install_wheel_guard(app: QApplication) -> WheelGuard:

@@ -48,6 +48,9 @@ class ChatSettings:
     mtp_enabled: bool = True
     mtp_depth: int | str = DEFAULT_MTP_DEPTH  # 1..MAX_DRAFT_DEPTH, or "auto"
     accept: str = AcceptMode.LEVIATHAN_CHEN.value
+    drop_oldest_turns: bool = True
+    """When the conversation no longer fits the context, leave out its oldest turns (said in
+    the reply's note) instead of failing."""
 
     @property
     def effective_depth(self) -> int:
@@ -139,6 +142,15 @@ class Conversation:
     @property
     def title(self) -> str:
         return self.summary.title
+
+
+def context_in_use(messages: tuple[StoredMessage, ...]) -> int | None:
+    """Tokens of the context the conversation filled at its last reply (its prompt and its
+    text), None before a reply with figures."""
+    for message in reversed(messages):
+        if message.role == ASSISTANT and message.stats is not None:
+            return message.stats.prompt_tokens + message.stats.generated_tokens
+    return None
 
 
 def title_from(text: str) -> str:
@@ -243,6 +255,7 @@ def reply_request(
         mtp_depth=depth,
         adaptive_depth=adaptive,
         accept=AcceptMode(settings.accept),
+        trim_history=settings.drop_oldest_turns,
     )
 
 

@@ -56,7 +56,17 @@ class CatalogBrowser(QWidget):
         self.model = CatalogTreeModel(book, self)
         self.proxy = CatalogFilterProxy(self)
         self.proxy.setSourceModel(self.model)
+        filters = self._build_filters()
+        self._build_views(filters)
+        self.tree.selectionModel().selectionChanged.connect(self._on_selection)
+        for signal in (self.proxy.rowsInserted, self.proxy.rowsRemoved, self.proxy.modelReset):
+            signal.connect(self._update_empty_state)
+        self.proxy.layoutChanged.connect(self._update_empty_state)
+        for signal in (self.proxy.rowsInserted, self.proxy.modelReset, self.proxy.layoutChanged):
+            signal.connect(self._span_groups)
 
+    def _build_filters(self) -> QHBoxLayout:
+        """The search box and the tier, quantisation and sidecar filters above the tree."""
         self.search_edit = QLineEdit()
         self.search_edit.setPlaceholderText("Search models, repos, quants…")
         self.search_edit.setClearButtonEnabled(True)
@@ -84,7 +94,10 @@ class CatalogBrowser(QWidget):
         for combo in (self.tier_combo, self.quant_combo, self.sidecar_combo):
             combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
             filters.addWidget(combo)
+        return filters
 
+    def _build_views(self, filters: QHBoxLayout) -> None:
+        """The tree of entries (with the file problems above it) beside the entry's detail."""
         self.file_banner = QLabel()
         self.file_banner.setWordWrap(True)
         self.file_banner.setStyleSheet(tone_style("error"))
@@ -107,7 +120,7 @@ class CatalogBrowser(QWidget):
         for column, width in COLUMN_WIDTHS.items():
             header.resizeSection(column, width)
         header.setMinimumSectionSize(60)
-        self.detail = EntryDetail(book)
+        self.detail = EntryDetail(self.book)
         self.detail.edit_requested.connect(self.edit_entry)
 
         left = QWidget()
@@ -126,13 +139,6 @@ class CatalogBrowser(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addWidget(self.splitter)
-
-        self.tree.selectionModel().selectionChanged.connect(self._on_selection)
-        for signal in (self.proxy.rowsInserted, self.proxy.rowsRemoved, self.proxy.modelReset):
-            signal.connect(self._update_empty_state)
-        self.proxy.layoutChanged.connect(self._update_empty_state)
-        for signal in (self.proxy.rowsInserted, self.proxy.modelReset, self.proxy.layoutChanged):
-            signal.connect(self._span_groups)
 
     # -- files --------------------------------------------------------------------------------
 

@@ -24,9 +24,10 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QResizeEvent, QShowEvent
-from PySide6.QtWidgets import QMainWindow, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QMainWindow, QScrollArea, QVBoxLayout, QWidget
 
 from app.engine.chat.connections import CONNECTIONS_FILE_NAME, ConnectionStore
+from app.engine.chat.conversation import context_in_use
 from app.engine.chat.history import HISTORY_FILE_NAME
 from app.engine.chat.model_files import ModelDescription
 from app.engine.runtime.core.demo_model import MODELS_DIR
@@ -39,6 +40,7 @@ from app.ui.chat.controls.conversation_control import ConversationControl
 from app.ui.chat.controls.convert_action import ConvertAction
 from app.ui.chat.controls.graft_action import GraftAction
 from app.ui.chat.controls.model_choice import ModelChoice
+from app.ui.chat.controls.preset_control import PresetControl
 from app.ui.chat.controls.remote_connections import RemoteConnections
 from app.ui.chat.controls.remote_controls import RemoteControls
 from app.ui.chat.controls.reply_control import ReplyControl
@@ -47,6 +49,7 @@ from app.ui.chat.widgets.backend_probe import show_backend
 from app.ui.chat.widgets.banner import Banner
 from app.ui.chat.widgets.composer import Composer
 from app.ui.chat.widgets.connect_dialog import ConnectDialog
+from app.ui.chat.widgets.context_meter import ContextMeter
 from app.ui.chat.widgets.conversation_list import ConversationList
 from app.ui.chat.widgets.model_bar import ModelBar
 from app.ui.chat.widgets.settings_panel import SettingsPanel
@@ -88,11 +91,30 @@ class ChatWindow(QMainWindow):
         self.transcript = TranscriptView()
         self.banner = Banner()
         self.composer = Composer()
+        self.context_meter = ContextMeter()
         self.settings_panel = SettingsPanel()
         self.remote_controls = RemoteControls(self.settings_panel, self.composer)
         self._lay_out()
-
         self.target = ReplyTarget()
+        self._build_controls(dirs, settings, demo_dir)
+        self._connect()
+        self._add_shortcuts(embedded)
+
+        recent = self.store.conversations()
+        if recent:
+            self.open_conversation(recent[0].id)
+        else:
+            self.conversation_control.show(None)
+        if not embedded:
+            self._start()
+        if history_problem is not None:
+            self.banner.show_text(history_problem)
+
+    def _build_controls(self, dirs: AppDirs, settings: Settings, demo_dir: Path) -> None:
+        """One object per job: the local model, the servers, the conversations, the replies,
+        the prompt presets."""
+        closed = self._is_closed
+        shared = {"target": self.target, "bar": self.model_bar, "banner": self.banner}
         self.model_choice = ModelChoice(
             self,
             dirs=dirs,
@@ -100,27 +122,23 @@ class ChatWindow(QMainWindow):
             demo_dir=demo_dir,
             store=self.store,
             bridge=self.bridge,
-            target=self.target,
-            bar=self.model_bar,
-            banner=self.banner,
             transcript=self.transcript,
             panel=self.settings_panel,
             remote_controls=self.remote_controls,
             graft=self.graft,
             convert=self.convert,
-            is_closed=lambda: self._closed,
+            is_closed=closed,
+            **shared,
         )
         self.remote_connections = RemoteConnections(
             self,
             store=self.connection_store,
             bridge=self.bridge,
             remote_bridge=self.remote_bridge,
-            target=self.target,
-            bar=self.model_bar,
-            banner=self.banner,
             transcript=self.transcript,
             remote_controls=self.remote_controls,
-            is_closed=lambda: self._closed,
+            is_closed=closed,
+            **shared,
         )
         self.conversation_control = ConversationControl(
             self,
@@ -142,23 +160,21 @@ class ChatWindow(QMainWindow):
             bridge=self.bridge,
             remote_bridge=self.remote_bridge,
             remote_controls=self.remote_controls,
-            is_closed=lambda: self._closed,
+            is_closed=closed,
         )
+        self.presets = PresetControl(self, self.store, self.settings_panel)
+
+    def _connect(self) -> None:
         self.settings_panel.show_template_requested.connect(
             lambda: show_template(self, self.target.model)
         )
         self.replies.drafting_stopped.connect(self.model_bar.set_drafting_stopped)
-        self._add_shortcuts(embedded)
-
-        recent = self.store.conversations()
-        if recent:
-            self.open_conversation(recent[0].id)
-        else:
-            self.conversation_control.show(None)
-        if not embedded:
-            self._start()
-        if history_problem is not None:
-            self.banner.show_text(history_problem)
+        self.conversation_control.changed.connect(self.show_context_use)
+        self.bridge.loaded.connect(self.show_context_use)  # a bound slot: dropped with the window
+        self.settings_panel.changed.connect(self.show_context_use)
+        self.context_meter.drop_oldest_requested.connect(
+            lambda: self.settings_panel.drop_oldest.setChecked(True)
+        )
 
     def _lay_out(self) -> None:
         middle = QWidget()
@@ -166,6 +182,10 @@ class ChatWindow(QMainWindow):
         middle_layout.setContentsMargins(0, 0, 0, 0)
         middle_layout.addWidget(self.transcript, 1)
         middle_layout.addWidget(self.banner)
+        meter_row = QHBoxLayout()
+        meter_row.setContentsMargins(12, 4, 12, 0)
+        meter_row.addWidget(self.context_meter)
+        middle_layout.addLayout(meter_row)
         middle_layout.addWidget(self.composer)
         self.settings_scroll = QScrollArea()
         self.settings_scroll.setWidgetResizable(True)
@@ -240,6 +260,16 @@ class ChatWindow(QMainWindow):
         if not self._started:
             self._start()
 
+    def show_context_use(self, *_changed: object) -> None:
+        """The context meter for the open conversation and the model that answers."""
+        conversation = self.conversation_control.current
+        info = self.target.info if self.target.remote is None else None
+        self.context_meter.show_use(
+            context_in_use(conversation.messages) if conversation else None,
+            info.context_length if info is not None else None,
+            drop_oldest=self.settings_panel.drop_oldest.isChecked(),
+        )
+
     # -- what the main window and the tests drive ---------------------------------------------
 
     def apply_settings(self, settings: Settings) -> None:
@@ -305,6 +335,9 @@ class ChatWindow(QMainWindow):
         return self.replies.open_compare(prompt)
 
     # -- closing ------------------------------------------------------------------------------
+
+    def _is_closed(self) -> bool:
+        return self._closed
 
     @property
     def closed(self) -> bool:

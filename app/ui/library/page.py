@@ -69,6 +69,8 @@ class LibraryPage(QWidget):
     graft_requested = Signal(Path, Path)
     download_sidecar_requested = Signal(str)
     get_requested = Signal(object)
+    models_changed = Signal(list)
+    """Every model the last scan found (``LibraryModel``), for the Server page's picker."""
 
     def __init__(
         self,
@@ -95,7 +97,31 @@ class LibraryPage(QWidget):
         self.scanning = False
         self.confirmation: QMessageBox | None = None
         self.menu: QMenu | None = None
+        self._build_top()
+        self.discover = DiscoverPanel(settings, dirs.grafted_models)
+        self.discover.hide()
+        self._build_table()
+        buttons = self._build_actions()
+        self._add_icons()
+        top = QHBoxLayout()
+        top.addWidget(self.search, 1)
+        top.addWidget(self.refresh_button)
+        top.addWidget(self.discover_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(20, 16, 20, 8)
+        layout.setSpacing(10)
+        layout.addWidget(self.title)
+        layout.addWidget(self.subtitle)
+        layout.addLayout(top)
+        layout.addWidget(self.discover, 1)
+        layout.addWidget(self.stack, 1)
+        layout.addLayout(buttons)
+        layout.addWidget(self.status)
+        self._connect()
+        self._update_actions()
+        self.refresh()
 
+    def _build_top(self) -> None:
         self.title = QLabel("Models")
         self.title.setObjectName("pageTitle")
         self.subtitle = QLabel()
@@ -110,9 +136,8 @@ class LibraryPage(QWidget):
         self.discover_button.setToolTip(
             "Search the Hub for a model's GGUF / MLX conversions and get one ready for MTP"
         )
-        self.discover = DiscoverPanel(settings, dirs.grafted_models)
-        self.discover.hide()
 
+    def _build_table(self) -> None:
         self.table_model = LibraryTableModel(self)
         self.proxy = LibraryFilter(self.table_model, self)
         self.table = QTableView()
@@ -139,6 +164,8 @@ class LibraryPage(QWidget):
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
+    def _build_actions(self) -> QHBoxLayout:
+        """The selected model's actions, as buttons under the table (and its context menu)."""
         self.chat_action = QAction("Chat", self)
         self.graft_action = QAction("Add MTP head from sidecar…", self)
         self.download_action = QAction("Download sidecar", self)
@@ -161,26 +188,7 @@ class LibraryPage(QWidget):
             self.buttons[action] = button
             buttons.addWidget(button)
         buttons.addStretch(1)
-        self._add_icons()
-
-        top = QHBoxLayout()
-        top.addWidget(self.search, 1)
-        top.addWidget(self.refresh_button)
-        top.addWidget(self.discover_button)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(20, 16, 20, 8)
-        layout.setSpacing(10)
-        layout.addWidget(self.title)
-        layout.addWidget(self.subtitle)
-        layout.addLayout(top)
-        layout.addWidget(self.discover, 1)
-        layout.addWidget(self.stack, 1)
-        layout.addLayout(buttons)
-        layout.addWidget(self.status)
-
-        self._connect()
-        self._update_actions()
-        self.refresh()
+        return buttons
 
     def _add_icons(self) -> None:
         for action, name in (
@@ -299,6 +307,7 @@ class LibraryPage(QWidget):
         selected = self.selected_model()
         wanted = self._select_after_scan or (selected.path if selected is not None else None)
         self.table_model.set_models(list(inventory.models))
+        self.models_changed.emit(list(inventory.models))
         if not self._sized and inventory.models:
             self.table.resizeColumnsToContents()
             self._sized = True

@@ -180,9 +180,9 @@ QLabel#mtpBadge {
     border-radius: 8px; padding: 1px 8px;
 }
 QLabel[tone="muted"] { color: palette(placeholder-text); }
+QLabel[tone="warning"] { color: $warning; }
 QLabel[tone="error"] { color: $error; }
 QLabel[tone="success"] { color: $success; }
-QLabel[tone="warning"] { color: $warning; }
 
 QGroupBox {
     border: 1px solid palette(midlight); border-radius: 10px; margin-top: 18px;

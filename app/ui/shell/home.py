@@ -60,11 +60,49 @@ class HomePage(QWidget):
         explained.setObjectName("pageSubtitle")
         explained.setWordWrap(True)
 
+        cards = self._build_cards()
+
+        self.conversations = _recent_list("No conversations yet.")
+        self.conversations.itemActivated.connect(self._conversation_activated)
+        self.recent_jobs = _recent_list("No jobs yet.")
+        self.recent_jobs.itemActivated.connect(lambda _item: self.jobs_requested.emit())
+        recent = QHBoxLayout()
+        recent.setSpacing(16)
+        recent.addWidget(_section("Recent conversations", self.conversations), 1)
+        recent.addWidget(_section("Recent jobs", self.recent_jobs), 1)
+
+        content = QWidget()
+        layout = QVBoxLayout(content)
+        layout.setContentsMargins(32, 28, 32, 28)
+        layout.setSpacing(14)
+        layout.addWidget(title)
+        layout.addWidget(explained)
+        layout.addSpacing(8)
+        layout.addLayout(cards)
+        layout.addSpacing(8)
+        layout.addLayout(recent)
+        layout.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setWidget(content)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(scroll)
+
+        for signal in (jobs.rowsInserted, jobs.dataChanged, jobs.modelReset, jobs.rowsRemoved):
+            signal.connect(self.show_jobs)
+        self.show_jobs()
+
+    def _build_cards(self) -> QGridLayout:
+        """The three starts: try the demo, get a model, publish sidecars."""
         self.demo_button = _primary("Chat with the demo model")
         self.demo_button.clicked.connect(self.demo_chat_requested)
         self.catalog_button = QPushButton("Browse the catalog")
         self.catalog_button.clicked.connect(self.catalog_requested)
         self.download_button = QPushButton("Download a model…")
+        self.download_button.setToolTip("Search the Hub for a model and get it ready for MTP")
         self.download_button.clicked.connect(self.download_requested)
         self.models_button = QPushButton("My models")
         self.models_button.clicked.connect(self.models_requested)
@@ -112,39 +150,7 @@ class HomePage(QWidget):
         cards.addWidget(publish_card, 0, 2)
         for column in range(3):
             cards.setColumnStretch(column, 1)
-
-        self.conversations = _recent_list("No conversations yet.")
-        self.conversations.itemActivated.connect(self._conversation_activated)
-        self.recent_jobs = _recent_list("No jobs yet.")
-        self.recent_jobs.itemActivated.connect(lambda _item: self.jobs_requested.emit())
-        recent = QHBoxLayout()
-        recent.setSpacing(16)
-        recent.addWidget(_section("Recent conversations", self.conversations), 1)
-        recent.addWidget(_section("Recent jobs", self.recent_jobs), 1)
-
-        content = QWidget()
-        layout = QVBoxLayout(content)
-        layout.setContentsMargins(32, 28, 32, 28)
-        layout.setSpacing(14)
-        layout.addWidget(title)
-        layout.addWidget(explained)
-        layout.addSpacing(8)
-        layout.addLayout(cards)
-        layout.addSpacing(8)
-        layout.addLayout(recent)
-        layout.addStretch(1)
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        scroll.setFrameShape(QFrame.Shape.NoFrame)
-        scroll.setWidget(content)
-        outer = QVBoxLayout(self)
-        outer.setContentsMargins(0, 0, 0, 0)
-        outer.addWidget(scroll)
-
-        for signal in (jobs.rowsInserted, jobs.dataChanged, jobs.modelReset, jobs.rowsRemoved):
-            signal.connect(self.show_jobs)
-        self.show_jobs()
+        return cards
 
     def set_account(self, text: str, signed_in: bool) -> None:
         self.account.setText(text)

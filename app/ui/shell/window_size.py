@@ -14,17 +14,21 @@ from PySide6.QtCore import QRect, QSize
 from PySide6.QtWidgets import QWidget
 
 PREFERRED = QSize(1280, 820)
-FRAME_ALLOWANCE = QSize(16, 48)
-"""Room left for the window manager's border and title bar (its real size is known once shown)."""
+TITLE_BAR = 40
+BORDER = 8
+FRAME_ALLOWANCE = QSize(2 * BORDER, TITLE_BAR + BORDER)
+"""Room left for the window manager's title bar and borders (the real frame is known once the
+window is shown)."""
 
 
 def first_run_geometry(available: QRect) -> QRect:
-    """Where a first-run window goes on a screen whose free area is ``available``."""
+    """The window's own area (frame excluded) on a screen whose free area is ``available``:
+    the frame around it is centred in ``available`` and fits it."""
     width = min(PREFERRED.width(), available.width() - FRAME_ALLOWANCE.width())
     height = min(PREFERRED.height(), available.height() - FRAME_ALLOWANCE.height())
-    geometry = QRect(0, 0, width, height)
-    geometry.moveCenter(available.center())
-    return geometry
+    frame = QRect(0, 0, width + FRAME_ALLOWANCE.width(), height + FRAME_ALLOWANCE.height())
+    frame.moveCenter(available.center())
+    return frame.adjusted(BORDER, TITLE_BAR, -BORDER, -BORDER)
 
 
 def place_first_run(window: QWidget) -> None:

@@ -20,6 +20,7 @@ import numpy as np
 from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.chat_format.constraint import GrammarState, masked
 from app.engine.runtime.chat_format.detokenizer import StreamingDetokenizer
+from app.engine.runtime.chat_format.history_fit import fit_history, left_out_note
 from app.engine.runtime.chat_format.prompting import render_chat
 from app.engine.runtime.chat_format.tools import NONE, ToolSpec, forced_call_constraint
 from app.engine.runtime.core.backend import DecodeBackend
@@ -79,6 +80,20 @@ def next_token(
 
 def prompt_tokens(backend: DecodeBackend, request: GenerationRequest) -> list[int]:
     """The prompt as token ids: chat template applied, BOS added when the model wants one."""
+    tokens = _prompt_token_ids(backend, request)
+    if not tokens:
+        raise RuntimeBackendError("the prompt is empty: type a message or pass --prompt TEXT")
+    context = backend.info.context_length
+    if len(tokens) >= context:
+        raise RuntimeBackendError(
+            f"the prompt is {len(tokens)} tokens but the context window of "
+            f"{backend.info.path.name} is {context} tokens; shorten the prompt or load the model "
+            "with a larger context (--ctx)"
+        )
+    return tokens
+
+
+def _prompt_token_ids(backend: DecodeBackend, request: GenerationRequest) -> list[int]:
     if request.messages:
         text = render_chat(
             backend.chat_template,
@@ -93,15 +108,6 @@ def prompt_tokens(backend: DecodeBackend, request: GenerationRequest) -> list[in
     bos = backend.bos_token_id
     if bos is not None and (not tokens or tokens[0] != bos):
         tokens.insert(0, bos)
-    if not tokens:
-        raise RuntimeBackendError("the prompt is empty: type a message or pass --prompt TEXT")
-    context = backend.info.context_length
-    if len(tokens) >= context:
-        raise RuntimeBackendError(
-            f"the prompt is {len(tokens)} tokens but the context window of "
-            f"{backend.info.path.name} is {context} tokens; shorten the prompt or load the model "
-            "with a larger context (--ctx)"
-        )
     return tokens
 
 
@@ -304,8 +310,13 @@ def generate(
     each reply, so the write is neither in the reply's wait nor in its timings); without it
     each request starts afresh.
     """
+    context = backend.info.context_length
+    request, left_out = fit_history(
+        request, lambda fitted: len(_prompt_token_ids(backend, fitted)), context
+    )
     tokens = prompt_tokens(backend, request)
     grammar = grammar_state(backend, request)
+    trimmed = left_out_note(left_out, context) if left_out else None
     policies = depth_policies or DepthPolicies(remember=False)
     choice = _choose_depth(backend, request, policies, tokens)
     seed = request.sampler.seed if request.sampler.seed is not None else secrets.randbits(63)
@@ -353,7 +364,7 @@ def generate(
         finish_reason=output.finish_reason,
         stats=recorder.snapshot(),
         seed=seed,
-        note=choice.note or (watch.reason if choice.depth > 0 else None),
+        note=_joined(trimmed, choice.note or (watch.reason if choice.depth > 0 else None)),
         kept_state_bytes=backend.kept_state_bytes,
     )
 
@@ -365,3 +376,9 @@ def _record_estimate(recorder: StatsRecorder, choice: _DepthChoice) -> None:
         recorder.auto_plain_rate = estimate.plain
         recorder.auto_depth_rates = estimate.rates
         recorder.auto_kept_through = estimate.kept_through
+
+
+def _joined(*notes: str | None) -> str | None:
+    """The notes that are set, as one (None when none is)."""
+    present = [note for note in notes if note]
+    return " ".join(present) if present else None

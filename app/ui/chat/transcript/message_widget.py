@@ -325,7 +325,7 @@ class MessageWidget(QFrame):
             "version), to see what the MTP head does here"
         )
         why = auto_depth_line(stats)
-        if why is not None and not self.notice.isVisible():
+        if why is not None and not self.notice.text():  # a failure's notice stays
             self._show_notice(why, error=False)
 
     def set_plain_speed(self, plain: PlainSpeed | None, *, measurable: bool) -> None:
