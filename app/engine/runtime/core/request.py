@@ -58,7 +58,7 @@ class GenerationRequest:
     constraint: OutputConstraint | None = None
     trim_history: bool = False
     """Leave out the oldest turns when the conversation no longer fits the context
-    (:mod:`~app.engine.runtime.chat_format.history_fit`) instead of failing."""
+    (:mod:`~app.engine.runtime.speculative.history_fit`) instead of failing."""
 
     def __post_init__(self) -> None:
         if bool(self.messages) == (self.prompt is not None):

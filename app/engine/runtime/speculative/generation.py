@@ -20,7 +20,6 @@ import numpy as np
 from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.chat_format.constraint import GrammarState, masked
 from app.engine.runtime.chat_format.detokenizer import StreamingDetokenizer
-from app.engine.runtime.chat_format.history_fit import fit_history, left_out_note
 from app.engine.runtime.chat_format.prompting import render_chat
 from app.engine.runtime.chat_format.tools import NONE, ToolSpec, forced_call_constraint
 from app.engine.runtime.core.backend import DecodeBackend
@@ -31,6 +30,7 @@ from app.engine.runtime.sampling.sampler import sample
 from app.engine.runtime.speculative.cycle import SpeculativeDecoder
 from app.engine.runtime.speculative.depth_policy import DepthPolicies, DepthPolicy
 from app.engine.runtime.speculative.draft_health import DraftWatch
+from app.engine.runtime.speculative.history_fit import fit_history, left_out_note
 
 LANE_SWITCH_TOKENS = 256
 """An adaptive depth's check of the losing way (plain vs drafting) waits for a request that

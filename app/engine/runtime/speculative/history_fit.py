@@ -12,10 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from app.engine.runtime.core.request import GenerationRequest
+from app.engine.runtime.core.request import GenerationRequest
 
 REPLY_SHARE = 4
 """A trimmed prompt leaves the reply its max tokens, but never more than a quarter of the
