@@ -56,6 +56,7 @@ from app.ui.errors import readable
 from app.ui.icons import icon
 from app.ui.library.discover import DiscoverPanel
 from app.ui.library.table import MODEL_ROLE, LibraryFilter, LibraryTableModel
+from app.ui.wording import in_window_words
 
 EMPTY_TEXT = "No models yet — download one from the Catalog or chat with the bundled demo."
 
@@ -247,7 +248,7 @@ class LibraryPage(QWidget):
 
     def _on_opened(self, description: ModelDescription) -> None:
         if description.problem is not None:
-            self.status.setText(f"Not added: {description.problem}")
+            self.status.setText(f"Not added: {in_window_words(description.problem)}")
             return
         self._history.remember_model(description.path)
         self.refresh()
@@ -339,6 +340,7 @@ class LibraryPage(QWidget):
         if model is not None and model.mtp.kind == SIDECAR_ON_HUB:
             self.download_action.setToolTip(f"Download {model.mtp.sidecar_repo}")
         reason = model.description.problem or model.description.runnable_reason if model else None
+        reason = in_window_words(reason) if reason else None
         self.chat_action.setToolTip(reason or "")
         self.buttons[self.chat_action].setToolTip(reason or "")
 

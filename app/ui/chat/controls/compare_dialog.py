@@ -37,6 +37,7 @@ from app.engine.runtime.speculative.depth_policy import AUTO
 from app.ui.chat.bridges.runtime_bridge import ReplyTicket, RuntimeBridge
 from app.ui.chat.transcript.reply_body import ReplyBody
 from app.ui.look.tones import tone_style
+from app.ui.wording import in_window_words
 
 SEED_BITS = 31
 MAX_COMPARE_DEPTH = 4
@@ -179,7 +180,7 @@ class CompareDialog(QDialog):
             )
             verdict = html.escape(self.outcome.verdict)
             if mtp.note:
-                verdict += f"<br>MTP did not run: {html.escape(mtp.note)}"
+                verdict += f"<br>MTP did not run: {html.escape(in_window_words(mtp.note))}"
             elif drafted_nothing(mtp.stats):
                 why = auto_depth_line(mtp.stats) or ""
                 verdict += (

@@ -58,6 +58,7 @@ from app.engine.runtime.core.request import GenerationResult
 from app.engine.runtime.core.stats import DecodeStats
 from app.ui.chat.transcript.prompt_figures import prompt_line
 from app.ui.chat.transcript.reply_body import ReplyBody
+from app.ui.wording import in_window_words
 
 RENDER_INTERVAL_MS = 60
 BUBBLE_WIDTH_SHARE = 0.75
@@ -352,6 +353,7 @@ class MessageWidget(QFrame):
             self.badge.hide()
 
     def _show_notice(self, text: str, *, error: bool) -> None:
+        text = in_window_words(text)
         self.notice.setProperty("tone", "error" if error else "muted")
         self.notice.style().unpolish(self.notice)
         self.notice.style().polish(self.notice)

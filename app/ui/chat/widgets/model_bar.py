@@ -42,6 +42,7 @@ from app.ui.chat.widgets.model_text import (
 )
 from app.ui.icons import icon
 from app.ui.look.tones import tone_color, tone_style
+from app.ui.wording import in_window_words
 
 CONNECT_ITEM = "Connect to a server…"
 PICKER_CHARACTERS = 14
@@ -236,7 +237,7 @@ class ModelBar(QWidget):
             self.picker.addItem(item_text(model))
             self.picker.setItemData(
                 self.picker.count() - 1,
-                model.problem or model.runnable_reason or str(model.path),
+                in_window_words(model.problem or model.runnable_reason or str(model.path)),
                 Qt.ItemDataRole.ToolTipRole,
             )
         for connection in self._connections:
@@ -302,7 +303,8 @@ class ModelBar(QWidget):
         choice = model.backend if model is not None else None
         if choice is not None and choice.name == MLX:
             self.backend.setText(
-                f"<b>Backend:</b> {html.escape(choice.name)} — {html.escape(choice.reason)}"
+                f"<b>Backend:</b> {html.escape(choice.name)} — "
+                f"{html.escape(in_window_words(choice.reason))}"
             )
             self.backend.setToolTip("")
         else:

@@ -14,6 +14,7 @@ from app.engine.chat.model_files import DEMO, DOWNLOADED, GGUF, ModelDescription
 from app.engine.load_options import LoadOptions
 from app.engine.units import format_bytes
 from app.ui.look.tones import tone_style
+from app.ui.wording import in_window_words
 
 ORIGIN_LABELS = {DEMO: "Demo", DOWNLOADED: "Downloaded"}
 LLAMA_CPP_SIDECAR_NOTE = (
@@ -53,7 +54,8 @@ def describe_html(
 ) -> str:
     """The info line for ``model`` (HTML) when loaded with ``options`` (default: the defaults)."""
     if model.problem is not None:
-        return f"<span style='{tone_style('error')}'>{html.escape(model.problem)}</span>"
+        problem = html.escape(in_window_words(model.problem))
+        return f"<span style='{tone_style('error')}'>{problem}</span>"
     parts = [html.escape(model.architecture), format_bytes(model.size_bytes)]
     if model.mtp_blocks and model.mtp_note is None:
         parts.append(f"MTP heads: {model.mtp_blocks} block(s) ✓")
@@ -88,9 +90,11 @@ def describe_html(
         note = f" — {LLAMA_CPP_SIDECAR_NOTE}" if model.kind == GGUF else ""
         lines.append(f"Sidecar paired: {html.escape(str(model.sidecar))}{html.escape(note)}")
     elif model.mtp_note is not None and model.runnable:
-        lines.append(f"<span style='{tone_style('warning')}'>{html.escape(model.mtp_note)}</span>")
+        note = html.escape(in_window_words(model.mtp_note))
+        lines.append(f"<span style='{tone_style('warning')}'>{note}</span>")
     if model.runnable_reason is not None:
         lines.append(
-            f"<span style='{tone_style('warning')}'>{html.escape(model.runnable_reason)}</span>"
+            f"<span style='{tone_style('warning')}'>"
+            f"{html.escape(in_window_words(model.runnable_reason))}</span>"
         )
     return "<br>".join(lines)

@@ -29,6 +29,7 @@ from app.engine.chat.conversation import ChatSettings
 from app.engine.runtime.core.request import MAX_DRAFT_DEPTH
 from app.engine.runtime.sampling.acceptance import AcceptMode
 from app.engine.runtime.speculative.depth_policy import AUTO
+from app.ui.wording import in_window_words
 
 RANDOM_SEED = -1
 AUTO_DEPTH_VALUE = 0  # the depth box's lowest value reads "auto": the adaptive depth
@@ -257,7 +258,7 @@ class SettingsPanel(QWidget):
         self, max_depth: int, mtp_reason: str | None, template: str | None
     ) -> None:
         """What the loaded model offers: its draft depth limit, why MTP is off, its template."""
-        self._mtp_reason = mtp_reason
+        self._mtp_reason = in_window_words(mtp_reason) if mtp_reason is not None else None
         self._updating = True
         try:
             if max_depth >= 1:  # a model without MTP keeps the chosen depth for the next one
