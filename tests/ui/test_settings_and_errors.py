@@ -34,7 +34,7 @@ def test_settings_are_validated_before_they_are_saved(main_window: MainWindow, q
     dialog.backend_combo.setCurrentText("llama.cpp")
     dialog.collection_check.setChecked(False)
     dialog._save()
-    assert "hub_endpoint 'huggingface.co' is not a URL" in dialog.error_label.text()
+    assert "Hub endpoint 'huggingface.co' is not a URL" in dialog.error_label.text()
     assert not app_dirs().settings_file.exists()
     assert dialog.isVisible()
 

@@ -169,6 +169,9 @@ def title_from(text: str) -> str:
 
 TITLE_WORDS = 6
 _GREETINGS = {"hi", "hello", "hey", "please", "pls", "ok", "okay", "so"}
+_POLITE = {"please", "pls"}
+"""Left out wherever they open a request; a greeting only when a comma or ! ends it ("Hi,
+can you …"), since "Hello from Home" is a subject of its own."""
 _ASKING = (
     ("can", "you"),
     ("could", "you"),
@@ -207,7 +210,8 @@ def _without_openers(words: list[str]) -> list[str]:
         first = words[0].lower().strip(",!")
         lowered = [word.lower().strip(",") for word in words]
         asking = next((p for p in _ASKING if tuple(lowered[: len(p)]) == p), None)
-        if first in _GREETINGS and len(words) > 1:
+        greeting = first in _POLITE or (first in _GREETINGS and words[0][-1] in ",!")
+        if greeting and len(words) > 1:
             words, changed = words[1:], True
         elif asking is not None and len(words) > len(asking):
             words, changed = words[len(asking) :], True
