@@ -39,8 +39,8 @@ AUTO_REPLY = DecodeStats(
 
 def test_a_reply_that_drafted_says_it_was_the_fastest_here() -> None:
     assert auto_depth_line(AUTO_REPLY) == (
-        "Auto drafted 1.00 tokens per cycle, the fastest here (plain 40.0 tok/s, depth 1 "
-        "52.5 tok/s); depth 3 keeps 76 / 56 / 36 % of its drafts"
+        "Auto drafted 1.00 tokens per cycle, the fastest here (depth 1 ran at 1.31× plain "
+        "decoding's speed); depth 3 keeps 76 / 56 / 36 % of its drafts"
     )
     assert reply_figures(AUTO_REPLY, "stop").lines()[-1] == auto_depth_line(AUTO_REPLY)
 
@@ -56,8 +56,8 @@ def test_a_reply_that_drafted_nothing_says_why_and_shows_no_zero_row() -> None:
     figures = reply_figures(plain, "stop")
     assert figures.mtp is None  # no "acceptance by depth 0% / 0% / 0% / 0%"
     assert figures.auto == (
-        "Auto drafted 0: on this machine a draft costs more than it saves (plain 40.0 tok/s, "
-        "depth 1 33.0 tok/s); depth 3 keeps 76 / 56 / 36 % of its drafts"
+        "Auto drafted 0: on this machine a draft costs more than it saves (depth 1 ran at 0.82× "
+        "plain decoding's speed); depth 3 keeps 76 / 56 / 36 % of its drafts"
     )
     assert compact_line(plain, "stop") == "60 tokens · 60.6 tok/s · MTP auto: no drafts"
 

@@ -155,10 +155,11 @@ def test_a_reply_auto_ran_without_drafts_says_why_and_tries_depth_3(chat, tiny_g
     reply = window.transcript.messages[-1]
     chat.qtbot.waitUntil(reply.notice.isVisible)
     assert reply.notice.text() == (
-        "Auto drafted 0: on this machine a draft costs more than it saves (plain 41.0 tok/s, "
-        "depth 1 33.0 tok/s); depth 3 keeps 76 / 56 / 36 % of its drafts"
+        "Auto drafted 0: on this machine a draft costs more than it saves (depth 1 ran at 0.80× "
+        "plain decoding's speed); depth 3 keeps 76 / 56 / 36 % of its drafts"
     )
     assert "0 %" not in reply.figures.text()  # no row of zeros that reads as broken
+    assert "Auto drafted 0" not in reply.figures.text()  # said once, in the notice
     assert "MTP auto: no drafts" in reply.summary.text()
     button = reply.try_depth_button
     assert button.isVisible() and button.text() == "Try MTP depth 3"

@@ -69,6 +69,12 @@ def test_every_page_stays_usable_at_1024x640(qtbot, main_window: MainWindow) -> 
         main_window.show_page(key)
         qtbot.wait(50)
         assert (main_window.width(), main_window.height()) == (1024, 640), key
+    main_window.show_page("catalog")  # the entry's detail goes under the tree, whole
+    main_window.browser.select_key("qwen3-6-27b-mlx-4bit")
+    qtbot.wait(50)
+    for button in (main_window.browser.detail.chat_button, main_window.browser.detail.edit_button):
+        right = button.mapTo(main_window, button.rect().topRight()).x()
+        assert button.isVisible() and right < main_window.width() - 8, button.text()
     chat = main_window.chat_window
     assert chat is not None
     main_window.show_page("chat")

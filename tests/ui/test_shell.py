@@ -59,18 +59,16 @@ def test_every_page_is_in_the_sidebar_and_the_view_menu_with_a_shortcut(
 def test_the_window_comes_back_as_it_was_left(open_window: Callable[[], MainWindow]) -> None:
     first = open_window()
     first.resize(790, 560)  # inside the offscreen screen (800×600): Qt keeps windows on screen
-    first.show_page("catalog")
-    first.browser.splitter.setSizes([700, 300])
-    left, right = first.browser.splitter.sizes()
     first.show_page("jobs")
+    first.monitor.splitter.setSizes([100, 300])
+    top, bottom = first.monitor.splitter.sizes()
     first.shutdown()
 
     second = open_window()
     assert second.current_page == "jobs" and second.monitor.isVisible()
     assert (second.width(), second.height()) == (790, 560)
-    second.show_page("catalog")
-    restored_left, restored_right = second.browser.splitter.sizes()
-    assert abs(restored_left - left) <= 4 and abs(restored_right - right) <= 4  # a handle's width
+    restored_top, restored_bottom = second.monitor.splitter.sizes()
+    assert abs(restored_top - top) <= 4 and abs(restored_bottom - bottom) <= 4  # a handle's width
 
 
 def test_the_demo_chat_starts_from_home_and_comes_back_in_recent(

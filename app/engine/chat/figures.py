@@ -120,7 +120,7 @@ def auto_depth_line(stats: DecodeStats) -> str | None:
     if not drafting or not plain:
         return f"Auto: drafting is still being measured on this machine{keeps}"
     best_rate, best_depth = max(drafting)
-    measured = f"plain {plain:.1f} tok/s, depth {best_depth} {best_rate:.1f} tok/s"
+    measured = f"depth {best_depth} ran at {best_rate / plain:.2f}× plain decoding's speed"
     if drafted_nothing(stats):
         return (
             f"Auto drafted 0: on this machine a draft costs more than it saves ({measured}){keeps}"

@@ -17,7 +17,6 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
-    QSplitter,
     QTreeView,
     QVBoxLayout,
     QWidget,
@@ -33,11 +32,15 @@ from app.ui.catalog.proxy import ANY, WITH_SIDECAR, WITHOUT_SIDECAR, CatalogFilt
 from app.ui.catalog.status import SidecarStatusBook
 from app.ui.errors import show_error
 from app.ui.look.tones import tone_style
+from app.ui.responsive_splitter import ResponsiveSplitter
 
 READ_ONLY_REASON = (
     "The bundled catalog is read-only. Use File → New catalog… to start your own catalog file; "
     "its entries can be edited."
 )
+FILTER_CHARACTERS = 6
+SIDE_BY_SIDE_FROM = 960
+"""The page width from which the entry's detail sits beside the tree (below it when narrower)."""
 NEW_CATALOG_TEXT = "# MTP Studio catalog (see the bundled catalog for examples)\nmodels: []\n"
 
 
@@ -92,7 +95,10 @@ class CatalogBrowser(QWidget):
         filters = QHBoxLayout()
         filters.addWidget(self.search_edit, 1)
         for combo in (self.tier_combo, self.quant_combo, self.sidecar_combo):
-            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+            combo.setSizeAdjustPolicy(
+                QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+            )
+            combo.setMinimumContentsLength(FILTER_CHARACTERS)  # leaves the search box room
             filters.addWidget(combo)
         return filters
 
@@ -130,7 +136,7 @@ class CatalogBrowser(QWidget):
         left_layout.addWidget(self.file_banner)
         left_layout.addWidget(self.tree, 1)
         left_layout.addWidget(self.empty_label)
-        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter = ResponsiveSplitter(SIDE_BY_SIDE_FROM)
         self.splitter.addWidget(left)
         self.splitter.addWidget(self.detail)
         self.splitter.setStretchFactor(0, 3)

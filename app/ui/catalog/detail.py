@@ -112,6 +112,11 @@ class EntryDetail(QWidget):
         scroll.setWidgetResizable(True)
         scroll.setWidget(self.content)
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        # as wide as its buttons need, so a narrow window squeezes the tree (which scrolls)
+        # and never cuts the pane's buttons off on the right
+        bar = scroll.verticalScrollBar().sizeHint().width()
+        self.setMinimumWidth(self.content.minimumSizeHint().width() + bar)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.empty_label)

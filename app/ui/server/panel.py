@@ -119,7 +119,7 @@ class ServerPanel(QWidget):
         self.model_picker.setPlaceholderText("Choose a .gguf model")
         demo = self._default_model()
         if demo is not None:
-            self.add_model(demo, "Demo")
+            self.add_model(demo, f"{demo.name} (bundled demo)")
         browse = QPushButton("Browse…")
         browse.setToolTip("Serve another .gguf file")
         browse.clicked.connect(self._browse)

@@ -256,10 +256,19 @@ class ModelChoice(QObject):
             self.rescan_models()
 
     def use_demo_model(self) -> None:
-        """Load the bundled demo model (what "Chat with the demo model" means)."""
+        """Load the bundled demo model (what "Chat with the demo model" means), shown as the
+        picker's choice."""
         demo = self._demo_dir / DEMO_MODEL_FILENAME
         self._wanted_repo = None
-        self.choose_model(with_sidecar(describe_model(demo, DEMO), self.model_sources()))
+        description = with_sidecar(describe_model(demo, DEMO), self.model_sources())
+        models = self._bar.models
+        paths = [model.path for model in models]
+        if description.path in paths:
+            models[paths.index(description.path)] = description
+        else:
+            models.insert(0, description)
+        self._bar.set_models(models, description)
+        self.choose_model(description)
 
     def _ask_model_file(self) -> None:
         dialog = QFileDialog(

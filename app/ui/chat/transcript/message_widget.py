@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import html
 import time
+from dataclasses import replace
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import (
@@ -116,7 +117,12 @@ class MessageWidget(QFrame):
             self._layout.addLayout(row)
         else:
             self._layout.addWidget(self.body)
-        self._layout.addWidget(self.notice)
+        notice_row = QHBoxLayout()  # a notice and, for a reply auto ran plainly, what to try
+        notice_row.setContentsMargins(0, 0, 0, 0)
+        notice_row.addWidget(self.notice, 1)
+        notice_row.addWidget(self.try_depth_button, 0, Qt.AlignmentFlag.AlignTop)
+        self._edit_at = self._layout.count()  # where an editor goes, under the message
+        self._layout.addLayout(notice_row)
         self._layout.addLayout(self._actions)
         self._layout.addWidget(self.details)
 
@@ -201,7 +207,6 @@ class MessageWidget(QFrame):
             widget.hide()
             self._actions.addWidget(widget)
         for button in (
-            self.try_depth_button,
             self.copy_button,
             self.edit_button,
             self.regenerate_button,
@@ -302,7 +307,10 @@ class MessageWidget(QFrame):
 
     def _show_figures(self, stats: DecodeStats, finish_reason: str | None) -> None:
         self._stats = stats
-        full = "\n".join(reply_figures(stats, finish_reason).lines())
+        figures = reply_figures(stats, finish_reason)
+        if finish_reason is not None and drafted_nothing(stats):  # the notice says why
+            figures = replace(figures, auto=None)
+        full = "\n".join(figures.lines())
         self.summary.setText(compact_line(stats, finish_reason))
         self.summary.setToolTip(full)
         self.figures.setText(full)
@@ -409,7 +417,7 @@ class MessageWidget(QFrame):
         edit_layout.setContentsMargins(0, 0, 0, 0)
         edit_layout.addWidget(self.editor)
         edit_layout.addLayout(edit_buttons)
-        self._layout.insertWidget(self._layout.indexOf(self.notice), self.edit_area)
+        self._layout.insertWidget(self._edit_at, self.edit_area)
 
     def _submit_edit(self) -> None:
         text = self.editor.toPlainText().strip()
