@@ -57,6 +57,7 @@ COMMAND_LINE_ONLY: dict[str, str] = {
     "--q-bits": "the window offers the supported bit widths as buttons",
     "--quant": "the download wizard picks files by quantisation or by pattern, never both",
     "--include": "the download wizard picks files by quantisation or by pattern, never both",
+    "--projector": "the download wizard fetches a projector only with the quantisation it picked",
     "--mtp": "names llama.cpp's own converter switch (a command of another tool)",
     "--replace": "the window's graft adds a head to a model without one; it replaces none",
 }

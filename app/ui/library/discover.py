@@ -50,6 +50,7 @@ from app.ui.column_table import ColumnTableModel, ModelIndex
 from app.ui.errors import readable
 from app.ui.jobs.results import chat_model
 from app.ui.jobs.runner import JobRunner
+from app.ui.wording import in_window_words
 
 COLUMNS = ("Repo", "Format", "Quantisation", "Size", "Fits", "MTP")
 ANY_FORMAT = "Any format"
@@ -242,7 +243,7 @@ class DiscoverPanel(QWidget):
         try:
             plan = plan_for(*chosen)
         except MtpStudioError as exc:  # e.g. a drafter of another model size
-            self.status.setText(str(exc))
+            self.status.setText(in_window_words(str(exc)))
             return None
         job = GetJob(plan, settings.endpoint, settings.models_path(), self._grafted_dir)
         self._job_title = plan.title
