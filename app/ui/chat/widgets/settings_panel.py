@@ -57,8 +57,8 @@ class SettingsPanel(QWidget):
         self._mtp_wanted = True
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
-        layout.addWidget(QLabel("<b>System prompt</b>"))
         layout.addLayout(self._build_presets())
+        layout.addWidget(self.presets)
         layout.addWidget(self._build_system_prompt())
         layout.addWidget(self._build_sampling())
         layout.addWidget(self._build_mtp())
@@ -87,9 +87,9 @@ class SettingsPanel(QWidget):
         self.delete_preset_button.setText("Delete")
         self.delete_preset_button.setToolTip("Delete the chosen preset (yours only)")
         self.delete_preset_button.clicked.connect(self._delete_preset)
-        row = QHBoxLayout()
+        row = QHBoxLayout()  # the heading with what it offers; the presets go under it
         row.setSpacing(2)
-        row.addWidget(self.presets, 1)
+        row.addWidget(QLabel("<b>System prompt</b>"), 1)
         row.addWidget(self.save_preset_button)
         row.addWidget(self.delete_preset_button)
         return row
