@@ -114,6 +114,9 @@ class DecodeStats:
     """An adaptive depth's expected tokens per second drafting 0..K per cycle (0: not timed)."""
     auto_kept_through: tuple[float, ...] = ()
     """An adaptive depth's estimated share of cycles whose drafts are kept through depth 1..K."""
+    prompt_images_encoded: int = 0
+    """Images of the prompt run through the vision encoder (one kept from an earlier request
+    with the prefix is not)."""
 
     @property
     def acceptance_by_depth(self) -> tuple[float, ...]:
@@ -244,6 +247,7 @@ def combined_stats(requests: Sequence[DecodeStats]) -> DecodeStats:
         decode_clock_seconds=total("decode_clock_seconds"),
         prompt_reused_tokens=total("prompt_reused_tokens"),
         confidence_stops=total("confidence_stops"),
+        prompt_images_encoded=total("prompt_images_encoded"),
     )
 
 
@@ -270,6 +274,7 @@ class StatsRecorder:
     auto_plain_rate: float = 0.0
     auto_depth_rates: tuple[float, ...] = ()
     auto_kept_through: tuple[float, ...] = ()
+    prompt_images_encoded: int = 0
     clock: Callable[[], float] = time.perf_counter
     """The backend's cycle clock; decode time is also kept on it (``decode_clock_seconds``)."""
     started_at: float = field(default_factory=time.perf_counter)
@@ -317,6 +322,7 @@ class StatsRecorder:
             auto_plain_rate=self.auto_plain_rate,
             auto_depth_rates=self.auto_depth_rates,
             auto_kept_through=self.auto_kept_through,
+            prompt_images_encoded=self.prompt_images_encoded,
         )
 
     def cost_ratio(self) -> float:

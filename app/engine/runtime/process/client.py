@@ -67,7 +67,7 @@ class RuntimeClient:
         self._model_path = Path(model_path)
         self.choice: BackendChoice = choose_backend(backend, self._model_path)
         self._backend = self.choice.name
-        self._settings = settings or LoadSettings()
+        self._settings = _with_projector(settings or LoadSettings(), self.choice, self._model_path)
         self._sidecar = _checked_sidecar(sidecar, self.choice) if sidecar is not None else None
         self._cancel_grace_seconds = cancel_grace_seconds
         self._process: BaseProcess | None = None
@@ -299,6 +299,30 @@ def _checked_sidecar(sidecar: Path, choice: BackendChoice) -> Path:
             f"the MTP sidecar {sidecar} does not exist; pass the path of an mtp.safetensors file"
         )
     return sidecar
+
+
+def _with_projector(settings: LoadSettings, choice: BackendChoice, model: Path) -> LoadSettings:
+    """The settings with the vision projector to load: the one named (checked here, so a wrong
+    path fails before a worker starts), else the one beside a GGUF model by the rule ``get``
+    fetches by (docs/vision.md#projectors-in-downloads), else none."""
+    if settings.projector is not None:
+        projector = Path(settings.projector).expanduser()
+        if choice.name == MLX:
+            raise RuntimeBackendError(
+                f"a vision projector ({projector.name}) is loaded with a GGUF model on llama.cpp; "
+                "the MLX backend reads no images yet"
+            )
+        if not projector.is_file():
+            raise RuntimeBackendError(
+                f"the vision projector {projector} does not exist; pass the path of an "
+                "mmproj-*.gguf file"
+            )
+        return dataclasses.replace(settings, projector=projector)
+    if not settings.images or choice.name == MLX:
+        return settings
+    from app.engine.library.projectors import projector_beside  # its module reads GGUF headers
+
+    return dataclasses.replace(settings, projector=projector_beside(model))
 
 
 def _raise_failure(failure: WorkerFailure) -> None:

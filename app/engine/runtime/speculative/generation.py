@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.engine.errors import RuntimeBackendError
+from app.engine.errors import ImageError, RuntimeBackendError
 from app.engine.runtime.chat_format.constraint import GrammarState, masked
 from app.engine.runtime.chat_format.detokenizer import StreamingDetokenizer
-from app.engine.runtime.chat_format.prompting import render_chat
+from app.engine.runtime.chat_format.prompting import ChatMessage, images_of, render_chat
 from app.engine.runtime.chat_format.tools import NONE, ToolSpec, forced_call_constraint
 from app.engine.runtime.core.backend import DecodeBackend
 from app.engine.runtime.core.request import GenerationRequest, GenerationResult, TokenChunk
@@ -79,7 +79,8 @@ def next_token(
 
 
 def prompt_tokens(backend: DecodeBackend, request: GenerationRequest) -> list[int]:
-    """The prompt as token ids: chat template applied, BOS added when the model wants one."""
+    """The prompt as token ids: chat template applied, BOS added when the model wants one; an
+    image stands as the cells it fills (:meth:`DecodeBackend.tokenize_with_images`)."""
     tokens = _prompt_token_ids(backend, request)
     if not tokens:
         raise RuntimeBackendError("the prompt is empty: type a message or pass --prompt TEXT")
@@ -95,16 +96,41 @@ def prompt_tokens(backend: DecodeBackend, request: GenerationRequest) -> list[in
 
 def _prompt_token_ids(backend: DecodeBackend, request: GenerationRequest) -> list[int]:
     if request.messages:
-        text = render_chat(
-            backend.chat_template,
-            request.messages,
-            special_tokens=backend.special_token_texts,
-            model_name=backend.info.path.name,
-            tools=offered_tools(request),
+        return _rendered_tokens(backend, request, request.messages)
+    tokens = backend.tokenize(request.prompt or "", parse_special=False)
+    bos = backend.bos_token_id
+    if bos is not None and (not tokens or tokens[0] != bos):
+        tokens.insert(0, bos)
+    return tokens
+
+
+def _rendered_tokens(
+    backend: DecodeBackend,
+    request: GenerationRequest,
+    messages: Sequence[ChatMessage],
+    *,
+    add_generation_prompt: bool = True,
+) -> list[int]:
+    """``messages`` rendered with the model's template and turned into cells (text tokens, and
+    an image's cells where a picture stands), BOS first when the model wants one."""
+    images = images_of(messages)
+    if images and backend.image_marker is None:
+        raise ImageError(
+            backend.info.images_unavailable_reason
+            or f"{backend.info.path.name} cannot read images: send text only"
         )
-        tokens = backend.tokenize(text, parse_special=True)
-    else:
-        tokens = backend.tokenize(request.prompt or "", parse_special=False)
+    text = render_chat(
+        backend.chat_template,
+        messages,
+        special_tokens=backend.special_token_texts,
+        model_name=backend.info.path.name,
+        add_generation_prompt=add_generation_prompt,
+        tools=offered_tools(request),
+        image_marker=backend.image_marker,
+    )
+    if images:
+        return backend.tokenize_with_images(text, images)
+    tokens = backend.tokenize(text, parse_special=True)
     bos = backend.bos_token_id
     if bos is not None and (not tokens or tokens[0] != bos):
         tokens.insert(0, bos)
@@ -123,18 +149,7 @@ def last_user_message_start(
     users = [index for index, message in enumerate(messages) if message.role == "user"]
     if not users or users[-1] == 0 or backend.chat_template is None:
         return ()
-    before = render_chat(
-        backend.chat_template,
-        messages[: users[-1]],
-        special_tokens=backend.special_token_texts,
-        model_name=backend.info.path.name,
-        add_generation_prompt=False,
-        tools=offered_tools(request),
-    )
-    prefix = backend.tokenize(before, parse_special=True)
-    bos = backend.bos_token_id
-    if bos is not None and (not prefix or prefix[0] != bos):
-        prefix.insert(0, bos)
+    prefix = _rendered_tokens(backend, request, messages[: users[-1]], add_generation_prompt=False)
     if 0 < len(prefix) < len(tokens) and list(tokens[: len(prefix)]) == prefix:
         return (len(prefix),)
     return ()
@@ -310,6 +325,7 @@ def generate(
     each reply, so the write is neither in the reply's wait nor in its timings); without it
     each request starts afresh.
     """
+    started = time.perf_counter()  # an image's preparation counts in the time to first token
     context = backend.info.context_length
     request, left_out = fit_history(
         request, lambda fitted: len(_prompt_token_ids(backend, fitted)), context
@@ -327,6 +343,7 @@ def generate(
         prompt_tokens=len(tokens),
         adaptive=request.adaptive_depth and choice.depth > 0,
         clock=backend.cycle_clock,
+        started_at=started,
     )
     output = _Output(backend, request, recorder, emit)
     logits = backend.prefill(
@@ -335,6 +352,7 @@ def generate(
         keep_at=last_user_message_start(backend, request, tokens),
     )
     recorder.prompt_reused_tokens = backend.last_prefix_reuse.reused_tokens
+    recorder.prompt_images_encoded = backend.last_prefix_reuse.images_encoded
     recorder.prefill_done()
     last = next_token(logits, grammar, request, rng)
     output.commit([last])

@@ -11,7 +11,9 @@ facade that implements :class:`DecodeBackend`; the work is in rooms of their own
 - :mod:`.vocab` is the vocabulary, the chat template and the grammar tokenizer;
 - :mod:`.drafter` is what drafts, :mod:`.mtp_head` the model's own MTP head as one;
 - :mod:`.kept_states` keeps states between requests for prefix reuse, per lane;
-- :mod:`.decode` runs requests: prefill, step, draft, verify, rollback.
+- :mod:`.decode` runs requests: prefill, step, draft, verify, rollback;
+- :mod:`.image_input` holds a vision model's projector (:mod:`.images`) and the images prepared
+  for the next prefill (docs/vision.md).
 
 The target context keeps ``n_rs_seq`` recurrent-state snapshots so a hybrid (gated-delta-net) trunk
 can be rolled back by up to the maximum draft depth. Both the target and the MTP head's context
@@ -45,6 +47,8 @@ from app.engine.runtime.backends.gguf_info import GgufSummary, read_gguf_summary
 from app.engine.runtime.backends.llama_cpp.batch import NumpyBatch
 from app.engine.runtime.backends.llama_cpp.contexts import LlamaContext
 from app.engine.runtime.backends.llama_cpp.decode import Decoder
+from app.engine.runtime.backends.llama_cpp.image_input import ImageInput
+from app.engine.runtime.backends.llama_cpp.images import VisionProjector
 from app.engine.runtime.backends.llama_cpp.kept_states import KeptLanes, Lane
 from app.engine.runtime.backends.llama_cpp.model import (
     BACKEND_NAME,
@@ -56,6 +60,7 @@ from app.engine.runtime.backends.llama_cpp.model import (
 )
 from app.engine.runtime.backends.llama_cpp.mtp_head import MtpHeadDrafter
 from app.engine.runtime.backends.llama_cpp.vocab import LlamaVocab
+from app.engine.runtime.chat_format.images import ImagePart
 from app.engine.runtime.core.backend import (
     DecodeBackend,
     DraftChooser,
@@ -77,6 +82,7 @@ class LlamaCppBackend(DecodeBackend):
         self._path = Path(path)
         self._model: LlamaModel | None = None
         self._contexts: list[LlamaContext] = []
+        self._images: ImageInput | None = None
         try:
             self._open(summary, settings)
         except BaseException:
@@ -115,6 +121,7 @@ class LlamaCppBackend(DecodeBackend):
         target = self._new_context(rollback_depth=depth)
         batch = NumpyBatch(BATCH_SIZE, model.width)
         drafter, mtp_reason = self._open_drafter(target, batch, mtp_reason)
+        images_reason = self._open_projector(settings)
         self.info = ModelInfo(
             path=self._path,
             backend=BACKEND_NAME,
@@ -126,6 +133,8 @@ class LlamaCppBackend(DecodeBackend):
             max_draft_depth=depth if mtp_reason is None else 0,
             mtp_unavailable_reason=mtp_reason,
             has_chat_template=summary.chat_template is not None,
+            projector=settings.projector if self._images is not None else None,
+            images_unavailable_reason=images_reason,
         )
         drafting = Lane("drafting", target, drafter, self._zero_hidden())
         kept = KeptLanes(
@@ -134,7 +143,9 @@ class LlamaCppBackend(DecodeBackend):
             model_name=self._path.name,
         )
         plain = drafting if depth == 0 else None  # no snapshots anyway: share the one context
-        self._decoder = Decoder(self.info, drafting, plain, self._open_plain_lane, kept, batch)
+        self._decoder = Decoder(
+            self.info, drafting, plain, self._open_plain_lane, kept, batch, self._images
+        )
         self._batch = batch
         self._last_reuse = PrefixReuse()
         self._warm_up()
@@ -172,6 +183,26 @@ class LlamaCppBackend(DecodeBackend):
             return None, f"{exc}; decoding runs autoregressively"
         return MtpHeadDrafter(head, batch, vocab_size=self._model.vocab_size), None
 
+    def _open_projector(self, settings: LoadSettings) -> str | None:
+        """Load the vision projector the settings name; None, or why the model reads no images."""
+        assert self._model is not None
+        if settings.projector is None:
+            if not settings.images:
+                return f"{self._path.name} was loaded for text only (images turned off)"
+            return (
+                f"{self._path.name} has no vision projector (no mmproj-*.gguf beside the model "
+                "file), so it cannot read images; --mmproj FILE names one"
+            )
+        projector = VisionProjector(
+            settings.projector,
+            self._model.pointer,
+            threads=self._threads,
+            use_gpu=settings.gpu_layers != 0 and llama_cpp.llama_supports_gpu_offload(),
+            image_max_tokens=settings.image_max_tokens,
+        )
+        self._images = ImageInput(projector)
+        return None
+
     def _zero_hidden(self) -> np.ndarray:
         return np.zeros(self.info.embedding_length, dtype=np.float32)
 
@@ -191,6 +222,9 @@ class LlamaCppBackend(DecodeBackend):
         self.reset()
 
     def close(self) -> None:
+        if self._images is not None:
+            self._images.close()
+            self._images = None
         for context in reversed(self._contexts):
             context.close()
         self._contexts = []
@@ -223,6 +257,15 @@ class LlamaCppBackend(DecodeBackend):
     @property
     def bos_token_id(self) -> int | None:
         return self._vocab.bos_token_id
+
+    @property
+    def image_marker(self) -> str | None:
+        return self._images.marker if self._images is not None else None
+
+    def tokenize_with_images(self, text: str, images: Sequence[ImagePart]) -> list[int]:
+        if self._images is None:
+            return super().tokenize_with_images(text, images)
+        return self._images.tokens(text, images, self._vocab.bos_token_id)
 
     @property
     def performance_fingerprint(self) -> str:
@@ -260,7 +303,9 @@ class LlamaCppBackend(DecodeBackend):
         self, tokens: Sequence[int], *, with_mtp: bool, keep_at: Sequence[int] = ()
     ) -> np.ndarray:
         logits, start, source = self._decoder.prefill(tokens, with_mtp, keep_at)
-        self._last_reuse = PrefixReuse(start, len(tokens) - start, source if start else "")
+        self._last_reuse = PrefixReuse(
+            start, len(tokens) - start, source if start else "", self._decoder.images_encoded
+        )
         return logits
 
     def step(self, token: int) -> np.ndarray:
