@@ -9,6 +9,7 @@ answer). With no ``--model`` it uses the bundled demo model.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -101,6 +102,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-tokens", type=int, default=512, metavar="N")
     parser.add_argument("--system", metavar="TEXT", help="a system message to start with")
     parser.add_argument("--prompt", metavar="TEXT", help="answer this one message and exit")
+    parser.add_argument(
+        "--image",
+        action="append",
+        type=Path,
+        metavar="FILE",
+        help="a picture (PNG, JPEG, WebP) shown with the first message; repeat for several (the "
+        "model needs a vision projector, see --mmproj)",
+    )
     add_load_arguments(parser)
     parser.add_argument("--threads", type=int, default=0, metavar="N", help="CPU threads")
     parser.add_argument(
@@ -169,6 +178,12 @@ def add_load_arguments(parser: argparse.ArgumentParser) -> None:
         help="memory for states kept between requests so a prompt that repeats an earlier "
         f"prefix prefills only the rest; 0 = keep none (default {DEFAULT_STATE_CACHE_MIB})",
     )
+    parser.add_argument(
+        "--mmproj",
+        metavar="FILE|none",
+        help="the vision projector to read images with (a GGUF model on llama.cpp); default: "
+        "the mmproj-*.gguf beside the model, if any; none = text only",
+    )
 
 
 def load_plan(
@@ -198,7 +213,24 @@ def load_plan(
     )
     if plan.kv_note is not None:
         raise error(f"--kv-type {args.kv_type} cannot be used: {plan.kv_note}; use --kv-type f16")
-    return plan
+    return dataclasses.replace(plan, settings=_with_projector(plan.settings, args.mmproj))
+
+
+def _with_projector(settings: LoadSettings, mmproj: str | None) -> LoadSettings:
+    """``--mmproj FILE`` names the projector, ``none`` turns images off; without it the
+    runtime client looks beside the model."""
+    if mmproj is None:
+        return settings
+    if mmproj.lower() == "none":
+        return dataclasses.replace(settings, images=False)
+    return dataclasses.replace(settings, projector=Path(mmproj))
+
+
+def describe_images(info: ModelInfo) -> str:
+    """``images: read with mmproj-….gguf`` or the one line saying why the model reads none."""
+    if info.projector is not None:
+        return f"images: read with {info.projector.name}"
+    return f"images: {info.images_unavailable_reason or 'not read by this model'}"
 
 
 def describe_load(plan: LoadPlan, info: ModelInfo) -> str:
@@ -299,6 +331,7 @@ def run(args: argparse.Namespace) -> int:
             print(_describe(info, args), file=sys.stderr)
             print(describe_backend(client), file=sys.stderr)
             print(describe_load(plan, info), file=sys.stderr)
+            print(describe_images(info), file=sys.stderr)
         return converse(args, lambda messages: _answer(client, args, sampler, messages).text)
 
 

@@ -19,10 +19,15 @@ from pathlib import Path
 
 import uvicorn
 
-from app.commands.chat import add_load_arguments, depth_argument, describe_load, load_plan
+from app.commands.chat import (
+    add_load_arguments,
+    depth_argument,
+    describe_images,
+    describe_load,
+    load_plan,
+)
 from app.engine.chat.context_choice import LoadPlan
 from app.engine.errors import ServerError
-from app.engine.library.projectors import projector_beside
 from app.engine.runtime.backends.choice import BACKEND_CHOICES
 from app.engine.runtime.chat_format.images import ImageLimits
 from app.engine.runtime.core.backend import LoadSettings, ModelInfo
@@ -157,7 +162,6 @@ def run(args: argparse.Namespace) -> int:
         default_max_tokens=args.max_tokens,
         max_body_bytes=args.max_body_mib * 2**20,
         cors_origins=tuple(args.cors),
-        projector=projector_beside(model),
         images=ImageRules(max_images=args.max_images, allow_remote=args.allow_remote_images),
     )
     plan = load_plan(
@@ -224,6 +228,7 @@ def _announce(
             "kv_cache_type": plan.settings.kv_cache_type,
             "flash_attention": plan.settings.flash_attention,
             "state_cache_mib": plan.settings.state_cache_mib,
+            "projector": str(info.projector) if info.projector else None,
         }
         print(json.dumps(event), file=sys.stderr)
     else:
@@ -238,6 +243,7 @@ def _announce(
             file=sys.stderr,
         )
         print(f"mtp-studio serve: {describe_load(plan, info)}", file=sys.stderr)
+        print(f"mtp-studio serve: {describe_images(info)}", file=sys.stderr)
     sys.stderr.flush()
 
 

@@ -1,7 +1,9 @@
-"""Images sent to a running server with the real ``openai`` and ``anthropic`` clients: a model
-without a vision projector answers a clear 400 naming why, in each API's error shape; the vision
-demo (its projector beside it) is recognised; with --allow-remote-images a server fetches image
-URLs (at most --max-images of them); a 100 MB data URL is a 413 and the server keeps serving."""
+"""Images sent to a running server with the real ``openai`` and ``anthropic`` clients: the vision
+demo (its projector found beside it) answers about a picture through both APIs, in user turns and
+inside an Anthropic ``tool_result``, with MTP drafting on, and a follow-up about the same picture
+encodes nothing again; a model without a vision projector answers a clear 400 naming why, in
+each API's error shape; with --allow-remote-images a server fetches image URLs (at most
+--max-images of them); a 100 MB data URL is a 413 and the server keeps serving."""
 
 from __future__ import annotations
 
@@ -54,9 +56,10 @@ def test_a_model_without_a_projector_says_so_to_both_apis(server: ServerProcess)
     error = caught.value.body
     assert error["param"] == "messages"
     assert error["message"].startswith(
-        "the model demo-mtp has no vision projector (no mmproj-*.gguf beside the model file), so "
+        "demo-mtp.gguf has no vision projector (no mmproj-*.gguf beside the model file), so "
         "it cannot read images"
     )
+    assert "\n" not in error["message"]
     with pytest.raises(anthropic.BadRequestError) as refused:
         anthropic_client(server).messages.create(
             model="m", max_tokens=4, messages=[{"role": "user", "content": ANTHROPIC_IMAGE}]
@@ -69,17 +72,72 @@ def test_a_model_without_a_projector_says_so_to_both_apis(server: ServerProcess)
     assert text_only.choices[0].message.content is not None
 
 
-def test_the_vision_demos_projector_is_found_beside_it(vision_server: ServerProcess) -> None:
-    with pytest.raises(openai.BadRequestError) as caught:
-        openai_client(vision_server).chat.completions.create(
-            model="m", max_tokens=4, messages=[{"role": "user", "content": OPENAI_IMAGE}]
-        )
-    message = caught.value.body["message"]
-    assert "the vision projector mmproj-demo-vision-F16.gguf of demo-vision-Q8_0" in message
-    reply = anthropic_client(vision_server).messages.create(
-        model="m", max_tokens=4, messages=[{"role": "user", "content": "def add(a, b):"}]
+def test_the_vision_demo_answers_about_a_picture_through_the_openai_api(
+    vision_server: ServerProcess,
+) -> None:
+    client = openai_client(vision_server)
+    asked = [{"role": "user", "content": OPENAI_IMAGE}]
+    first = client.chat.completions.create(model="m", max_tokens=24, temperature=0, messages=asked)
+    answer = first.choices[0].message.content
+    assert answer
+    plain = client.chat.completions.create(
+        model="m", max_tokens=24, temperature=0, messages=asked, extra_body={"mtp_depth": 0}
     )
-    assert reply.content[0].text  # the vision demo answers text
+    assert plain.choices[0].message.content == answer  # drafting changes nothing
+    follow_up = client.chat.completions.create(
+        model="m",
+        max_tokens=8,
+        temperature=0,
+        messages=[
+            *asked,
+            {"role": "assistant", "content": answer},
+            {"role": "user", "content": "And in one word?"},
+        ],
+        extra_body={"mtp_depth": 0},
+    )
+    mtp = follow_up.model_extra["mtp"]  # it follows the plain request about the same picture
+    assert mtp["prompt_images_encoded"] == 0 and mtp["prompt_reused_tokens"] > 0
+    text_only = client.chat.completions.create(
+        model="m",
+        max_tokens=24,
+        temperature=0,
+        messages=[{"role": "user", "content": "What is in this picture?"}],
+    )
+    # the picture is read: encoded once, its cells in the prompt (at least the projector's 8)
+    assert first.model_extra["mtp"]["prompt_images_encoded"] == 1
+    assert first.usage.prompt_tokens >= text_only.usage.prompt_tokens + 8
+
+
+def test_the_vision_demo_answers_about_a_picture_through_the_anthropic_api(
+    vision_server: ServerProcess,
+) -> None:
+    client = anthropic_client(vision_server)
+    reply = client.messages.create(
+        model="m",
+        max_tokens=16,
+        messages=[{"role": "user", "content": ANTHROPIC_IMAGE}],
+    )
+    assert reply.content[0].text
+    assert reply.model_extra["mtp"]["prompt_images_encoded"] == 1
+    tool_turns = [
+        {"role": "user", "content": "Take a photo."},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "camera", "input": {}}],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": ANTHROPIC_IMAGE[:1]},
+                {"type": "text", "text": "What does it show?"},
+            ],
+        },
+    ]
+    tools = [{"name": "camera", "description": "takes a photo", "input_schema": {"type": "object"}}]
+    answered = client.messages.create(model="m", max_tokens=16, messages=tool_turns, tools=tools)
+    assert answered.stop_reason in ("end_turn", "max_tokens", "tool_use")
+    assert answered.content
+    assert answered.model_extra["mtp"]["prompt_images_encoded"] == 1  # the tool's picture
 
 
 def test_a_100_mb_data_url_is_a_413_and_the_server_keeps_serving(server: ServerProcess) -> None:
@@ -115,4 +173,14 @@ def test_remote_image_urls_are_fetched_only_up_to_the_image_limit(
 
     assert "names 3 image URLs; a request may hold at most 2 images" in ask("/a", "/b", "/c")
     assert "answered HTTP 404" in ask("/gone")
-    assert "mmproj-demo-vision-F16.gguf" in ask("/cat.png")  # fetched, read, then phase 1's 400
+    fetched = client.chat.completions.create(
+        model="m",
+        max_tokens=4,
+        messages=[
+            {
+                "role": "user",
+                "content": [{"type": "image_url", "image_url": {"url": f"{picture_site}/cat.png"}}],
+            }
+        ],
+    )
+    assert fetched.model_extra["mtp"]["prompt_images_encoded"] == 1

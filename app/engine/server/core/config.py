@@ -28,8 +28,9 @@ class ServerConfig:
     ``queue_size``: requests that may wait behind the running one before a 503.
     ``default_max_tokens``: for a request that sets none; None lets it fill the context.
     ``max_body_bytes``: larger request bodies get a 413. ``cors_origins``: web origins whose
-    pages may call the server from a browser (none by default). ``projector``: the model's vision
-    projector (None: the model reads no images); ``images``: what a request's images may be."""
+    pages may call the server from a browser (none by default). ``images``: what a request's
+    images may be (whether the model reads them at all is the loaded model's
+    :attr:`~app.engine.runtime.core.backend.ModelInfo.reads_images`)."""
 
     model_path: Path
     model_id: str
@@ -41,7 +42,6 @@ class ServerConfig:
     default_max_tokens: int | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY_MIB * 2**20
     cors_origins: tuple[str, ...] = ()
-    projector: Path | None = None
     images: ImageRules = field(default_factory=ImageRules)
 
     def __post_init__(self) -> None:

@@ -60,8 +60,8 @@ class ApiServer:
             max_depth=model_info.max_draft_depth if model_info.mtp_available else MAX_DRAFT_DEPTH,
         )
         self.started = int(time.time())
-        self.image_refusal = _image_refusal(config)
-        """Why this server cannot take images (None once it can)."""
+        self.image_refusal = _image_refusal(model_info)
+        """Why this server cannot take images (None when the model reads them)."""
 
     # --- plumbing -------------------------------------------------------------------------
 
@@ -173,14 +173,8 @@ class ApiServer:
         return Response(self.metrics.render(), media_type=CONTENT_TYPE)
 
 
-def _image_refusal(config: ServerConfig) -> str:
-    if config.projector is None:
-        return (
-            f"the model {config.model_id} has no vision projector (no mmproj-*.gguf beside the "
-            "model file), so it cannot read images: send text only, or serve a vision model with "
-            "its projector beside it"
-        )
-    return (
-        f"the vision projector {config.projector.name} of {config.model_id} was found, but this "
-        "version of the server does not pass images to the model yet: send text only"
-    )
+def _image_refusal(model_info: ModelInfo) -> str | None:
+    if model_info.reads_images:
+        return None
+    reason = model_info.images_unavailable_reason or f"{model_info.path.name} reads no images"
+    return f"{reason}: send text only"

@@ -186,7 +186,9 @@ class Decoder:
         cell = start
         for run in [*image_runs(tokens, start), None]:
             text_end = len(tokens) if run is None else run.start
-            pieces += [(end, None) for end in chunk_ends(cell, text_end, marks, self._batch.capacity)]
+            pieces += [
+                (end, None) for end in chunk_ends(cell, text_end, marks, self._batch.capacity)
+            ]
             if run is not None:
                 pieces.append((run.end, run))
                 cell = run.end

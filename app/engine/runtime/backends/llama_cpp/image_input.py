@@ -110,4 +110,3 @@ class ImageInput:
                 self._decoded.popitem(last=False)
         self._decoded.move_to_end(image.sha256)
         return decoded
-
