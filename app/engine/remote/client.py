@@ -10,7 +10,6 @@ Studio's ``mtp`` object or llama-server's ``timings``. For vLLM, whose replies c
 from __future__ import annotations
 
 import base64
-
 import json
 import threading
 import time
