@@ -168,3 +168,19 @@ def test_a_model_without_a_projector_says_so_in_one_line() -> None:
     assert "\n" not in message
     assert message.startswith("demo-mtp.gguf has no vision projector")
     assert "--mmproj FILE" in message
+
+
+def test_a_conversation_with_a_picture_comes_back_after_another_took_the_model(
+    vision_backend: LlamaCppBackend,
+) -> None:
+    """Another conversation displaces this one (its whole state is saved, picture included);
+    its next turn restores it and encodes nothing."""
+    shown = image(160, 160, seed=51)
+    opening = [asking("Look at this picture carefully. " * 4, shown)]
+    first = reply(vision_backend, opening, 2, tokens=40)
+    reply(vision_backend, [ChatMessage("user", "Something else entirely.")], 2, fresh=False)
+    back = [*opening, ChatMessage("assistant", first.text), ChatMessage("user", "Go on.")]
+    restored = reply(vision_backend, back, 2, fresh=False)
+    assert restored.stats.prompt_images_encoded == 0
+    assert vision_backend.last_prefix_reuse.source == "saved"
+    assert restored.token_ids == reply(vision_backend, back, 2).token_ids
