@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from app.engine.errors import RuntimeBackendError
+from app.engine.remote.client import wire_content
 from app.engine.runtime.chat_format.prompting import ChatMessage
 from app.engine.runtime.sampling.sampler import SamplerSettings
 
@@ -145,9 +146,11 @@ class LlamaServer:
         threads: int,
         context: int = 0,
         p_min: float = 0.0,
+        projector: Path | None = None,
     ) -> None:
         """``context`` 0: llama-server's default context (the model's trained one); ``p_min``
-        > 0: drafting stops at a token whose draft probability is below it."""
+        > 0: drafting stops at a token whose draft probability is below it; ``projector``: a
+        vision projector (``--mmproj``) for requests with images."""
         self.depth = depth
         self.p_min = p_min
         self.label = "llama-server plain" if depth == 0 else f"llama-server MTP K={depth}"
@@ -171,6 +174,8 @@ class LlamaServer:
             command += ["--spec-type", "draft-mtp", "--spec-draft-n-max", str(depth)]
         if p_min:
             command += ["--spec-draft-p-min", str(p_min)]
+        if projector is not None:
+            command += ["--mmproj", str(projector)]
         # llama-server logs a lot: into a file, since an unread pipe would fill and stall it.
         self._log = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115 (closed in close())
         self._process = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT)
@@ -195,9 +200,19 @@ class LlamaServer:
         )
 
     def reply(
-        self, prompt: str, sampler: SamplerSettings, max_tokens: int, *, record: bool = True
+        self,
+        prompt: str | Sequence[ChatMessage],
+        sampler: SamplerSettings,
+        max_tokens: int,
+        *,
+        record: bool = True,
     ) -> ServerReply:
-        body = _chat_body([{"role": "user", "content": prompt}], sampler, max_tokens)
+        """The figures of a whole reply to ``prompt`` (one user message's text, or a
+        conversation whose images go as ``image_url`` parts)."""
+        if isinstance(prompt, str):
+            prompt = [ChatMessage("user", prompt)]
+        history = [{"role": m.role, "content": wire_content(m)} for m in prompt]
+        body = _chat_body(history, sampler, max_tokens)
         try:
             with self._post(body) as response:
                 answer = json.loads(response.read())
@@ -213,7 +228,7 @@ class LlamaServer:
     ) -> PromptTimings:
         """Stream the reply to a whole conversation, prompt cache on: how its prompt was taken
         in (the ``timings`` of the last event) and when the first event came."""
-        history = [{"role": m.role, "content": m.content} for m in messages]
+        history = [{"role": m.role, "content": wire_content(m)} for m in messages]
         body = {**_chat_body(history, sampler, max_tokens), "stream": True}
         first_event, timings = 0.0, None
         started = time.perf_counter()
@@ -320,7 +335,7 @@ class LlamaServerPool:
 
 
 def _chat_body(
-    messages: list[dict[str, str]], sampler: SamplerSettings, max_tokens: int
+    messages: list[dict[str, Any]], sampler: SamplerSettings, max_tokens: int
 ) -> dict[str, Any]:
     return {
         "messages": messages,
