@@ -13,9 +13,10 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from app.engine.chat.attachments import placed_first, read_attachment
 from app.engine.errors import ImageError
-from app.engine.runtime.chat_format.images import ImageLimits, ImagePart, read_image
-from app.engine.runtime.chat_format.prompting import ChatMessage, PlacedImage
+from app.engine.runtime.chat_format.images import ImagePart
+from app.engine.runtime.chat_format.prompting import ChatMessage
 
 IMAGE_COMMAND = "/image "
 
@@ -23,23 +24,14 @@ Answer = Callable[[list[ChatMessage]], str]
 """Answers a conversation (streaming it to the terminal) and returns the reply's text."""
 
 
-def read_image_file(path: Path) -> ImagePart:
-    """A picture file checked as every image is (PNG, JPEG or WebP within the limits)."""
-    try:
-        data = Path(path).expanduser().read_bytes()
-    except OSError as exc:
-        raise ImageError(f"cannot read the image {path}: {exc.strerror}") from None
-    return read_image(data, ImageLimits(), str(path))
-
-
 def user_message(text: str, images: Sequence[ImagePart]) -> ChatMessage:
     """A user turn with ``images`` shown before its text."""
-    return ChatMessage("user", text, images=tuple(PlacedImage(0, image) for image in images))
+    return ChatMessage("user", text, images=placed_first(images))
 
 
 def converse(args: argparse.Namespace, answer: Answer) -> int:
     history = [ChatMessage("system", args.system)] if args.system else []
-    attached = [read_image_file(path) for path in getattr(args, "image", None) or ()]
+    attached = [read_attachment(path) for path in getattr(args, "image", None) or ()]
     if args.prompt is not None:
         answer([*history, user_message(args.prompt, attached)])
         return 0
@@ -62,7 +54,7 @@ def converse(args: argparse.Namespace, answer: Answer) -> int:
             history, attached = list(start), []
         elif command.startswith(IMAGE_COMMAND):
             try:
-                attached.append(read_image_file(Path(command[len(IMAGE_COMMAND) :].strip())))
+                attached.append(read_attachment(Path(command[len(IMAGE_COMMAND) :].strip())))
             except ImageError as exc:
                 print(f"error: {exc}", file=sys.stderr)
         elif command:

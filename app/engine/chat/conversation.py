@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from enum import StrEnum
 from typing import Any
 
-from app.engine.runtime.chat_format.prompting import ChatMessage
+from app.engine.runtime.chat_format.prompting import ChatMessage, PlacedImage
 from app.engine.runtime.core.request import MAX_DRAFT_DEPTH, GenerationRequest
 from app.engine.runtime.core.stats import TUPLE_FIELDS, DecodeStats
 from app.engine.runtime.sampling.acceptance import AcceptMode
@@ -111,6 +111,9 @@ class StoredMessage:
     versions: tuple[int, ...] = ()
     """This message and its siblings (its other versions), oldest first; filled when the
     message is read as part of a thread."""
+
+    images: tuple[PlacedImage, ...] = ()
+    """Pictures in a user message's text, by character offset."""
 
     @property
     def version(self) -> int:
@@ -230,11 +233,12 @@ def chat_context(
     settings: ChatSettings, messages: tuple[StoredMessage, ...]
 ) -> tuple[ChatMessage, ...]:
     """The messages a reply is conditioned on: the system prompt, then every user message and
-    every assistant reply that has text (a failed or stopped reply's partial text included)."""
+    every assistant reply that has text (a failed or stopped reply's partial text included); a
+    user message's pictures go with it."""
     context = [ChatMessage(SYSTEM, settings.system_prompt)] if settings.system_prompt else []
     for message in messages:
         if message.role == USER or (message.role == ASSISTANT and message.content):
-            context.append(ChatMessage(message.role, message.content))
+            context.append(ChatMessage(message.role, message.content, images=message.images))
     return tuple(context)
 
 

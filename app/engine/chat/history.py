@@ -13,6 +13,9 @@ Why it looks the way it does:
   conversation remembers which thread is open. :meth:`HistoryStore.conversation` returns that
   thread, each message with its versions, so everything that reads a conversation (the reply's
   context, export, the transcript) reads one coherent thread.
+- A user message's pictures are kept with it, each picture's bytes once however many messages
+  show it (:mod:`app.engine.chat.history_schema`, version 3), and dropped with the last
+  conversation that shows them; an edited message keeps its pictures unless given others.
 - The schema carries a version (``PRAGMA user_version``); an older history is upgraded in place in
   one transaction, and a database from a newer app is refused with a message instead of being
   half-understood, so an update never loses history.
@@ -25,7 +28,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import EllipsisType
@@ -44,6 +47,8 @@ from app.engine.chat.conversation import (
 )
 from app.engine.chat.history_schema import HistoryError, prepare
 from app.engine.chat.threads import thread_of
+from app.engine.runtime.chat_format.images import ImagePart
+from app.engine.runtime.chat_format.prompting import PlacedImage
 from app.engine.runtime.core.request import GenerationResult
 from app.engine.runtime.core.stats import DecodeStats
 from app.engine.store.sqlite_file import connect_private, is_locked, locked_message
@@ -187,8 +192,9 @@ class HistoryStore:
                 "in another window"
             )
         cid, title, created, updated, settings, leaf = rows[0]
+        images = self._images_of(conversation_id)
         messages = [
-            _message(row)
+            _message(row, images.get(row[0], ()))
             for row in self._read(
                 f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ? ORDER BY id",
                 (conversation_id,),
@@ -208,6 +214,7 @@ class HistoryStore:
     def delete(self, conversation_id: int) -> None:
         with self._write() as db:
             db.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
+            db.execute("DELETE FROM images WHERE sha256 NOT IN (SELECT sha256 FROM message_images)")
 
     def save_settings(self, conversation_id: int, settings: ChatSettings) -> None:
         with self._write() as db:
@@ -218,9 +225,14 @@ class HistoryStore:
 
     # -- messages -----------------------------------------------------------------------------
 
-    def add_user_message(self, conversation_id: int, content: str) -> StoredMessage:
-        """The user's next message, at the end of the open thread."""
-        return self._insert(conversation_id, "user", content, MessageState.COMPLETE, model="")
+    def add_user_message(
+        self, conversation_id: int, content: str, images: Sequence[PlacedImage] = ()
+    ) -> StoredMessage:
+        """The user's next message, at the end of the open thread, with ``images`` at their
+        places in its text."""
+        return self._insert(
+            conversation_id, "user", content, MessageState.COMPLETE, model="", images=images
+        )
 
     def start_reply(self, conversation_id: int, model: str) -> StoredMessage:
         """An empty assistant message in state ``streaming`` at the end of the open thread,
@@ -284,17 +296,38 @@ class HistoryStore:
                 (message_id, conversation),
             )
 
-    def branch(self, message_id: int, content: str) -> StoredMessage:
+    def branch(
+        self, message_id: int, content: str, images: Sequence[PlacedImage] | None = None
+    ) -> StoredMessage:
         """An edited message: a new version of ``message_id`` with ``content``, starting a
-        branch of its own; the original and everything that followed it are kept."""
+        branch of its own; the original and everything that followed it are kept. The new
+        version shows ``images``, or when None the original's pictures (none past its end)."""
         rows = self._read("SELECT parent_id FROM messages WHERE id = ?", (message_id,))
         if not rows:
             raise HistoryError(f"message {message_id} no longer exists; reload the chat")
         with self._lock:
             conversation = self._conversation_of(self._db, message_id)
+        if images is None:
+            original = self._images_of(conversation).get(message_id, ())
+            images = [PlacedImage(min(p.offset, len(content)), p.image) for p in original]
         return self._insert(
-            conversation, "user", content, MessageState.COMPLETE, model="", parent=rows[0][0]
+            conversation,
+            "user",
+            content,
+            MessageState.COMPLETE,
+            model="",
+            parent=rows[0][0],
+            images=images,
         )
+
+    def _images_of(self, conversation_id: int) -> dict[int, tuple[PlacedImage, ...]]:
+        """The pictures of every message of a conversation, by message id, in place order."""
+        return _placed_images(self._read(_IMAGES_OF_CONVERSATION, (conversation_id,)))
+
+    def image_bytes(self) -> int:
+        """Bytes of the stored pictures (each counted once)."""
+        rows = self._read("SELECT COALESCE(SUM(LENGTH(data)), 0) FROM images")
+        return int(rows[0][0])
 
     def choose_version(self, message_id: int) -> None:
         """Open the thread through ``message_id``, down to the newest message that follows it
@@ -314,6 +347,7 @@ class HistoryStore:
         state: MessageState,
         model: str,
         parent: int | EllipsisType | None = ...,
+        images: Sequence[PlacedImage] = (),
     ) -> StoredMessage:
         """Insert a message after ``parent`` (default: the end of the open thread) and make it
         the end of the open thread, in one transaction."""
@@ -327,11 +361,14 @@ class HistoryStore:
                 (conversation_id, role, content, state.value, now, model, self.session, parent),
             )
             message_id = int(cursor.lastrowid or 0)
+            _place_images(db, message_id, images)
             db.execute(
                 "UPDATE conversations SET updated_at = ?, current_leaf = ? WHERE id = ?",
                 (now, message_id, conversation_id),
             )
-        return StoredMessage(message_id, conversation_id, role, content, state, now, model)
+        return StoredMessage(
+            message_id, conversation_id, role, content, state, now, model, images=tuple(images)
+        )
 
     @staticmethod
     def _leaf(db: sqlite3.Connection, conversation_id: int) -> int | None:
@@ -438,7 +475,39 @@ def _stats_text(stats: DecodeStats | None) -> str | None:
     return json.dumps(stats_to_json(stats)) if stats is not None else None
 
 
-def _message(row: tuple[Any, ...]) -> StoredMessage:
+_IMAGES_OF_CONVERSATION = (
+    "SELECT mi.message_id, mi.text_offset, i.sha256, i.media_type, i.width, i.height, i.data "
+    "FROM message_images mi JOIN images i ON i.sha256 = mi.sha256 "
+    "JOIN messages m ON m.id = mi.message_id WHERE m.conversation_id = ? "
+    "ORDER BY mi.message_id, mi.place"
+)
+
+
+def _placed_images(rows: list[tuple[Any, ...]]) -> dict[int, tuple[PlacedImage, ...]]:
+    placed: dict[int, list[PlacedImage]] = {}
+    for message_id, offset, sha256, media_type, width, height, data in rows:
+        part = ImagePart(bytes(data), media_type, width, height, sha256)
+        placed.setdefault(message_id, []).append(PlacedImage(offset, part))
+    return {message_id: tuple(images) for message_id, images in placed.items()}
+
+
+def _place_images(db: sqlite3.Connection, message_id: int, images: Sequence[PlacedImage]) -> None:
+    """Store each picture's bytes once (by the file's SHA-256) and place it in the message."""
+    for place, placed in enumerate(images):
+        part = placed.image
+        db.execute(
+            "INSERT OR IGNORE INTO images (sha256, media_type, width, height, data) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (part.sha256, part.media_type, part.width, part.height, part.data),
+        )
+        db.execute(
+            "INSERT INTO message_images (message_id, place, text_offset, sha256) "
+            "VALUES (?, ?, ?, ?)",
+            (message_id, place, placed.offset, part.sha256),
+        )
+
+
+def _message(row: tuple[Any, ...], images: tuple[PlacedImage, ...] = ()) -> StoredMessage:
     mid, cid, role, content, state, created, model, reason, stats, seed, note, error, parent = row
     return StoredMessage(
         id=mid,
@@ -454,4 +523,5 @@ def _message(row: tuple[Any, ...]) -> StoredMessage:
         note=note,
         error=error,
         parent_id=parent,
+        images=images,
     )

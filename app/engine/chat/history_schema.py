@@ -7,6 +7,11 @@ message the open thread ends with. A version-1 history (a list per conversation)
 it is opened: each message's parent becomes the message before it, and each conversation's
 thread ends with its last message, so it reads exactly as before.
 
+Version 3 added pictures: a user message's pictures are stored once per file content (``images``,
+keyed by the file's SHA-256, so the same picture sent in many turns or conversations takes its
+bytes once) and placed in the message by ``message_images``; a picture no message shows any more
+is dropped with its conversation. Older histories gain the two tables.
+
 The upgrade runs in one transaction (``BEGIN IMMEDIATE`` … ``COMMIT``, the version number
 included): a crash or a power cut during it leaves the version-1 history as it was, and the next
 start upgrades it again. A history from a newer app is refused with a message, never
@@ -20,7 +25,7 @@ from pathlib import Path
 
 from app.engine.errors import MtpStudioError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS conversations (
@@ -47,6 +52,20 @@ CREATE TABLE IF NOT EXISTS messages (
     session TEXT NOT NULL DEFAULT '',
     parent_id INTEGER REFERENCES messages(id) ON DELETE CASCADE
 );
+CREATE TABLE IF NOT EXISTS images (
+    sha256 TEXT PRIMARY KEY,
+    media_type TEXT NOT NULL,
+    width INTEGER NOT NULL,
+    height INTEGER NOT NULL,
+    data BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS message_images (
+    message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+    place INTEGER NOT NULL,
+    text_offset INTEGER NOT NULL,
+    sha256 TEXT NOT NULL REFERENCES images(sha256),
+    PRIMARY KEY (message_id, place)
+);
 CREATE TABLE IF NOT EXISTS opened_models (
     path TEXT PRIMARY KEY,
     opened_at REAL NOT NULL
@@ -60,6 +79,7 @@ CREATE TABLE IF NOT EXISTS preferences (
 _INDEXES = """
 CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, id);
 CREATE INDEX IF NOT EXISTS messages_by_parent ON messages(parent_id);
+CREATE INDEX IF NOT EXISTS message_images_by_image ON message_images(sha256);
 """
 
 _VERSION_1_TO_2 = (
@@ -69,6 +89,13 @@ _VERSION_1_TO_2 = (
     "WHERE earlier.conversation_id = messages.conversation_id AND earlier.id < messages.id)",
     "UPDATE conversations SET current_leaf = "
     "(SELECT MAX(id) FROM messages WHERE conversation_id = conversations.id)",
+)
+
+_VERSION_2_TO_3 = tuple(
+    statement
+    for statement in _TABLES.strip().split(";")
+    if "CREATE TABLE IF NOT EXISTS images" in statement
+    or "CREATE TABLE IF NOT EXISTS message_images" in statement
 )
 
 
@@ -93,8 +120,9 @@ def prepare(db: sqlite3.Connection, path: Path) -> None:
     db.commit()
     db.execute("BEGIN IMMEDIATE")
     try:
-        if version == 1:
-            for statement in _VERSION_1_TO_2:
+        if version in (1, 2):
+            upgrades = (_VERSION_1_TO_2 if version == 1 else ()) + _VERSION_2_TO_3
+            for statement in upgrades:
                 db.execute(statement)
         else:
             _create(db)
