@@ -97,6 +97,12 @@ def load_failure(folder: Path, exc: BaseException) -> str:
     )
 
 
+IMAGES_ON_MLX = (
+    "the MLX backend reads no images yet (docs/vision.md#mlx): run the model's GGUF with its "
+    "mmproj-*.gguf on llama.cpp to send pictures"
+)
+
+
 class MlxBackend(DecodeBackend):
     """One model folder in mlx-lm, with an MTP head when one is found and fits."""
 
@@ -141,6 +147,7 @@ class MlxBackend(DecodeBackend):
             max_draft_depth=settings.max_draft_depth if head is not None else 0,
             mtp_unavailable_reason=reason,
             has_chat_template=self._text.chat_template is not None,
+            images_unavailable_reason=IMAGES_ON_MLX,
         )
         self._conversations = Conversations(
             KeptStates(settings.state_cache_mib * MIB),
