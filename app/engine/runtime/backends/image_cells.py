@@ -1,7 +1,7 @@
 """Images in a token list: each image stands as one negative pseudo-id per KV cell it fills.
 
 A prompt with images is a list of chunks (text tokens, images) once a projector has split it
-(docs/vision.md#phase-2-images-into-generation-mtp-drafts-kept). The rest of the runtime —
+(docs/vision.md#images-in-generation-mtp-drafts-kept). The rest of the runtime —
 prompt length checks, the kept sessions of prefix reuse, the longest-common-prefix rule — works
 on token lists, so an image is written into the list as ``n_cells`` pseudo-ids, each negative (no
 real token id is) and carrying the image's pixel hash, its cell count, its position count and the

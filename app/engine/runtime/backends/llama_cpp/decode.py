@@ -10,7 +10,7 @@ handed over chunk by chunk, a step's and an accepted verify's as they are commit
 A prompt may hold images (cells of pseudo-ids, :mod:`..image_cells`): each is evaluated by the
 projector (:mod:`.image_input`) between the text batches; the drafter gets no rows for it, and the
 first text row after it pairs with the image's last hidden row
-(docs/vision.md#phase-2-images-into-generation-mtp-drafts-kept). Cells and positions then differ:
+(docs/vision.md#images-in-generation-mtp-drafts-kept). Cells and positions then differ:
 ``n_past`` counts cells (the context window is cells), and every batch, draft and cut is placed
 by position, ``n_past − shift``."""
 

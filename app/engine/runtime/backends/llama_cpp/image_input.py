@@ -6,7 +6,7 @@ prepared image chunks (resized and normalised by ``mtmd_tokenize``) until the pr
 evaluates them. Evaluating one runs the vision encoder and decodes its embeddings into the
 context at a position (:meth:`~.images.VisionProjector.evaluate_image`), and reads the hidden
 state of the image's last row, which the MTP head pairs with the first text token after it
-(docs/vision.md#phase-2-images-into-generation-mtp-drafts-kept). An image prefix reuse kept is
+(docs/vision.md#images-in-generation-mtp-drafts-kept). An image prefix reuse kept is
 never handed here again, so a follow-up question about the same picture encodes nothing.
 """
 
