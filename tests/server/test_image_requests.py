@@ -15,7 +15,11 @@ import httpx2
 import openai
 import pytest
 
+from app.engine.remote.client import RemoteEndpoint
+from app.engine.runtime.chat_format.images import ImageLimits, read_image
+from app.engine.runtime.chat_format.prompting import ChatMessage, PlacedImage
 from app.engine.runtime.core.demo_model import DEMO_VISION_MODEL
+from app.engine.runtime.sampling.sampler import SamplerSettings
 from tests.server.server_process import ServerProcess, running_server
 from tests.vision.conftest import picture
 
@@ -184,3 +188,17 @@ def test_remote_image_urls_are_fetched_only_up_to_the_image_limit(
         ],
     )
     assert fetched.model_extra["mtp"]["prompt_images_encoded"] == 1
+
+
+def test_a_remote_chat_sends_its_pictures_to_the_server(vision_server: ServerProcess) -> None:
+    """``chat --endpoint`` (and the chat page's remote connection) pass pictures on as
+    ``image_url`` parts: the server counts the picture's cells in the prompt."""
+    shown = read_image(picture(64, 48), ImageLimits(), "picture")
+    with RemoteEndpoint(vision_server.base_url) as endpoint:
+        asked = [ChatMessage("user", "What is in this picture?", images=(PlacedImage(0, shown),))]
+        with_picture = endpoint.chat(asked, SamplerSettings(temperature=0), 4).wait()
+        alone = endpoint.chat(
+            [ChatMessage("user", "What is in this picture?")], SamplerSettings(temperature=0), 4
+        ).wait()
+    assert with_picture.text
+    assert with_picture.prompt_tokens >= alone.prompt_tokens + 8

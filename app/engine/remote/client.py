@@ -130,25 +130,6 @@ class RemoteEndpoint:
     def close(self) -> None:
         self._http.close()
 
-
-def wire_content(message: ChatMessage) -> str | list[dict[str, Any]]:
-    """A message's content as OpenAI takes it: its text, or with images text and ``image_url``
-    parts (inline ``data:`` URLs) in the order they stand."""
-    if not message.images:
-        return message.content
-    parts: list[dict[str, Any]] = []
-    start = 0
-    for placed in message.images:
-        if placed.offset > start:
-            parts.append({"type": "text", "text": message.content[start : placed.offset]})
-        data = base64.b64encode(placed.image.data).decode("ascii")
-        url = f"data:{placed.image.media_type};base64,{data}"
-        parts.append({"type": "image_url", "image_url": {"url": url}})
-        start = placed.offset
-    if start < len(message.content):
-        parts.append({"type": "text", "text": message.content[start:]})
-    return parts
-
     def __enter__(self) -> RemoteEndpoint:
         return self
 
@@ -328,3 +309,22 @@ def _raise_for_status(response: httpx2.Response, url: str) -> None:
         404: "check the URL (it usually ends in /v1) and --remote-model",
     }.get(response.status_code, "see the server's log")
     raise RemoteError(f"{url} answered {response.status_code}: {message} — {hint}")
+
+
+def wire_content(message: ChatMessage) -> str | list[dict[str, Any]]:
+    """A message's content as OpenAI takes it: its text, or with images text and ``image_url``
+    parts (inline ``data:`` URLs) in the order they stand."""
+    if not message.images:
+        return message.content
+    parts: list[dict[str, Any]] = []
+    start = 0
+    for placed in message.images:
+        if placed.offset > start:
+            parts.append({"type": "text", "text": message.content[start : placed.offset]})
+        data = base64.b64encode(placed.image.data).decode("ascii")
+        url = f"data:{placed.image.media_type};base64,{data}"
+        parts.append({"type": "image_url", "image_url": {"url": url}})
+        start = placed.offset
+    if start < len(message.content):
+        parts.append({"type": "text", "text": message.content[start:]})
+    return parts
