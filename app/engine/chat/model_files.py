@@ -16,7 +16,7 @@ from typing import Any
 
 from app.engine.bounded_json import parse_bounded_json
 from app.engine.chat.memory import MemoryEstimate, ModelShape, estimate_memory
-from app.engine.drafter.facts import is_drafter_architecture, is_drafter_config
+from app.engine.drafter.facts import DRAFTER_REASON, is_drafter_architecture, is_drafter_config
 from app.engine.errors import MtpStudioError
 from app.engine.gguf_header import GgufHeader, LongArray, read_gguf_header
 from app.engine.mtp.detect import detect_mtp
@@ -30,10 +30,6 @@ DEMO = "demo"
 DOWNLOADED = "downloaded"
 OPENED = "opened"
 
-DRAFTER_REASON = (
-    "{name} is a drafter ({architecture}): it drafts for another model and cannot chat on its "
-    "own; open its target model instead, which finds the drafter beside it"
-)
 _SPLIT_PART = re.compile(r"^(?P<stem>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf$")
 
 
