@@ -20,8 +20,10 @@ from pathlib import Path
 import uvicorn
 
 from app.commands.chat import (
+    add_drafter_argument,
     add_load_arguments,
     depth_argument,
+    describe_drafting,
     describe_images,
     describe_load,
     load_plan,
@@ -68,6 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--model", type=Path, help="a .gguf model (default: the bundled demo)")
     parser.add_argument("--backend", choices=BACKEND_CHOICES, default="auto")
+    add_drafter_argument(parser)
     parser.add_argument("--host", default=DEFAULT_HOST, help=f"default {DEFAULT_HOST} (loopback)")
     parser.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}; 0 = any free port"
@@ -254,7 +257,7 @@ def _describe_depth(config: ServerConfig, info: ModelInfo) -> str:
         depth = f"auto (0–{AUTO_MAX_DEPTH}, chosen each cycle)"
     else:
         depth = str(config.mtp_depth)
-    return f"MTP depth {depth} ({info.mtp_layers} head layer(s))"
+    return f"MTP depth {depth} ({describe_drafting(info)})"
 
 
 def _log_writer(log_format: str) -> Callable[[RequestLogEntry], None]:

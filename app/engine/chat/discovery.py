@@ -119,7 +119,27 @@ def with_drafter(description: ModelDescription, sources: ModelSources) -> ModelD
     )
     if match.path is None and match.note is None:
         return description
-    return replace(description, drafter=match.path, drafter_note=match.note)
+    if match.path is None:
+        return replace(description, drafter_note=match.note)
+    return replace(
+        description,
+        drafter=match.path,
+        drafter_note=match.note,
+        drafter_bytes=_size_on_disk(match.path),
+        mtp_note=None,  # it drafts, with the drafter
+    )
+
+
+def paired_drafter(model_path: Path, model_roots: tuple[Path, ...]) -> Path | None:
+    """The drafter the picker pairs with ``model_path`` (beside it, in ``MTP/``, or in a cache
+    in ``model_roots`` by the ``<base>-assistant`` name), None when it takes none or none fits."""
+    return with_drafter(describe_model(model_path), ModelSources(model_roots)).drafter
+
+
+def _size_on_disk(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(file.stat().st_size for file in path.glob("*.safetensors"))
 
 
 def paired_sidecar(model_path: Path, model_roots: tuple[Path, ...]) -> Path | None:

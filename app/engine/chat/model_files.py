@@ -56,6 +56,8 @@ class ModelDescription:
     sidecar: Path | None = None
     drafter: Path | None = None
     """The separate drafter model paired with it (Gemma 4's assistant), None when none fits."""
+    drafter_bytes: int = 0
+    """The paired drafter's size on disk (its GGUF, or its folder's safetensors)."""
     drafter_note: str | None = None
     """Why drafters found for it were passed over (None when one fits or none was found)."""
     is_drafter: bool = False

@@ -12,6 +12,9 @@ This is the API the CLI and the chat window use::
     stream.cancel()                              # from any thread; the worker stops promptly
     client.close()
 
+A separate drafter named in the settings (``LoadSettings.drafter``) is checked against the model
+here, so a drafter that does not fit is refused in one line before any worker starts.
+
 The worker is a ``spawn``-ed process. If it dies (a native abort, out of memory, a kill), the
 stream raises a clear :class:`RuntimeBackendError` and the next request starts a fresh worker.
 A worker that does not stop within ``cancel_grace_seconds`` of a cancel is terminated.
@@ -31,6 +34,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
+from app.engine.drafter.pairing import choose_drafter
 from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.backends.choice import MLX, BackendChoice, choose_backend
 from app.engine.runtime.core.backend import LoadSettings, ModelInfo
@@ -68,6 +72,8 @@ class RuntimeClient:
         self.choice: BackendChoice = choose_backend(backend, self._model_path)
         self._backend = self.choice.name
         self._settings = _with_projector(settings or LoadSettings(), self.choice, self._model_path)
+        if self._settings.drafter is not None:
+            choose_drafter(self._model_path, self._settings.drafter)
         self._sidecar = _checked_sidecar(sidecar, self.choice) if sidecar is not None else None
         self._cancel_grace_seconds = cancel_grace_seconds
         self._process: BaseProcess | None = None
@@ -85,6 +91,12 @@ class RuntimeClient:
     @property
     def worker_pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
+
+    @property
+    def drafter(self) -> Path | None:
+        """The separate drafter model named in the settings (None: the one the worker finds
+        beside the model, if any; :attr:`info` says which drafts once loaded)."""
+        return self._settings.drafter
 
     @property
     def sidecar(self) -> Path | None:
