@@ -109,7 +109,7 @@ def test_the_backend_drafts_what_transformers_drafts(
         first = int(reference[f"first_{index}"])
         assert greedy_token(logits) == first
         wanted = reference[f"drafted_{index}"].tolist()
-        drafted = backend.draft(first, len(wanted), lambda step, _row: wanted[step])
+        drafted = backend.draft(first, len(wanted), lambda step, _row, w=wanted: w[step])
         assert drafted.tokens == tuple(wanted)
         worst = max(worst, float(np.abs(drafted.logits - reference[f"dense_logits_{index}"]).max()))
     print(f"{pair.kind}: backend drafts vs transformers max |Δlogit| {worst:.3f}")

@@ -99,7 +99,8 @@ def _assert_same_reply(
     """The same tokens, but where the fresh run's two best tokens are within the rounding."""
     if reused.token_ids == again.token_ids:
         return
-    index = next(i for i, (a, b) in enumerate(zip(reused.token_ids, again.token_ids)) if a != b)
+    pairs = zip(reused.token_ids, again.token_ids, strict=False)
+    index = next(i for i, (a, b) in enumerate(pairs) if a != b)
     fresh.reset()
     logits = fresh.prefill([*tokens, *again.token_ids[:index]], with_mtp=False)
     best, second = np.sort(logits)[-2:][::-1]

@@ -24,6 +24,7 @@ from app.engine.chat.discovery import (
     ModelSources,
     default_model_roots,
     discover_models,
+    with_drafter,
     with_sidecar,
 )
 from app.engine.chat.history import HistoryStore
@@ -176,7 +177,8 @@ class ModelChoice(QObject):
 
     def open_model(self, path: Path) -> ModelDescription:
         """Describe, remember and load the GGUF file or model folder at ``path``."""
-        description = with_sidecar(describe_model(Path(path)), self.model_sources())
+        sources = self.model_sources()
+        description = with_drafter(with_sidecar(describe_model(Path(path)), sources), sources)
         if description.problem is None:
             self._store.remember_model(description.path)
         models = [m for m in self._bar.models if m.path != description.path]
