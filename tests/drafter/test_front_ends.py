@@ -4,8 +4,8 @@ picker.
 ``mtp-studio chat --model <target>.gguf`` finds the drafter beside the target (or in ``MTP/``)
 and drafts with it; ``--drafter FILE`` names one; a drafter that does not fit is refused in one
 line before any worker starts; a drafter opened as the model is refused; ``serve`` says what it
-drafts with and its replies carry the drafts; a vision projector beside the target changes
-nothing for a text chat.
+drafts with and its replies carry the drafts; a vision projector beside the target is neither a
+model nor a drafter, and a text chat beside it drafts exactly.
 """
 
 from __future__ import annotations
@@ -125,8 +125,9 @@ def test_serve_drafts_with_the_named_drafter(app_home: Path) -> None:
 
 
 def _projector(path: Path) -> Path:
-    """A small vision projector GGUF (architecture ``clip``), as Gemma 4 repos ship beside the
-    trunk (``mmproj-*.gguf``)."""
+    """A projector-shaped GGUF (architecture ``clip``, named ``mmproj-*.gguf`` as Gemma 4 repos
+    ship theirs beside the trunk) that llama.cpp's mtmd cannot load: no tiny Gemma 4 vision
+    projector exists here."""
     writer = GGUFWriter(path, "clip")
     writer.add_bool("clip.has_vision_encoder", True)
     writer.add_tensor("mm.input_projection.weight", np.zeros((8, 8), dtype=np.float32))
@@ -137,21 +138,25 @@ def _projector(path: Path) -> Path:
     return path
 
 
-def test_a_vision_projector_beside_the_target_changes_nothing_for_text_chat(
+def test_a_projector_beside_the_target_is_neither_a_model_nor_a_drafter(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    """The picker lists the target (not the projector) with its drafter; a text chat loads
-    the target without the projector and drafts exactly (a text chat has no image rows)."""
+    """The picker lists the target (not the projector) with its drafter. The chat loads a
+    projector it finds beside the model (images on); one it cannot load is one line naming it,
+    and ``--mmproj none`` then chats in text, drafting exactly (a text chat has no image rows)."""
     folder = tmp_path / "gemma"
     folder.mkdir()
     target = Path(shutil.copy(CENTROID.target, folder / CENTROID.target.name))
     drafter = Path(shutil.copy(CENTROID.drafter, folder / CENTROID.drafter.name))
-    _projector(folder / "mmproj-gemma4-tiny-centroid-F16.gguf")
+    projector = _projector(folder / "mmproj-gemma4-tiny-centroid-F16.gguf")
     found = discover_models(ModelSources(model_roots=(tmp_path,)))
     listed = [model for model in found if model.path.parent == folder]
     assert [model.path for model in listed] == [target]
     assert listed[0].drafter == drafter and listed[0].drafter_bytes == drafter.stat().st_size
-    plain, _ = _ask(target, capsys, "--mtp-depth", "0")
-    drafted, _ = _ask(target, capsys, "--mtp-depth", "3")
+    assert main(_chat(target, "--prompt", "Hi", "--max-tokens", "4")) == 2
+    refusal = capsys.readouterr().err
+    assert refusal.count("\n") == 1 and projector.name in refusal
+    plain, _ = _ask(target, capsys, "--mtp-depth", "0", "--mmproj", "none")
+    drafted, _ = _ask(target, capsys, "--mtp-depth", "3", "--mmproj", "none")
     assert drafted["token_ids"] == plain["token_ids"]
     assert sum(drafted["stats"]["accepted_by_depth"]) > 0
