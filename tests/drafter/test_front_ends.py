@@ -160,3 +160,21 @@ def test_a_projector_beside_the_target_is_neither_a_model_nor_a_drafter(
     drafted, _ = _ask(target, capsys, "--mtp-depth", "3", "--mmproj", "none")
     assert drafted["token_ids"] == plain["token_ids"]
     assert sum(drafted["stats"]["accepted_by_depth"]) > 0
+
+
+@pytest.mark.slow
+def test_bench_decode_runs_llama_servers_draft_mtp_on_the_same_pair(
+    llama_server_binary: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """``bench decode --vs-llama-server`` gives llama-server the drafter ours found beside the
+    target (``--model-draft``): both loops draft, and at temperature 0 they accept alike."""
+    args = ["bench", "decode", "--model", str(DENSE.target), "--depths", "2", "--temp", "0"]
+    args += ["--threads", "1", "--max-tokens", "32", "--repeats", "1", "--json"]
+    assert main([*args, "--vs-llama-server", str(llama_server_binary)]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert figures["greedy_identical"]
+    ours = next(row for row in figures["modes"] if row["mode"] == "lc" and row["depth"] == 2)
+    theirs = next(row for row in figures["llama_server"] if row["depth"] == 2 and not row["p_min"])
+    assert theirs["drafted"] > 0 and theirs["accepted"] > 0
+    ours_pooled = (ours["tokens_per_cycle"] - 1) / 2
+    assert abs(ours_pooled - theirs["acceptance"]) < 0.1
