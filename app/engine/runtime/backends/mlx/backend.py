@@ -189,19 +189,18 @@ class MlxBackend(DecodeBackend):
         layer count."""
         args = text_model.args
         if match.path is not None:
-            drafter = load_drafter(match.path)
+            try:
+                drafter = load_drafter(match.path)
+            except RuntimeBackendError as exc:
+                return None, f"{exc}; decoding runs without MTP", 0
             layers = len(drafter.model.layers)
             return Gemma4Drafting(drafter, text_model, args.vocab_size), None, layers
         if may_take_drafter(model_type):
-            return (
-                None,
-                match.note
-                or (
-                    f"{self._path.name} drafts with a separate drafter model and no drafter folder "
-                    "was found beside it, so decoding runs without MTP; pass --drafter FOLDER"
-                ),
-                0,
+            reason = match.note or (
+                f"{self._path.name} drafts with a separate drafter model and no drafter folder "
+                "was found beside it, so decoding runs without MTP; pass --drafter FOLDER"
             )
+            return None, reason, 0
         head, reason = self._open_head(model_type, sidecar, args.num_hidden_layers)
         if head is None:
             return None, reason, 0
