@@ -50,6 +50,9 @@ WINDOW_WORDS: tuple[tuple[str, str], ...] = (
     (r"pass --remote-model NAME", "choose a model for the connection"),
     (r"pass the server's key with --api-key", "enter the server's API key in the connection"),
     (r"and --remote-model", "and the connection's model"),
+    (r"; pass --drafter FILE to name one", "; put its drafter GGUF in the model's folder"),
+    (r"; pass --drafter FOLDER", "; put the drafter's folder beside the model's"),
+    (r"; --mmproj FILE names one", "; put its mmproj-*.gguf in the model's folder"),
 )
 """``(pattern, replacement)``, applied in order (``re.sub``)."""
 
