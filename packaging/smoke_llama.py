@@ -3,8 +3,8 @@
 Run by ``packaging/install_llama_cpp.sh`` in a subprocess after it installs a build. A build that
 uses an instruction this CPU does not run does not fail politely: its process dies by SIGILL,
 which set-up reads from the exit status (128 + the signal's number) and answers with another
-build. The CPU code is loaded the way the app loads it (``llama_cpp_cpu_backends``, read from the
-checkout by its path: the app itself may not be installed yet).
+build. The CPU code is loaded the way the app loads it (``cpu_backends.py`` of the llama.cpp
+backend, read from the checkout by its path: the app itself may not be installed yet).
 
     python packaging/smoke_llama.py                  # exit 0: 4 tokens; a signal: a crash
     python packaging/smoke_llama.py --expect-gpu     # exit 3 as well when llama.cpp has no GPU
@@ -22,7 +22,7 @@ from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_MODEL = ROOT / "resources" / "models" / "demo-mtp.gguf"
-CPU_BACKENDS = ROOT / "app" / "engine" / "runtime" / "llama_cpp_cpu_backends.py"
+CPU_BACKENDS = ROOT / "app" / "engine" / "runtime" / "backends" / "llama_cpp" / "cpu_backends.py"
 TOKENS = 4
 NO_GPU = 3
 
@@ -36,14 +36,13 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT))  # app.engine.errors, for the module below
     cpu_backends = _module_at(CPU_BACKENDS)
     import llama_cpp
-    import llama_cpp._ggml
 
-    folder = Path(llama_cpp.__file__).parent / "lib"
+    folder = cpu_backends.installed_folder()
     if args.list_variants:
         for variant in cpu_backends.runnable_variants(folder):
             print(variant.name)
         return 0
-    variant = cpu_backends.load_cpu_backends(llama_cpp._ggml.libggml, folder)
+    variant = cpu_backends.load_installed()
     llama_cpp.llama_backend_init()
     if args.expect_gpu and not llama_cpp.llama_supports_gpu_offload():
         print(

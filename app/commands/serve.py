@@ -21,7 +21,7 @@ import uvicorn
 
 from app.commands.chat import add_load_arguments, depth_argument, describe_load, load_plan
 from app.engine.chat.context_choice import LoadPlan
-from app.engine.errors import ServerError
+from app.engine.errors import ServerError, UnrunnableBuildError
 from app.engine.runtime.backends.choice import BACKEND_CHOICES
 from app.engine.runtime.core.backend import LoadSettings, ModelInfo
 from app.engine.runtime.core.demo_model import demo_model_path
@@ -144,10 +144,21 @@ def run(args: argparse.Namespace) -> int:
     )
     listener = _bind(config.host, config.port)
     emit = _log_writer(args.log_format)
+    unrunnable: list[UnrunnableBuildError] = []
+
+    def stop_serving(error: UnrunnableBuildError) -> None:
+        unrunnable.append(error)
+        server.should_exit = True  # uvicorn's loop sees it within 0.1 s
+
     with RuntimeClient(model, backend=args.backend, settings=plan.settings) as client:
         info = client.load()
         metrics = ServerMetrics(lambda: scheduler.waiting, lambda: scheduler.busy)
-        scheduler = Scheduler(client, config.queue_size, on_finished=metrics.record_generation)
+        scheduler = Scheduler(
+            client,
+            config.queue_size,
+            on_finished=metrics.record_generation,
+            on_unrunnable=stop_serving,
+        )
         app = build_app(config, scheduler, metrics, emit, model_info=info)
         scheduler.start()
         port = listener.getsockname()[1]
@@ -165,6 +176,8 @@ def run(args: argparse.Namespace) -> int:
             server.run(sockets=[listener])
         finally:
             scheduler.stop()
+    if unrunnable:  # no server that crashes on every request: stop, say why and what to do
+        raise unrunnable[0]
     return 0
 
 

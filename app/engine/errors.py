@@ -38,6 +38,11 @@ class RuntimeBackendError(MtpStudioError):
     """A model cannot be loaded or run by the chosen inference backend."""
 
 
+class UnrunnableBuildError(RuntimeBackendError):
+    """The inference library holds an instruction this CPU does not run (its worker died by
+    SIGILL): every retry would crash the same way, so callers stop instead of retrying."""
+
+
 class JobCancelled(MtpStudioError):
     """A job stopped because its cancellation token was set."""
 

@@ -54,6 +54,7 @@ from app.engine.load_options import LoadOptions, load_options_problem
 from app.engine.runtime.backends.gguf_info import read_gguf_summary
 from app.engine.runtime.backends.llama_cpp import log as llama_cpp_log
 from app.engine.runtime.backends.llama_cpp.batch import NumpyBatch
+from app.engine.runtime.backends.llama_cpp.cpu_backends import load_installed
 from app.engine.runtime.backends.llama_cpp.states import (
     RECURRENT_ONLY,
     WHOLE,
@@ -108,6 +109,7 @@ def _initialise_once() -> None:
     global _backend_initialised
     if not _backend_initialised:
         llama_cpp_log.install()
+        load_installed()
         llama_cpp.llama_backend_init()
         _backend_initialised = True
 

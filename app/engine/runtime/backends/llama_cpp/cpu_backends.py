@@ -18,6 +18,8 @@ the app is installed.
 from __future__ import annotations
 
 import ctypes
+import importlib.util
+import multiprocessing
 import os
 import sys
 from dataclasses import dataclass
@@ -47,6 +49,8 @@ def cpu_modules(folder: Path) -> tuple[Path, ...]:
 
 def runnable_variants(folder: Path) -> tuple[CpuVariant, ...]:
     """The CPU variants this CPU runs, best first, as ggml's backend registry ranks them."""
+    for base in sorted(folder.glob(f"{_PREFIX}ggml-base.*"))[:1]:
+        ctypes.CDLL(str(base))  # what each module links to, found by its name once loaded
     scored = []
     for path in cpu_modules(folder):
         module = ctypes.CDLL(str(path))
@@ -55,11 +59,26 @@ def runnable_variants(folder: Path) -> tuple[CpuVariant, ...]:
     return tuple(sorted((v for v in scored if v.score > 0), key=lambda v: -v.score))
 
 
+def installed_folder() -> Path:
+    """The folder of the installed llama-cpp-python's libraries (imports it)."""
+    import llama_cpp
+
+    return Path(llama_cpp.__file__).parent / "lib"
+
+
+def load_installed() -> CpuVariant | None:
+    """:func:`load_cpu_backends` for the installed llama-cpp-python: call it before anything
+    asks llama.cpp about its backends (``llama_backend_init``, ``llama_supports_gpu_offload``)."""
+    import llama_cpp._ggml
+
+    return load_cpu_backends(llama_cpp._ggml.libggml, installed_folder())
+
+
 def load_cpu_backends(libggml: ctypes.CDLL, folder: Path) -> CpuVariant | None:
     """Load a portable build's best CPU variant (or the forced one) and its other backends.
 
-    Returns the variant loaded, or None for a native build, whose CPU code is built in. Call it
-    before ``llama_backend_init``, which would otherwise look in the wrong folders.
+    Returns the variant loaded, or None for a native build, whose CPU code is built in. Called
+    before ``llama_backend_init``, which would otherwise look for them in the wrong folders.
     """
     libggml.ggml_backend_reg_count.restype = ctypes.c_size_t
     libggml.ggml_backend_load.restype = ctypes.c_void_p
@@ -121,3 +140,46 @@ def _other_backend_modules(folder: Path) -> tuple[Path, ...]:
 
 def _variant_name(path: Path) -> str:
     return path.name.removeprefix(_CPU_MODULE).removesuffix(_SUFFIX)
+
+
+def illegal_instruction_advice() -> str:
+    """Why llama.cpp's code died by SIGILL and what to do, for the worker's parent process
+    (which never loads llama.cpp: a portable build's variants are ranked in a child process)."""
+    spec = importlib.util.find_spec("llama_cpp")
+    if spec is None or spec.origin is None:
+        return "llama-cpp-python is not installed; run: bash packaging/setup.sh"
+    folder = Path(spec.origin).parent / "lib"
+    if not cpu_modules(folder):
+        return (
+            f"llama.cpp's CPU code (in {folder}) was compiled for a CPU with more instruction "
+            "sets than "
+            "this one — llama.cpp's default, -march=native, on another machine — or this machine "
+            "claims one it cannot run (AVX-512 or AMX in some VMs); rebuild llama.cpp portably, "
+            "its CPU code picked at load: bash packaging/setup.sh --portable"
+        )
+    forced = os.environ.get(VARIANT_ENV, "").strip()
+    try:
+        with multiprocessing.get_context("spawn").Pool(1) as pool:
+            ranked = pool.apply_async(_runnable_names, (folder,)).get(60)
+    except Exception:  # the advice must not fail: fall back to the names alone
+        ranked = []
+    chosen = forced or (ranked[0] if ranked else "")
+    lower = ranked[ranked.index(chosen) + 1 :] if chosen in ranked else ranked
+    if not lower:
+        names = ", ".join(_variant_name(path) for path in cpu_modules(folder))
+        return (
+            f"llama.cpp's CPU variant {chosen or 'for this CPU'} (in {folder}) uses an "
+            "instruction this CPU "
+            f"claims but does not run; choose a more basic one with {VARIANT_ENV}=<name> "
+            f"(this build has: {names})"
+        )
+    return (
+        f"llama.cpp's CPU variant for this CPU, {chosen} (in {folder}), uses an instruction "
+        "this CPU "
+        f"claims but does not run (AVX-512 or AMX in some VMs); start MTP Studio with "
+        f"{VARIANT_ENV}={lower[0]} to use the next one down"
+    )
+
+
+def _runnable_names(folder: Path) -> list[str]:
+    return [variant.name for variant in runnable_variants(folder)]
