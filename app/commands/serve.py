@@ -4,6 +4,9 @@ statistics.
 Loopback only unless ``--api-key`` (or ``MTP_STUDIO_API_KEY``) is given. Once the model is loaded
 and the port is bound it prints one ``listening on URL`` line on stderr (the Server panel and the
 tests wait for it), then one line per request (``--log-format json``: one JSON object per line).
+A worker killed by an illegal instruction (a llama.cpp build this CPU cannot run) fails its
+request with 503 and stops the server with that error and its advice (exit status 2): every
+later request would crash the same way.
 """
 
 from __future__ import annotations

@@ -29,10 +29,12 @@ RECENT_DURATIONS = 16
 
 @dataclass(frozen=True)
 class JobFailed:
-    """The generation could not run: ``user_error`` False means a bug in the server or runtime."""
+    """The generation could not run: ``user_error`` False means a bug in the server or runtime;
+    ``unrunnable``: the inference library cannot run on this machine (the server stops)."""
 
     message: str
     user_error: bool
+    unrunnable: bool = False
 
 
 JobEvent = TokenChunk | GenerationResult | JobFailed
@@ -180,7 +182,7 @@ class Scheduler:
                 job._post(chunk)
             result = stream.wait()
         except UnrunnableBuildError as exc:
-            job._post(JobFailed(str(exc), user_error=True))
+            job._post(JobFailed(str(exc), user_error=True, unrunnable=True))
             if self._on_unrunnable is not None:
                 self._on_unrunnable(exc)
             return
