@@ -60,7 +60,9 @@ def default_threads() -> int:
 
 @dataclass(frozen=True)
 class ModelInfo:
-    """What a loaded model offers. ``mtp_unavailable_reason`` is None when MTP can run."""
+    """What a loaded model offers. ``mtp_unavailable_reason`` is None when MTP can run;
+    ``cpu_variant`` names the CPU code a portable llama.cpp build picked (None: native code, or
+    another backend)."""
 
     path: Path
     backend: str
@@ -72,6 +74,7 @@ class ModelInfo:
     max_draft_depth: int
     mtp_unavailable_reason: str | None
     has_chat_template: bool
+    cpu_variant: str | None = None
 
     @property
     def mtp_available(self) -> bool:

@@ -54,7 +54,7 @@ from app.engine.load_options import LoadOptions, load_options_problem
 from app.engine.runtime.backends.gguf_info import read_gguf_summary
 from app.engine.runtime.backends.llama_cpp import log as llama_cpp_log
 from app.engine.runtime.backends.llama_cpp.batch import NumpyBatch
-from app.engine.runtime.backends.llama_cpp.cpu_backends import load_installed
+from app.engine.runtime.backends.llama_cpp.cpu_backends import CpuVariant, load_installed
 from app.engine.runtime.backends.llama_cpp.states import (
     RECURRENT_ONLY,
     WHOLE,
@@ -103,13 +103,14 @@ FLASH_ATTENTION_MODES = {
 
 
 _backend_initialised = False
+_cpu_variant: CpuVariant | None = None
 
 
 def _initialise_once() -> None:
-    global _backend_initialised
+    global _backend_initialised, _cpu_variant
     if not _backend_initialised:
         llama_cpp_log.install()
-        load_installed()
+        _cpu_variant = load_installed()
         llama_cpp.llama_backend_init()
         _backend_initialised = True
 
@@ -217,6 +218,7 @@ class LlamaCppBackend(DecodeBackend):
             max_draft_depth=depth if mtp_reason is None else 0,
             mtp_unavailable_reason=mtp_reason,
             has_chat_template=self._summary.chat_template is not None,
+            cpu_variant=_cpu_variant.name if _cpu_variant is not None else None,
         )
         self._recurrent = bool(
             llama_cpp.llama_model_is_recurrent(self._model)
