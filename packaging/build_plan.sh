@@ -147,13 +147,16 @@ cpu_features() {
 # build, and for a native build also by this CPU's instruction sets, so a wheel built on another
 # CPU (a home folder or image copied between machines) is never reused for this one.
 wheel_cache_dir() {
+    printf '%s/%s\n' "${MTP_STUDIO_WHEEL_CACHE:-$HOME/.cache/mtp-studio/wheels}" "$(build_key "${1:-}")"
+}
+
+# The cache key of a build with CMake flags FLAGS (see wheel_cache_dir).
+build_key() {
     local identity=${1:-cpu}
     if _is_native "${1:-}"; then
         identity+=$'\n'"cpu: $(cpu_features)"
     fi
-    local key
-    key=$(printf '%s' "$identity" | sha256sum | cut -c1-12)
-    printf '%s/%s\n' "${MTP_STUDIO_WHEEL_CACHE:-$HOME/.cache/mtp-studio/wheels}" "$key"
+    printf '%s' "$identity" | sha256sum | cut -c1-12
 }
 
 # The llama-cpp-python version pyproject.toml pins (run from the repository root).
