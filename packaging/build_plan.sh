@@ -25,8 +25,9 @@
 
 VULKAN_HEADERS_NEEDED=272 # llama.cpp's Vulkan backend uses VK_EXT_layer_settings (1.3.272)
 # No -march=native; the CPU backend built once per micro-architecture as a module loaded at run
-# time, installed beside libllama (CMake's default is site-packages/bin, where nothing looks).
-PORTABLE_FLAGS="-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DCMAKE_INSTALL_BINDIR=llama_cpp/lib"
+# time, installed beside libllama (CMake's default is site-packages/bin, where nothing looks) and
+# finding the libggml-base it links to there ($ORIGIN) when loaded on its own.
+PORTABLE_FLAGS="-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DCMAKE_INSTALL_BINDIR=llama_cpp/lib -DCMAKE_INSTALL_RPATH=\$ORIGIN"
 # The instruction-set flags of /proc/cpuinfo that -march=native can compile for (x86); an ARM
 # CPU's "Features" line lists nothing else, so it is kept whole.
 X86_ISA_FLAGS='^(sse[0-9a-z_]*|ssse3|pni|avx[0-9a-z_]*|amx[0-9a-z_]*|fma4?|f16c|bmi[12]|abm|popcnt|movbe|aes|vaes|pclmulqdq|vpclmulqdq|gfni|sha_ni|xop|adx|cx16)$'

@@ -165,7 +165,7 @@ def test_portable_cpu_code_is_one_wheel_for_every_cpu(tmp_path: Path) -> None:
 
 PORTABLE = (
     "-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON "
-    "-DCMAKE_INSTALL_BINDIR=llama_cpp/lib"
+    "-DCMAKE_INSTALL_BINDIR=llama_cpp/lib -DCMAKE_INSTALL_RPATH=$ORIGIN"
 )
 
 

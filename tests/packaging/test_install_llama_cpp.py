@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "packaging" / "install_llama_cpp.sh"
 PORTABLE = (
     "-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON "
-    "-DCMAKE_INSTALL_BINDIR=llama_cpp/lib"
+    "-DCMAKE_INSTALL_BINDIR=llama_cpp/lib -DCMAKE_INSTALL_RPATH=$ORIGIN"
 )
 TOOLS = (
     *("bash", "sed", "sha256sum", "cut", "grep", "head", "tr", "sort", "ls", "mkdir", "mktemp"),

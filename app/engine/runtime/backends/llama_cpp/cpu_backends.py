@@ -48,9 +48,8 @@ def cpu_modules(folder: Path) -> tuple[Path, ...]:
 
 
 def runnable_variants(folder: Path) -> tuple[CpuVariant, ...]:
-    """The CPU variants this CPU runs, best first, as ggml's backend registry ranks them."""
-    for base in sorted(folder.glob(f"{_PREFIX}ggml-base.*"))[:1]:
-        ctypes.CDLL(str(base))  # what each module links to, found by its name once loaded
+    """The CPU variants this CPU runs, best first, as ggml's backend registry ranks them (each
+    module finds the libggml-base it links to beside itself, or the one already loaded)."""
     scored = []
     for path in cpu_modules(folder):
         module = ctypes.CDLL(str(path))
@@ -68,14 +67,23 @@ def installed_folder() -> Path:
 
 def load_installed() -> CpuVariant | None:
     """:func:`load_cpu_backends` for the installed llama-cpp-python: call it before anything
-    asks llama.cpp about its backends (``llama_backend_init``, ``llama_supports_gpu_offload``)."""
-    import llama_cpp._ggml
+    asks llama.cpp about its backends (``llama_backend_init``, ``llama_supports_gpu_offload``).
 
-    return load_cpu_backends(llama_cpp._ggml.libggml, installed_folder())
+    ggml's functions are looked up through libllama's handle, which resolves them in the libggml
+    libllama itself links to: the wheel holds libggml.so, .so.0 and .so.0.x as three copies, and
+    a registry filled through another copy would stay empty for llama.cpp. (Windows has one
+    ggml.dll, which libllama does not re-export.)
+    """
+    import llama_cpp._ggml
+    import llama_cpp.llama_cpp
+
+    ggml = llama_cpp._ggml.libggml if sys.platform == "win32" else llama_cpp.llama_cpp._lib
+    return load_cpu_backends(ggml, installed_folder())
 
 
 def load_cpu_backends(libggml: ctypes.CDLL, folder: Path) -> CpuVariant | None:
-    """Load a portable build's best CPU variant (or the forced one) and its other backends.
+    """Load a portable build's best CPU variant (or the forced one) and its other backends
+    through ``libggml``, a handle that resolves ggml's functions.
 
     Returns the variant loaded, or None for a native build, whose CPU code is built in. Called
     before ``llama_backend_init``, which would otherwise look for them in the wrong folders.
