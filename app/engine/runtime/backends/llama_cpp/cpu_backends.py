@@ -160,10 +160,9 @@ def illegal_instruction_advice() -> str:
     if not cpu_modules(folder):
         return (
             f"llama.cpp's CPU code (in {folder}) was compiled for a CPU with more instruction "
-            "sets than "
-            "this one — llama.cpp's default, -march=native, on another machine — or this machine "
-            "claims one it cannot run (AVX-512 or AMX in some VMs); rebuild llama.cpp portably, "
-            "its CPU code picked at load: bash packaging/setup.sh --portable"
+            "sets than this one — llama.cpp's default, -march=native, on another machine — or "
+            "this machine claims one it cannot run (AVX-512 or AMX in some VMs); rebuild "
+            "llama.cpp portably, its CPU code picked at load: bash packaging/setup.sh --portable"
         )
     forced = os.environ.get(VARIANT_ENV, "").strip()
     try:
@@ -177,14 +176,12 @@ def illegal_instruction_advice() -> str:
         names = ", ".join(_variant_name(path) for path in cpu_modules(folder))
         return (
             f"llama.cpp's CPU variant {chosen or 'for this CPU'} (in {folder}) uses an "
-            "instruction this CPU "
-            f"claims but does not run; choose a more basic one with {VARIANT_ENV}=<name> "
-            f"(this build has: {names})"
+            "instruction this CPU claims but does not run; choose a more basic one with "
+            f"{VARIANT_ENV}=<name> (this build has: {names})"
         )
     return (
         f"llama.cpp's CPU variant for this CPU, {chosen} (in {folder}), uses an instruction "
-        "this CPU "
-        f"claims but does not run (AVX-512 or AMX in some VMs); start MTP Studio with "
+        "this CPU claims but does not run (AVX-512 or AMX in some VMs); start MTP Studio with "
         f"{VARIANT_ENV}={lower[0]} to use the next one down"
     )
 
