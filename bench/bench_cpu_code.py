@@ -5,7 +5,9 @@ Both wheels come from set-up's wheel cache (``bash packaging/setup.sh`` builds t
 ``bash packaging/setup.sh --portable`` or ``bash packaging/build.sh`` the portable one). Each is
 unpacked into a temporary folder put first on PYTHONPATH, so the virtualenv's own build is left
 alone. The runs alternate (native, portable, native, …) so that other load on the machine falls
-on both alike; the script prints each run's tok/s per mode, the medians and portable ÷ native.
+on both alike; the script prints each run's tok/s per mode and the CPU seconds the whole run took
+(the same prompts, seed and token budget: on a shared machine the steadier figure), then the
+medians and portable ÷ native.
 
     python bench/bench_cpu_code.py [--rounds 3] [--max-tokens 128] [--depths 1,2]
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -23,6 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "resources" / "models" / "demo-mtp.gguf"
+CPU_SECONDS = "CPU s (lower: faster)"
 
 
 def cached_wheel(portable: bool) -> Path:
@@ -43,7 +47,9 @@ def cached_wheel(portable: bool) -> Path:
 
 
 def decode_speeds(site: Path, args: argparse.Namespace) -> dict[str, float]:
-    """tok/s per mode of one ``bench decode`` run with the llama.cpp unpacked in ``site``."""
+    """tok/s per mode of one ``bench decode`` run with the llama.cpp unpacked in ``site``, and
+    under ``CPU s`` the CPU time of the run (the CLI and its inference worker)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     command = [sys.executable, "-m", "app", "bench", "decode", "--model", str(DEMO), "--json"]
     command += ["--depths", args.depths, "--repeats", "1", "--max-tokens", str(args.max_tokens)]
     command += ["--seed", "7", "--threads", str(args.threads)]
@@ -53,8 +59,11 @@ def decode_speeds(site: Path, args: argparse.Namespace) -> dict[str, float]:
     )
     if done.returncode != 0:
         raise SystemExit(f"bench_cpu_code: bench decode failed:\n{done.stderr[-2000:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     result = json.loads(done.stdout)
-    return {mode["label"]: mode["decode_tokens_per_second"] for mode in result["modes"]}
+    speeds = {mode["label"]: mode["decode_tokens_per_second"] for mode in result["modes"]}
+    return {**speeds, CPU_SECONDS: cpu}
 
 
 def main() -> int:
@@ -77,7 +86,7 @@ def main() -> int:
                 speeds[name].append(decode_speeds(sites[name], args))
                 shown = "  ".join(f"{m} {v:.1f}" for m, v in speeds[name][-1].items())
                 print(f"round {round_index + 1} {name:<9} tok/s: {shown}", flush=True)
-    print(f"\nmedian tok/s over {args.rounds} rounds (demo model, {args.threads} threads)")
+    print(f"\nmedians over {args.rounds} rounds (demo model, {args.threads} threads): tok/s")
     print(f"{'mode':<22}{'native':>9}{'portable':>10}{'portable÷native':>17}")
     for mode in speeds["native"][0]:
         native = statistics.median(run[mode] for run in speeds["native"])
