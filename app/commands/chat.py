@@ -280,6 +280,8 @@ def describe_load(plan: LoadPlan, info: ModelInfo) -> str:
         ram = physical_memory_bytes()
         of_ram = f" of {format_bytes(ram)} RAM" if ram else ""
         parts.append(f"memory ≈ {format_bytes(plan.memory.total_bytes)}{of_ram}")
+    if info.cpu_variant is not None:  # a portable llama.cpp build: which code this CPU runs
+        parts.append(f"llama.cpp CPU variant {info.cpu_variant}")
     return " · ".join(parts)
 
 

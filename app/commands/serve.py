@@ -4,6 +4,9 @@ statistics.
 Loopback only unless ``--api-key`` (or ``MTP_STUDIO_API_KEY``) is given. Once the model is loaded
 and the port is bound it prints one ``listening on URL`` line on stderr (the Server panel and the
 tests wait for it), then one line per request (``--log-format json``: one JSON object per line).
+A worker killed by an illegal instruction (a llama.cpp build this CPU cannot run) fails its
+request with 503 and stops the server with that error and its advice (exit status 2): every
+later request would crash the same way.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from app.commands.chat import (
     load_plan,
 )
 from app.engine.chat.context_choice import LoadPlan
-from app.engine.errors import ServerError
+from app.engine.errors import ServerError, UnrunnableBuildError
 from app.engine.runtime.backends.choice import BACKEND_CHOICES
 from app.engine.runtime.chat_format.images import ImageLimits
 from app.engine.runtime.core.backend import LoadSettings, ModelInfo
@@ -175,10 +178,21 @@ def run(args: argparse.Namespace) -> int:
     )
     listener = _bind(config.host, config.port)
     emit = _log_writer(args.log_format)
+    unrunnable: list[UnrunnableBuildError] = []
+
+    def stop_serving(error: UnrunnableBuildError) -> None:
+        unrunnable.append(error)
+        server.should_exit = True  # uvicorn's loop sees it within 0.1 s
+
     with RuntimeClient(model, backend=args.backend, settings=plan.settings) as client:
         info = client.load()
         metrics = ServerMetrics(lambda: scheduler.waiting, lambda: scheduler.busy)
-        scheduler = Scheduler(client, config.queue_size, on_finished=metrics.record_generation)
+        scheduler = Scheduler(
+            client,
+            config.queue_size,
+            on_finished=metrics.record_generation,
+            on_unrunnable=stop_serving,
+        )
         app = build_app(config, scheduler, metrics, emit, model_info=info)
         scheduler.start()
         port = listener.getsockname()[1]
@@ -196,6 +210,8 @@ def run(args: argparse.Namespace) -> int:
             server.run(sockets=[listener])
         finally:
             scheduler.stop()
+    if unrunnable:  # no server that crashes on every request: stop, say why and what to do
+        raise unrunnable[0]
     return 0
 
 

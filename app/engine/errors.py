@@ -47,6 +47,11 @@ class ImageError(MtpStudioError):
         self.too_large = too_large
 
 
+class UnrunnableBuildError(RuntimeBackendError):
+    """The inference library holds an instruction this CPU does not run (its worker died by
+    SIGILL): every retry would crash the same way, so callers stop instead of retrying."""
+
+
 class JobCancelled(MtpStudioError):
     """A job stopped because its cancellation token was set."""
 

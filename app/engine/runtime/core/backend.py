@@ -79,7 +79,9 @@ def default_threads() -> int:
 
 @dataclass(frozen=True)
 class ModelInfo:
-    """What a loaded model offers. ``mtp_unavailable_reason`` is None when MTP can run."""
+    """What a loaded model offers. ``mtp_unavailable_reason`` is None when MTP can run;
+    ``cpu_variant`` names the CPU code a portable llama.cpp build picked (None: native code, or
+    another backend)."""
 
     path: Path
     backend: str
@@ -97,6 +99,8 @@ class ModelInfo:
     """Why the model reads no images (one line for the user), when it does not."""
     drafter: Path | None = None
     """The separate drafter model that drafts for it (None: its own MTP head, or none)."""
+    cpu_variant: str | None = None
+    """The CPU code a portable llama.cpp build picked (None: native code, or another backend)."""
 
     @property
     def mtp_available(self) -> bool:

@@ -16,7 +16,9 @@ A separate drafter named in the settings (``LoadSettings.drafter``) is checked a
 here, so a drafter that does not fit is refused in one line before any worker starts.
 
 The worker is a ``spawn``-ed process. If it dies (a native abort, out of memory, a kill), the
-stream raises a clear :class:`RuntimeBackendError` and the next request starts a fresh worker.
+stream raises a clear :class:`RuntimeBackendError` and the next request starts a fresh worker —
+unless it died by SIGILL: then every request raises the same :class:`UnrunnableBuildError`, which
+says how to get a build this CPU runs (``worker_death``).
 A worker that does not stop within ``cancel_grace_seconds`` of a cancel is terminated.
 """
 
@@ -26,7 +28,6 @@ import contextlib
 import dataclasses
 import multiprocessing
 import secrets
-import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -35,7 +36,7 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 from app.engine.drafter.pairing import choose_drafter
-from app.engine.errors import RuntimeBackendError
+from app.engine.errors import RuntimeBackendError, UnrunnableBuildError
 from app.engine.runtime.backends.choice import MLX, BackendChoice, choose_backend
 from app.engine.runtime.core.backend import LoadSettings, ModelInfo
 from app.engine.runtime.core.request import GenerationRequest, GenerationResult, TokenChunk
@@ -51,6 +52,7 @@ from app.engine.runtime.process.messages import (
     WorkerFailure,
 )
 from app.engine.runtime.process.worker import worker_main
+from app.engine.runtime.process.worker_death import worker_death_error
 
 _POLL_SECONDS = 0.05
 _SHUTDOWN_SECONDS = 5.0
@@ -82,6 +84,7 @@ class RuntimeClient:
         self._send_lock = threading.Lock()
         self._next_request_id = 1
         self._active: GenerationStream | None = None
+        self._unrunnable: UnrunnableBuildError | None = None
 
     @property
     def info(self) -> ModelInfo | None:
@@ -111,6 +114,8 @@ class RuntimeClient:
         if sidecar is not None and sidecar != self._sidecar:
             self._sidecar = _checked_sidecar(sidecar, self.choice)
             self._info = None
+        if self._unrunnable is not None:
+            raise self._unrunnable  # a new worker would die by the same illegal instruction
         if self._info is not None and self._process is not None and self._process.is_alive():
             return self._info
         self._stop_worker()
@@ -200,20 +205,15 @@ class RuntimeClient:
 
     def _worker_died(self, doing: str) -> RuntimeBackendError:
         process = self._process
-        how = "unknown cause"
+        code = None
         if process is not None:
             process.join(1.0)
             code = process.exitcode
-            if code is not None and code < 0:
-                how = f"killed by {signal.Signals(-code).name}"
-            elif code is not None:
-                how = f"exit code {code}"
         self._stop_worker()
-        return RuntimeBackendError(
-            f"the {self._backend} worker stopped unexpectedly while {doing} "
-            f"{self._model_path.name} ({how}) — a native crash or out of memory in the inference "
-            "library; the next request starts a fresh worker"
-        )
+        error = worker_death_error(self._backend, doing, self._model_path.name, code)
+        if isinstance(error, UnrunnableBuildError):
+            self._unrunnable = error
+        return error
 
     def _stop_worker(self) -> None:
         """Kill the worker if it still runs (it holds nothing that needs a graceful exit)."""

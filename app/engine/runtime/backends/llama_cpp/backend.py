@@ -66,6 +66,7 @@ from app.engine.runtime.backends.llama_cpp.model import (
     BATCH_SIZE,
     DEFAULT_CONTEXT,
     LlamaModel,
+    cpu_variant_name,
     initialise_once,
     machine_fingerprint,
 )
@@ -156,6 +157,7 @@ class LlamaCppBackend(DecodeBackend):
             projector=settings.projector if self._images is not None else None,
             images_unavailable_reason=images_reason,
             drafter=drafter_path,
+            cpu_variant=cpu_variant_name(),
         )
         drafting = Lane("drafting", target, drafter, self._zero_hidden())
         kept = KeptLanes(

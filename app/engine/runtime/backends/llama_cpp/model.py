@@ -27,6 +27,7 @@ from app.engine.learned_state import cpu_name
 from app.engine.runtime.backends.gguf_info import GgufSummary
 from app.engine.runtime.backends.llama_cpp import log as llama_cpp_log
 from app.engine.runtime.backends.llama_cpp.contexts import LlamaContext
+from app.engine.runtime.backends.llama_cpp.cpu_backends import CpuVariant, load_installed
 
 BACKEND_NAME = "llama.cpp"
 DEFAULT_CONTEXT = 4096
@@ -44,15 +45,23 @@ FLASH_ATTENTION_MODES = {
 }
 
 _backend_initialised = False
+_cpu_variant: CpuVariant | None = None
 
 
 def initialise_once() -> None:
-    """Route llama.cpp's log to our sink and initialise its backends (once per process)."""
-    global _backend_initialised
+    """Route llama.cpp's log to our sink, load a portable build's CPU variant and initialise its
+    backends (once per process)."""
+    global _backend_initialised, _cpu_variant
     if not _backend_initialised:
         llama_cpp_log.install()
+        _cpu_variant = load_installed()
         llama_cpp.llama_backend_init()
         _backend_initialised = True
+
+
+def cpu_variant_name() -> str | None:
+    """The CPU code a portable build picked (None: a native build, or not initialised yet)."""
+    return _cpu_variant.name if _cpu_variant is not None else None
 
 
 def machine_fingerprint(threads: int, gpu_layers: int, clock: str) -> str:
