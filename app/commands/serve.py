@@ -41,8 +41,12 @@ from app.engine.server.core.config import (
     DEFAULT_MAX_BODY_MIB,
     DEFAULT_PORT,
     DEFAULT_QUEUE_SIZE,
+    MAX_CONNECTIONS,
+    MAX_CONNECTIONS_PER_CLIENT,
+    READ_SECONDS,
     ServerConfig,
 )
+from app.engine.server.core.connections import ConnectionGuard, ConnectionLimits, guarded_protocol
 from app.engine.server.core.depth import deepest
 from app.engine.server.core.images import DEFAULT_MAX_IMAGES, ImageRules
 from app.engine.server.core.metrics import ServerMetrics
@@ -120,6 +124,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "repeat for several",
     )
     _add_image_arguments(parser)
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a name besides localhost that requests may give in their Host header (e.g. the "
+        "name of a reverse proxy in front of a loopback server); repeat for several",
+    )
     add_load_arguments(parser)
     parser.add_argument("--threads", type=int, default=0, metavar="N", help="CPU threads")
     parser.add_argument(
@@ -163,6 +175,7 @@ def run(args: argparse.Namespace) -> int:
         max_body_bytes=args.max_body_mib * 2**20,
         cors_origins=tuple(args.cors),
         images=ImageRules(max_images=args.max_images, allow_remote=args.allow_remote_images),
+        allowed_hosts=tuple(args.allow_host),
     )
     plan = load_plan(
         args,
@@ -181,9 +194,11 @@ def run(args: argparse.Namespace) -> int:
         port = listener.getsockname()[1]
         url = dataclasses.replace(config, port=port).url
         _announce(args.log_format, url, config, info, plan)
+        limits = ConnectionLimits(READ_SECONDS, MAX_CONNECTIONS_PER_CLIENT, MAX_CONNECTIONS)
         server = uvicorn.Server(
             uvicorn.Config(
                 app,
+                http=guarded_protocol(ConnectionGuard(limits)),
                 log_level="warning",
                 access_log=False,
                 timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
