@@ -112,7 +112,13 @@ def sparse_distribution(logits: np.ndarray, settings: SamplerSettings) -> Sparse
     top_k_on = 0 < settings.top_k < size
     candidates = top_k_ids(logits, settings.top_k) if top_k_on else np.arange(size)
     scaled = logits[candidates].astype(np.float64) / settings.temperature
-    kept = np.exp(scaled - scaled.max())
+    top = scaled.max() if scaled.size else np.nan
+    if not np.isfinite(top):  # NaN compares false everywhere, so top-k kept nothing
+        raise RuntimeBackendError(
+            "the model computed logits that are not numbers (NaN or infinity): its weights are "
+            "damaged; download or convert the model again"
+        )
+    kept = np.exp(scaled - top)
     kept /= kept.sum()
     if settings.top_p < 1.0:
         kept = _keep_top_p(kept, settings.top_p)
