@@ -52,34 +52,24 @@ def hostile_endpoints() -> Iterator[dict[str, str]]:
 
 def _retyped_head(work: Path, type_name: str) -> Path:
     """The demo's head file with its ``eh_proj`` stored as ``type_name`` (data sized to fit)."""
-    import numpy as np
-    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFReader, GGUFValueType, GGUFWriter
+    from tests.graft.bases import HEAD_BLOCK, write_retyped_head
 
-    from tests.graft.bases import ARCH, HEAD_BLOCK
+    tensor = f"blk.{HEAD_BLOCK}.nextn.eh_proj.weight"
+    return write_retyped_head(DEMO, work / f"mtp-retyped-{type_name}.gguf", type_name, tensor)
 
-    kind = GGMLQuantizationType[type_name]
-    out = work / f"mtp-retyped-{type_name}.gguf"
-    reader, writer = GGUFReader(DEMO), GGUFWriter(out, ARCH)
-    for key, field in reader.fields.items():
-        if not key.startswith("GGUF.") and key != "general.architecture":
-            sub = field.types[-1] if field.types[0] == GGUFValueType.ARRAY else None
-            writer.add_key_value(key, field.contents(), field.types[0], sub_type=sub)
-    for tensor in reader.tensors:
-        if tensor.name.startswith("blk.") and not tensor.name.startswith(f"blk.{HEAD_BLOCK}."):
-            continue
-        if tensor.name == f"blk.{HEAD_BLOCK}.nextn.eh_proj.weight":
-            block, size = GGML_QUANT_SIZES[kind]
-            width, rows = int(tensor.shape[0]), int(np.prod(tensor.shape[1:]))
-            noise = np.random.default_rng(0).integers(0, 255, (rows, width // block * size))
-            writer.add_tensor(tensor.name, noise.astype(np.uint8), raw_dtype=kind)
-        else:
-            writer.add_tensor(tensor.name, np.asarray(tensor.data), raw_dtype=tensor.tensor_type)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return out
 
+JOIN_SCRIPT = """
+import sys
+from pathlib import Path
+from app.engine.errors import MtpStudioError
+from app.engine.graft.split import join_split_gguf
+first = Path(sys.argv[1])
+try:
+    join_split_gguf(first, first.with_name("joined.gguf"))
+except MtpStudioError as exc:
+    print(f"mtp-studio: error: {exc}", file=sys.stderr)
+    sys.exit(2)
+"""
 
 HISTORY_SCRIPT = """
 import sqlite3, sys
@@ -146,31 +136,14 @@ def issue34_rows(work: Path, hub_endpoint: str, endpoints: dict[str, str]) -> li
         ),
         ("chat --temp 1e-320 (demo model)", cli(*_chat("--temp", "1e-320")), offline, {}),
     ]
-    split = work / "trunk-Q8_0-00001-of-99999.gguf"
+    split = work / "m-Q4_K_M-00001-of-99999.gguf"
+    split.write_bytes(DEMO.read_bytes())
     trunk = work / "trunk-Q8_0.gguf"
     from tests.graft.bases import write_trunk_only
 
     write_trunk_only(DEMO, trunk)
-    split.write_bytes(trunk.read_bytes())
-    sidecar = work / "demo-sidecar.safetensors"
-    from app.engine.mtp import LocalFolderSource, extract_mtp
-
-    extract_mtp(LocalFolderSource(DEMO.parent / "demo-mtp-hf"), sidecar)
     rows.append(
-        (
-            "graft --base …-00001-of-99999.gguf (99 998 parts missing)",
-            cli(
-                "graft",
-                "--base",
-                str(split),
-                "--sidecar",
-                str(sidecar),
-                "--out",
-                str(work / "j.gguf"),
-            ),
-            offline,
-            {},
-        )
+        ("get's join of a split named -00001-of-99999", script(JOIN_SCRIPT, split), offline, {})
     )
     for type_name in ("I64", "IQ2_XXS", "MXFP4"):
         head, out = _retyped_head(work, type_name), work / f"grafted-{type_name}.gguf"

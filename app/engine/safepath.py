@@ -33,8 +33,9 @@ GIT_OID_LENGTH = 40
 SHA256_LENGTH = 64
 
 
-def relative_path_problem(name: object) -> str | None:
-    """Why ``name`` is not a safe relative POSIX path, or ``None`` when it is one."""
+def relative_path_problem(name: object, max_name_bytes: int | None = MAX_NAME_BYTES) -> str | None:
+    """Why ``name`` is not a safe relative POSIX path, or ``None`` when it is one
+    (``max_name_bytes`` None: names of any length, for a caller that checks them itself)."""
     if not isinstance(name, str):
         return f"it is a {type(name).__name__}, not a string"
     if not name:
@@ -53,17 +54,17 @@ def relative_path_problem(name: object) -> str | None:
     if any(segment in ("", ".") for segment in segments):
         return "it has an empty or '.' segment"
     longest = max(len(segment.encode("utf-8", "surrogatepass")) for segment in segments)
-    if longest > MAX_NAME_BYTES:
+    if max_name_bytes is not None and longest > max_name_bytes:
         return (
-            f"it has a name of {longest} bytes; names over {MAX_NAME_BYTES} bytes are refused "
+            f"it has a name of {longest} bytes; names over {max_name_bytes} bytes are refused "
             "(file systems allow 255, and a download needs room for a temporary name beside it)"
         )
     return None
 
 
-def plain_name_problem(name: object) -> str | None:
+def plain_name_problem(name: object, max_name_bytes: int | None = MAX_NAME_BYTES) -> str | None:
     """Why ``name`` is not a single safe file or folder name (no ``/`` at all), or ``None``."""
-    problem = relative_path_problem(name)
+    problem = relative_path_problem(name, max_name_bytes)
     if problem is None and "/" in str(name):
         return "it contains '/'"
     return problem

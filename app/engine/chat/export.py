@@ -178,7 +178,7 @@ def export_conversation(conversation: Conversation, path: Path, replace: bool = 
 
 
 def _check_target(path: Path, replace: bool) -> None:
-    if (problem := plain_name_problem(path.name)) is not None:
+    if (problem := plain_name_problem(path.name, max_name_bytes=None)) is not None:
         raise ExportError(f"cannot export to {str(path)!r}: {problem}; choose another file name")
     if len(path.name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
         raise ExportError(

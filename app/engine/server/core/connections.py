@@ -22,6 +22,7 @@ import itertools
 import json
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,7 +68,7 @@ class ConnectionGuard:
         if not mine:
             self._open.pop(connection.client_address, None)
 
-    def _evict_oldest(self, groups: Any) -> bool:
+    def _evict_oldest(self, groups: Iterable[dict[GuardedH11Protocol, int]]) -> bool:
         candidates = [
             (order, connection)
             for group in groups
