@@ -115,6 +115,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="MIB",
         help=f"larger request bodies get 413 (default {DEFAULT_MAX_BODY_MIB})",
     )
+    _add_browser_arguments(parser)
+    add_load_arguments(parser)
+    parser.add_argument("--threads", type=int, default=0, metavar="N", help="CPU threads")
+    parser.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="request log on stderr: a short line, or one JSON object per line",
+    )
+    parser.set_defaults(func=run)
+
+
+def _add_browser_arguments(parser: argparse.ArgumentParser) -> None:
+    """Who may reach the server from a web browser: CORS origins and extra Host names."""
     parser.add_argument(
         "--cors",
         action="append",
@@ -132,15 +146,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="a name besides localhost that requests may give in their Host header (e.g. the "
         "name of a reverse proxy in front of a loopback server); repeat for several",
     )
-    add_load_arguments(parser)
-    parser.add_argument("--threads", type=int, default=0, metavar="N", help="CPU threads")
-    parser.add_argument(
-        "--log-format",
-        choices=("text", "json"),
-        default="text",
-        help="request log on stderr: a short line, or one JSON object per line",
-    )
-    parser.set_defaults(func=run)
 
 
 def _add_image_arguments(parser: argparse.ArgumentParser) -> None:
