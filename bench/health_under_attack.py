@@ -6,8 +6,9 @@ itself gets.
 For each case a fresh ``serve`` of the checkout (its folder as working directory and
 ``PYTHONPATH``; the bundled demo model; at most 1,024 open files, the usual default, and 4 GiB of
 address space) is started and, while a thread polls ``GET /health`` every 20 ms, the attack runs:
-one hostile request of :mod:`tests.server.hostile_bodies` (its answer awaited up to 60 s), or
-1,020 connections that each send their headers and half a body and stay open for 5 s. Printed per
+one hostile request of :mod:`tests.server.hostile_bodies` (its answer awaited up to 60 s); 700
+stop strings of 10 KB plus one that the greedy reply (asked for first) is a prefix of; or 1,020
+connections that each send their headers and half a body and stay open for 5 s. Printed per
 case: the outcome (HTTP status, or how the server failed), the attack's seconds, the worst and
 median ``/health`` latency (a poll without an answer counts its 10 s timeout), whether the server
 still answers afterwards, its peak memory (VmHWM) and how much it logged. The CPU is shared, so
@@ -50,6 +51,8 @@ OPEN_FILES = 1024
 ADDRESS_SPACE = 4 * 2**30
 _LISTENING = re.compile(r"listening on http://127\.0\.0\.1:(\d+)/v1")
 SLOW_CLIENTS = "1,020 connections sending headers and half a body"
+STOP_STRINGS = "700 stop strings of 10 KB, the reply a prefix of one more"
+STOP_REPLY_TOKENS = 300
 
 
 @dataclass(frozen=True)
@@ -186,6 +189,21 @@ def _message(body: bytes) -> str:
     return (text or body.decode("utf-8", "replace"))[:90]
 
 
+def stop_strings(serve: Serve) -> str:
+    """700 stop strings of 10 KB plus one that the (greedy, so known) reply is a prefix of: the
+    whole reply is held back while every string is compared with it."""
+    story = [{"role": "user", "content": "Write a long story about a dragon."}]
+    ask = {"model": "m", "messages": story, "max_tokens": STOP_REPLY_TOKENS, "temperature": 0}
+    probe = HostileRequest("probe", "/v1/chat/completions", json.dumps(ask).encode())
+    connection = http.client.HTTPConnection("127.0.0.1", serve.port, timeout=ANSWER_TIMEOUT)
+    connection.request("POST", probe.path, body=probe.body, headers=probe.headers)
+    reply = json.loads(connection.getresponse().read())["choices"][0]["message"]["content"]
+    connection.close()
+    stops = [f"{i}" + "x" * 10_000 for i in range(700)] + [reply + "y" * 10_000]
+    body = json.dumps({**ask, "stop": stops}).encode()
+    return send(HostileRequest("stops", probe.path, body))(serve)
+
+
 def slow_clients(serve: Serve) -> str:
     head = (
         b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n"
@@ -213,8 +231,11 @@ def slow_clients(serve: Serve) -> str:
 
 def cases() -> dict[str, Callable[[Serve], str]]:
     found: dict[str, Callable[[Serve], str]] = {
-        request.name: send(request) for request in hostile_requests()
+        request.name: send(request)
+        for request in hostile_requests()
+        if "stop strings" not in request.name  # the reply must be known first: stop_strings
     }
+    found[STOP_STRINGS] = stop_strings
     found[SLOW_CLIENTS] = slow_clients
     return found
 
