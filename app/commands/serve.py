@@ -116,6 +116,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"larger request bodies get 413 (default {DEFAULT_MAX_BODY_MIB})",
     )
     _add_browser_arguments(parser)
+    _add_image_arguments(parser)
     add_load_arguments(parser)
     parser.add_argument("--threads", type=int, default=0, metavar="N", help="CPU threads")
     parser.add_argument(
@@ -137,7 +138,6 @@ def _add_browser_arguments(parser: argparse.ArgumentParser) -> None:
         help="let web pages from ORIGIN (e.g. http://localhost:3000, or *) call the server; "
         "repeat for several",
     )
-    _add_image_arguments(parser)
     parser.add_argument(
         "--allow-host",
         action="append",
