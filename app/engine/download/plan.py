@@ -145,18 +145,7 @@ def plan_download(request: DownloadRequest, token: str | None = None) -> Downloa
             if not isinstance(entry.path, str) or select([entry.path], request.include)
         ]
     if request.quant:
-        sizes = {path: file.size for path, file in by_path.items()}
-        try:
-            chosen = list(
-                gguf_files(sizes).files_for(request.quant, request.repo_id, request.projector)
-            )
-        except DownloadError as exc:
-            if not refused:
-                raise
-            raise DownloadError(
-                f"{exc}; the listing also had {len(refused)} file(s) refused: "
-                f"{refused[0].describe()}"
-            ) from None
+        chosen = _quantisation_files(request, by_path, refused)
     else:
         chosen = select(sorted(by_path), request.include)
     if not chosen and not refused:
@@ -171,6 +160,22 @@ def plan_download(request: DownloadRequest, token: str | None = None) -> Downloa
         files=tuple(by_path[path] for path in chosen),
         refused=tuple(refused),
     )
+
+
+def _quantisation_files(
+    request: DownloadRequest, by_path: dict[str, RemoteFile], refused: list[RefusedEntry]
+) -> list[str]:
+    """The files of ``request.quant``; when it is missing, the error also names a refused entry
+    (a name too long, say), which may be why."""
+    sizes = {path: file.size for path, file in by_path.items()}
+    try:
+        return list(gguf_files(sizes).files_for(request.quant, request.repo_id, request.projector))
+    except DownloadError as exc:
+        if not refused:
+            raise
+        raise DownloadError(
+            f"{exc}; the listing also had {len(refused)} file(s) refused: {refused[0].describe()}"
+        ) from None
 
 
 def _checked_entry(item: RepoFile) -> RemoteFile | RefusedEntry:

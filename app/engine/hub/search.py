@@ -299,9 +299,8 @@ def describe_repo(
     sidecar_kind = SIDECAR
     if sidecar is None and fmt in FORMATS:
         sidecar, sidecar_kind = facts.hub_sidecar(bases, info.id), SIDECAR_ON_HUB
-    shape = facts.shape(
-        info.id if "config.json" in sizes else None, bases, sizes.get("config.json")
-    )
+    own_config = sizes.get("config.json")
+    shape = facts.shape(info.id if own_config is not None else None, bases, own_config)
     if fmt == GGUF:
         trunk = trunk_file(sizes)
         found = drafter_files(
