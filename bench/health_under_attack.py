@@ -137,29 +137,53 @@ def get(port: int, path: str, timeout: float) -> int:
         connection.close()
 
 
+POLLER = """
+import http.client, json, select, sys, time
+port, period, timeout = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+latencies = []
+print("ready", flush=True)
+while True:  # until a line arrives on stdin
+    started = time.perf_counter()
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        connection.request("GET", "/health", headers={"host": "localhost"})
+        connection.getresponse().read()
+        connection.close()
+    except OSError:
+        pass
+    latencies.append(time.perf_counter() - started)
+    if select.select([sys.stdin], [], [], period)[0]:
+        break
+print(json.dumps(latencies))
+"""
+
+
 class HealthPoller:
+    """Polls ``/health`` from its own process, so the attack's work in this one (building a 7 MB
+    body, opening 1,020 sockets) cannot delay the polls; :meth:`stop` collects the latencies."""
+
     def __init__(self, serve: Serve) -> None:
         self._serve = serve
         self.latencies: list[float] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", POLLER, str(serve.port), str(POLL_SECONDS), str(POLL_TIMEOUT)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self._process.stdout is not None
+        self._process.stdout.readline()  # "ready"
+        self._sampling = threading.Event()
+        threading.Thread(target=self._sample, daemon=True).start()
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            started = time.perf_counter()
-            try:
-                get(self._serve.port, "/health", POLL_TIMEOUT)
-            except OSError:
-                if self._serve.process.poll() is not None:
-                    return
-            self.latencies.append(time.perf_counter() - started)
+    def _sample(self) -> None:
+        while not self._sampling.wait(0.05):
             self._serve.sample_memory()
-            self._stop.wait(POLL_SECONDS)
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
+        self._sampling.set()
+        output, _ = self._process.communicate("stop\n", timeout=POLL_TIMEOUT + 10)
+        self.latencies = json.loads(output)
 
 
 def send(request: HostileRequest) -> Callable[[Serve], str]:
