@@ -46,8 +46,12 @@ from app.engine.server.core.config import (
     DEFAULT_MAX_BODY_MIB,
     DEFAULT_PORT,
     DEFAULT_QUEUE_SIZE,
+    MAX_CONNECTIONS,
+    MAX_CONNECTIONS_PER_CLIENT,
+    READ_SECONDS,
     ServerConfig,
 )
+from app.engine.server.core.connections import ConnectionGuard, ConnectionLimits, guarded_protocol
 from app.engine.server.core.depth import deepest
 from app.engine.server.core.images import DEFAULT_MAX_IMAGES, ImageRules
 from app.engine.server.core.metrics import ServerMetrics
@@ -117,14 +121,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="MIB",
         help=f"larger request bodies get 413 (default {DEFAULT_MAX_BODY_MIB})",
     )
-    parser.add_argument(
-        "--cors",
-        action="append",
-        default=[],
-        metavar="ORIGIN",
-        help="let web pages from ORIGIN (e.g. http://localhost:3000, or *) call the server; "
-        "repeat for several",
-    )
+    _add_browser_arguments(parser)
     _add_image_arguments(parser)
     add_load_arguments(parser)
     parser.add_argument("--threads", type=int, default=0, metavar="N", help="CPU threads")
@@ -135,6 +132,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="request log on stderr: a short line, or one JSON object per line",
     )
     parser.set_defaults(func=run)
+
+
+def _add_browser_arguments(parser: argparse.ArgumentParser) -> None:
+    """Who may reach the server from a web browser: CORS origins and extra Host names."""
+    parser.add_argument(
+        "--cors",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="let web pages from ORIGIN (e.g. http://localhost:3000, or *) call the server; "
+        "repeat for several",
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a name besides localhost that requests may give in their Host header (e.g. the "
+        "name of a reverse proxy in front of a loopback server); repeat for several",
+    )
 
 
 def _add_image_arguments(parser: argparse.ArgumentParser) -> None:
@@ -169,6 +186,7 @@ def run(args: argparse.Namespace) -> int:
         max_body_bytes=args.max_body_mib * 2**20,
         cors_origins=tuple(args.cors),
         images=ImageRules(max_images=args.max_images, allow_remote=args.allow_remote_images),
+        allowed_hosts=tuple(args.allow_host),
     )
     plan = load_plan(
         args,
@@ -198,9 +216,11 @@ def run(args: argparse.Namespace) -> int:
         port = listener.getsockname()[1]
         url = dataclasses.replace(config, port=port).url
         _announce(args.log_format, url, config, info, plan)
+        limits = ConnectionLimits(READ_SECONDS, MAX_CONNECTIONS_PER_CLIENT, MAX_CONNECTIONS)
         server = uvicorn.Server(
             uvicorn.Config(
                 app,
+                http=guarded_protocol(ConnectionGuard(limits)),
                 log_level="warning",
                 access_log=False,
                 timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,

@@ -62,6 +62,7 @@ COMMAND_LINE_ONLY: dict[str, str] = {
     "--include": "the download wizard picks files by quantisation or by pattern, never both",
     "--projector": "the download wizard fetches a projector only with the quantisation it picked",
     "--mtp": "names llama.cpp's own converter switch (a command of another tool)",
+    "--limit": "the Discover page asks for a fixed number of repos; only the CLI takes a count",
     "--portable": "names the set-up command (bash packaging/setup.sh --portable) a terminal runs",
     "--replace": "the window's graft adds a head to a model without one; it replaces none",
 }

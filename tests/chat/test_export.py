@@ -13,6 +13,7 @@ from app.engine.chat.history import HistoryStore
 from app.engine.runtime.core.backend import LoadSettings
 from app.engine.runtime.core.request import GenerationResult
 from app.engine.runtime.process.client import RuntimeClient
+from app.engine.terminal import printable
 
 
 @pytest.fixture(scope="module")
@@ -60,8 +61,9 @@ def test_markdown_export_reads_like_the_conversation(
     text = export_conversation(conversation, tmp_path / "chat.md").read_bytes().decode("utf-8")
     assert text.startswith("# Lines in a file\n")
     assert "## System\n\nYou write Python.\n" in text
-    for message in conversation.messages:
-        assert message.content in text
+    unescaped = text.replace("\n\\", "\n")  # a line that could open a section starts with \\
+    for message in conversation.messages:  # control characters (a tiny model's) as escapes
+        assert printable(message.content, multiline=True) in unescaped
     assert text.count("## User") == 2 and text.count("## Assistant (tiny-mtp.gguf)") == 2
     stats = conversation.messages[1].stats
     assert stats is not None

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,7 +53,11 @@ def serve_command(*args: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def running_server(*args: str, home: Path | None = None) -> Iterator[ServerProcess]:
+def running_server(
+    *args: str, home: Path | None = None, preexec_fn: Callable[[], None] | None = None
+) -> Iterator[ServerProcess]:
+    """``serve`` with ``args`` on a free port; ``preexec_fn`` runs in the child before it starts
+    (e.g. to lower its resource limits)."""
     env = None if home is None else {**os.environ, "MTP_STUDIO_HOME": str(home)}
     process = subprocess.Popen(
         serve_command("--port", "0", *args),
@@ -61,6 +65,7 @@ def running_server(*args: str, home: Path | None = None) -> Iterator[ServerProce
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=preexec_fn,
     )
     server = ServerProcess(process)
     assert process.stderr is not None

@@ -3,12 +3,15 @@
 OpenAI: ``POST /v1/chat/completions`` and ``POST /v1/completions`` (also without ``/v1``) and
 ``GET /v1/models`` (:mod:`.openai.routes`). Anthropic: ``POST /v1/messages`` and
 ``POST /v1/messages/count_tokens`` (:mod:`.anthropic.routes`). Plus ``GET /health`` (no key
-needed) and ``GET /metrics``. Bodies are capped (413); errors take the shape of the API called.
+needed) and ``GET /metrics``. Bodies are capped (413) and must be JSON (415), the ``Host`` must be
+allowed (403); errors take the shape of the API called.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -22,6 +25,7 @@ from app.engine.runtime.core.backend import ModelInfo
 from app.engine.server.anthropic.routes import AnthropicRoutes
 from app.engine.server.core.api_errors import ApiError
 from app.engine.server.core.config import ServerConfig
+from app.engine.server.core.connections import quiet_accept_errors
 from app.engine.server.core.echo import clean
 from app.engine.server.core.metrics import ServerMetrics
 from app.engine.server.core.request_log import RequestLogEntry
@@ -74,6 +78,16 @@ def build_app(
                 allow_headers=["*"],
             )
         )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        quiet_accept_errors(asyncio.get_running_loop())
+        yield
+        server.offload.close()
+
     return Starlette(
-        routes=routes, middleware=middleware, exception_handlers={HTTPException: not_found}
+        routes=routes,
+        middleware=middleware,
+        exception_handlers={HTTPException: not_found},
+        lifespan=lifespan,
     )

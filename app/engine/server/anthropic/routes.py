@@ -45,7 +45,8 @@ class AnthropicRoutes:
         started = time.monotonic()
         body = await server.body(request)
         images = await server.request_images(body)
-        parsed = parse_messages_body(body, server.request_defaults, images)
+        defaults = server.request_defaults
+        parsed = await server.check(lambda: parse_messages_body(body, defaults, images))
         job, first = await server.start(request, parsed)
         message_id = anthropic_replies.new_message_id()
         if parsed.stream:
@@ -63,7 +64,8 @@ class AnthropicRoutes:
         """``{"input_tokens": N}``: the prompt prefilled, one token generated and dropped."""
         server = self._server
         body = await server.body(request)
-        conversation = parse_count_tokens_body(body, await server.request_images(body))
+        images = await server.request_images(body)
+        conversation = await server.check(lambda: parse_count_tokens_body(body, images))
         probe = GenerationRequest(
             **conversation, max_tokens=1, sampler=SamplerSettings(seed=0), mtp_depth=0
         )

@@ -22,8 +22,9 @@ from app.engine.runtime import ToolCall, ToolChoice, ToolSpec
 from app.engine.runtime.chat_format.tools import AUTO, NONE, REQUIRED, forced_call_constraint
 from app.engine.server.core.api_errors import bad_request
 from app.engine.server.core.echo import echo
+from app.engine.server.core.request_fields import check_schemas, check_tool_count
 
-_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,128}")
 CUSTOM_TOOL_TYPES = (None, "custom")
 _CHOICE_MODES = {"auto": AUTO, "any": REQUIRED, "none": NONE}
 TOOL_USE_REASON = "tool_use"
@@ -49,7 +50,9 @@ def _tools(value: Any) -> tuple[ToolSpec, ...]:
         return ()
     if not isinstance(value, list):
         raise bad_request("'tools' must be an array of tools", "tools")
+    check_tool_count(value)
     tools = [_tool(item, f"tools[{index}]") for index, item in enumerate(value)]
+    check_schemas([item["input_schema"] for item in value], "tools")
     names = [tool.name for tool in tools]
     if len(set(names)) != len(names):
         raise bad_request("'tools' names a tool twice; give each tool one entry", "tools")
@@ -68,7 +71,7 @@ def _tool(item: Any, where: str) -> ToolSpec:
             where,
         )
     name = item.get("name")
-    if not isinstance(name, str) or not _TOOL_NAME.match(name):
+    if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
         raise bad_request(
             f"'{where}.name' must be 1-128 letters, digits, '_' or '-', got {echo(name)}",
             f"{where}.name",

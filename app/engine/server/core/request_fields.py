@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.engine.errors import RuntimeBackendError
+from app.engine.runtime.chat_format.schema_limits import check_schema_size
 from app.engine.runtime.chat_format.tools import NONE
 from app.engine.runtime.core.request import MAX_DRAFT_DEPTH, GenerationRequest
 from app.engine.runtime.sampling.sampler import SamplerSettings
 from app.engine.runtime.speculative.depth_policy import AUTO
 from app.engine.server.core.api_errors import bad_request
+from app.engine.server.core.config import MAX_STOP_CHARACTERS, MAX_STOP_STRINGS, MAX_TOOLS
 from app.engine.server.core.depth import DepthSetting, allowed_depths, deepest
 from app.engine.server.core.echo import clean, echo
 
@@ -95,7 +97,8 @@ def generation_fields(
 
 
 def stop_strings(body: dict[str, Any], name: str) -> tuple[str, ...]:
-    """``body[name]``: one stop string or a list of them (any number), as a tuple."""
+    """``body[name]``: one stop string or a list of up to :data:`MAX_STOP_STRINGS` of them (each
+    up to :data:`MAX_STOP_CHARACTERS` long), as a tuple."""
     value = body.get(name)
     if value is None:
         return ()
@@ -103,6 +106,19 @@ def stop_strings(body: dict[str, Any], name: str) -> tuple[str, ...]:
     if not isinstance(stops, list) or not all(isinstance(stop, str) and stop for stop in stops):
         raise bad_request(
             f"'{name}' must be a non-empty string or a list of them, got {echo(value)}", name
+        )
+    if len(stops) > MAX_STOP_STRINGS:
+        raise bad_request(
+            f"'{name}' lists {len(stops)} stop strings; this server accepts at most "
+            f"{MAX_STOP_STRINGS}",
+            name,
+        )
+    longest = max(stops, key=len, default="")
+    if len(longest) > MAX_STOP_CHARACTERS:
+        raise bad_request(
+            f"'{name}' holds a stop string of {len(longest):,} characters "
+            f"({echo(longest)}); this server accepts at most {MAX_STOP_CHARACTERS} per string",
+            name,
         )
     return tuple(stops)
 
@@ -160,6 +176,25 @@ def integer(body: dict[str, Any], name: str, default: int) -> int:
             f"'{name}' must be a whole number of at most 20 digits, got {echo(value)}", name
         )
     return value
+
+
+def check_tool_count(tools: list[Any]) -> None:
+    """400 when ``tools`` offers more than :data:`MAX_TOOLS`."""
+    if len(tools) > MAX_TOOLS:
+        raise bad_request(
+            f"'tools' offers {len(tools):,} tools; this server accepts at most {MAX_TOOLS} per "
+            "request",
+            "tools",
+        )
+
+
+def check_schemas(schemas: list[Any], field: str) -> None:
+    """400 naming ``field`` when ``schemas`` together pass the grammar compiler's size limits
+    (checked whether or not they are compiled: the worker renders them into the prompt)."""
+    try:
+        check_schema_size(schemas, f"'{field}'")
+    except RuntimeBackendError as exc:
+        raise bad_request(str(exc), field) from None
 
 
 def parses_calls(request: GenerationRequest) -> bool:

@@ -70,9 +70,9 @@ class OpenAiRoutes:
         defaults = self._server.request_defaults
         if chat:
             images = await self._server.request_images(body)
-            parsed = parse_chat_body(body, defaults, images)
+            parsed = await self._server.check(lambda: parse_chat_body(body, defaults, images))
         else:
-            parsed = parse_completion_body(body, defaults)
+            parsed = await self._server.check(lambda: parse_completion_body(body, defaults))
         job, first = await self._server.start(request, parsed)
         reply_id = replies.new_id("chatcmpl" if chat else "cmpl")
         if parsed.stream:

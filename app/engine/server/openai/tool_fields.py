@@ -32,9 +32,9 @@ from app.engine.runtime.chat_format.tools import (
 )
 from app.engine.runtime.core.request import GenerationRequest
 from app.engine.server.core.api_errors import bad_request
-from app.engine.server.core.request_fields import parses_calls
+from app.engine.server.core.request_fields import check_schemas, check_tool_count, parses_calls
 
-_FUNCTION_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_FUNCTION_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 EMPTY_PARAMETERS = {"type": "object", "properties": {}}
 TOOL_CALLS_REASON = "tool_calls"
 
@@ -69,7 +69,8 @@ def _tools(value: Any) -> tuple[ToolSpec, ...]:
         return ()
     if not isinstance(value, list):
         raise bad_request("'tools' must be an array of function tools", "tools")
-    tools = []
+    check_tool_count(value)
+    tools, schemas = [], []
     for index, item in enumerate(value):
         where = f"tools[{index}]"
         function = item.get("function") if isinstance(item, dict) else None
@@ -83,7 +84,7 @@ def _tools(value: Any) -> tuple[ToolSpec, ...]:
                 where,
             )
         name = function.get("name")
-        if not isinstance(name, str) or not _FUNCTION_NAME.match(name):
+        if not isinstance(name, str) or not _FUNCTION_NAME.fullmatch(name):
             raise bad_request(
                 f"'{where}.function.name' must be 1-64 letters, digits, '_', '.' or '-'",
                 f"{where}.function.name",
@@ -97,7 +98,9 @@ def _tools(value: Any) -> tuple[ToolSpec, ...]:
                 f"'{where}.function.parameters' must be a JSON schema object",
                 f"{where}.function.parameters",
             )
+        schemas.append(parameters)
         tools.append(ToolSpec(name, description, json.dumps(parameters)))
+    check_schemas(schemas, "tools")
     names = [tool.name for tool in tools]
     if len(set(names)) != len(names):
         raise bad_request("'tools' names a function twice; give each function one entry", "tools")
