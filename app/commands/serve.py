@@ -33,6 +33,7 @@ from app.engine.runtime.chat_format.images import ImageLimits
 from app.engine.runtime.core.backend import LoadSettings, ModelInfo
 from app.engine.runtime.core.demo_model import demo_model_path
 from app.engine.runtime.process.client import RuntimeClient
+from app.engine.runtime.process.prompt_counter import PromptCounter
 from app.engine.runtime.speculative.depth_policy import AUTO, AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
 from app.engine.server.app import build_app
 from app.engine.server.core.client_snippets import anthropic_base_url
@@ -174,9 +175,10 @@ def run(args: argparse.Namespace) -> int:
     emit = _log_writer(args.log_format)
     with RuntimeClient(model, backend=args.backend, settings=plan.settings) as client:
         info = client.load()
+        counter = PromptCounter(client.choice.name, model)
         metrics = ServerMetrics(lambda: scheduler.waiting, lambda: scheduler.busy)
         scheduler = Scheduler(client, config.queue_size, on_finished=metrics.record_generation)
-        app = build_app(config, scheduler, metrics, emit, model_info=info)
+        app = build_app(config, scheduler, metrics, emit, model_info=info, prompt_counter=counter)
         scheduler.start()
         port = listener.getsockname()[1]
         url = dataclasses.replace(config, port=port).url
@@ -193,6 +195,7 @@ def run(args: argparse.Namespace) -> int:
             server.run(sockets=[listener])
         finally:
             scheduler.stop()
+            counter.close()
     return 0
 
 

@@ -47,6 +47,11 @@ class ImageError(MtpStudioError):
         self.too_large = too_large
 
 
+class WorkerStopped(RuntimeBackendError):
+    """The inference worker process died (a native crash, out of memory, a kill) — not the
+    request's fault; the next request starts a fresh worker."""
+
+
 class JobCancelled(MtpStudioError):
     """A job stopped because its cancellation token was set."""
 

@@ -31,7 +31,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
-from app.engine.errors import RuntimeBackendError
+from app.engine.errors import RuntimeBackendError, WorkerStopped
 from app.engine.runtime.backends.choice import MLX, BackendChoice, choose_backend
 from app.engine.runtime.core.backend import LoadSettings, ModelInfo
 from app.engine.runtime.core.request import GenerationRequest, GenerationResult, TokenChunk
@@ -186,7 +186,7 @@ class RuntimeClient:
             if deadline is not None and time.monotonic() >= deadline:
                 return None
 
-    def _worker_died(self, doing: str) -> RuntimeBackendError:
+    def _worker_died(self, doing: str) -> WorkerStopped:
         process = self._process
         how = "unknown cause"
         if process is not None:
@@ -197,7 +197,7 @@ class RuntimeClient:
             elif code is not None:
                 how = f"exit code {code}"
         self._stop_worker()
-        return RuntimeBackendError(
+        return WorkerStopped(
             f"the {self._backend} worker stopped unexpectedly while {doing} "
             f"{self._model_path.name} ({how}) — a native crash or out of memory in the inference "
             "library; the next request starts a fresh worker"

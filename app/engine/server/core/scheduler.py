@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from app.engine.errors import MtpStudioError
+from app.engine.errors import MtpStudioError, WorkerStopped
 from app.engine.runtime.core.request import GenerationRequest, GenerationResult, TokenChunk
 from app.engine.runtime.process.client import GenerationStream, RuntimeClient
 
@@ -28,10 +28,12 @@ RECENT_DURATIONS = 16
 
 @dataclass(frozen=True)
 class JobFailed:
-    """The generation could not run: ``user_error`` False means a bug in the server or runtime."""
+    """The generation could not run: ``user_error`` False means a bug in the server or runtime;
+    ``worker_stopped``: the worker process died under it (the next job starts a fresh one)."""
 
     message: str
     user_error: bool
+    worker_stopped: bool = False
 
 
 JobEvent = TokenChunk | GenerationResult | JobFailed
@@ -176,6 +178,9 @@ class Scheduler:
             for chunk in stream:
                 job._post(chunk)
             result = stream.wait()
+        except WorkerStopped as exc:
+            job._post(JobFailed(str(exc), user_error=False, worker_stopped=True))
+            return
         except MtpStudioError as exc:
             job._post(JobFailed(str(exc), user_error=True))
             return

@@ -9,6 +9,7 @@ Each API's routes (:mod:`app.engine.server.openai.routes`,
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 import time
 from collections.abc import Awaitable, Callable
@@ -19,7 +20,11 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from app.engine.runtime.chat_format.prompting import images_of
 from app.engine.runtime.core.backend import ModelInfo
-from app.engine.runtime.core.request import MAX_DRAFT_DEPTH, GenerationResult
+from app.engine.runtime.core.request import (
+    MAX_DRAFT_DEPTH,
+    GenerationRequest,
+    GenerationResult,
+)
 from app.engine.server.core.api_errors import ApiError, bad_api_key, bad_request, queue_full
 from app.engine.server.core.body import json_body
 from app.engine.server.core.config import ServerConfig
@@ -27,6 +32,7 @@ from app.engine.server.core.echo import clean
 from app.engine.server.core.generation_flow import CLIENT_GONE_STATUS, ClientGone, first_event
 from app.engine.server.core.images import RequestImages, remote_urls
 from app.engine.server.core.metrics import CONTENT_TYPE, ServerMetrics
+from app.engine.server.core.prompt_check import PromptCheck
 from app.engine.server.core.remote_images import fetch_images
 from app.engine.server.core.request_fields import ParsedRequest, RequestDefaults
 from app.engine.server.core.request_log import RequestLogEntry
@@ -47,8 +53,10 @@ class ApiServer:
         metrics: ServerMetrics,
         log: Callable[[RequestLogEntry], None],
         model_info: ModelInfo,
+        prompts: PromptCheck,
     ) -> None:
         self.config = config
+        self.prompts = prompts
         self.scheduler = scheduler
         self.metrics = metrics
         self.log = log
@@ -115,6 +123,7 @@ class ApiServer:
                 status,
                 time.monotonic() - started,
                 error=error,
+                passed_over=getattr(request.state, "passed_over", ()),
             )
         )
 
@@ -122,11 +131,10 @@ class ApiServer:
         self, request: Request, started: float, result: GenerationResult, reason: str
     ) -> None:
         request.state.logged = True
-        self.log(
-            RequestLogEntry.for_generation(
-                request.method, clean(request.url.path), time.monotonic() - started, result, reason
-            )
+        entry = RequestLogEntry.for_generation(
+            request.method, clean(request.url.path), time.monotonic() - started, result, reason
         )
+        self.log(dataclasses.replace(entry, passed_over=getattr(request.state, "passed_over", ())))
 
     async def body(self, request: Request) -> Any:
         return await json_body(request, self.config.max_body_bytes)
@@ -145,10 +153,17 @@ class ApiServer:
             )
         return RequestImages(rules, await fetch_images(urls, rules.limits.max_bytes))
 
-    async def start(self, request: Request, parsed: ParsedRequest) -> tuple[Job, JobEvent]:
-        """Queue the generation and wait for its first event (see :func:`first_event`)."""
-        if self.image_refusal and images_of(parsed.generation.messages):
+    def refuse_images(self, generation: GenerationRequest) -> None:
+        """400 for a request with images while this server cannot take them."""
+        if self.image_refusal and images_of(generation.messages):
             raise bad_request(self.image_refusal, "messages")
+
+    async def start(self, request: Request, parsed: ParsedRequest) -> tuple[Job, JobEvent]:
+        """Check that the prompt fits (:class:`PromptCheck`), queue the generation and wait for
+        its first event (see :func:`first_event`)."""
+        self.refuse_images(parsed.generation)
+        request.state.passed_over = parsed.passed_over
+        await self.prompts.fitting(parsed)
         try:
             job = self.scheduler.submit(parsed.generation)
         except QueueFull as full:

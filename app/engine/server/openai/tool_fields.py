@@ -1,5 +1,6 @@
 """OpenAI's tool and structured-output fields: ``tools``, ``tool_choice``, ``response_format``,
-tool-call turns in ``messages``, and ``tool_calls`` in replies (whole and streamed).
+tool-call turns in ``messages``, and ``tool_calls`` in replies (whole, and streamed as they are
+written: the call's id and name, then its arguments in pieces).
 
 The fields become the runtime's wire-independent values (:class:`ToolSpec`, :class:`ToolChoice`,
 :class:`OutputConstraint`, :class:`ToolCall`), checked here so that a bad schema or an unknown
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from app.engine.errors import RuntimeBackendError
@@ -20,7 +20,7 @@ from app.engine.runtime.chat_format.constraint import (
     json_schema_constraint,
 )
 from app.engine.runtime.chat_format.prompting import ChatMessage
-from app.engine.runtime.chat_format.tool_call_parser import ToolCallStream, parse_reply
+from app.engine.runtime.chat_format.tool_call_events import ArgumentsPiece, CallStarted
 from app.engine.runtime.chat_format.tools import (
     AUTO,
     NONE,
@@ -30,13 +30,11 @@ from app.engine.runtime.chat_format.tools import (
     ToolSpec,
     forced_call_constraint,
 )
-from app.engine.runtime.core.request import GenerationRequest
 from app.engine.server.core.api_errors import bad_request
-from app.engine.server.core.request_fields import parses_calls
+from app.engine.server.core.reply_stream import WholeReply
 
 _FUNCTION_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 EMPTY_PARAMETERS = {"type": "object", "properties": {}}
-TOOL_CALLS_REASON = "tool_calls"
 
 
 def request_fields(body: dict[str, Any]) -> dict[str, Any]:
@@ -225,40 +223,22 @@ def call_value(call: ToolCall) -> dict[str, Any]:
     }
 
 
-def whole_message(text: str, request: GenerationRequest) -> tuple[dict[str, Any], bool]:
-    """The reply's ``message`` object, and whether it holds tool calls."""
-    if not parses_calls(request):
-        return {"role": "assistant", "content": text}, False
-    reply = parse_reply(text)
-    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
-    if reply.tool_calls:
-        message["tool_calls"] = [call_value(call) for call in reply.tool_calls]
-    return message, bool(reply.tool_calls)
+def whole_message(reply: WholeReply) -> dict[str, Any]:
+    """The reply's ``message`` object: text as ``content`` (null beside calls when there is
+    none), calls as ``tool_calls``."""
+    if not reply.calls:
+        return {"role": "assistant", "content": reply.content}
+    return {
+        "role": "assistant",
+        "content": reply.content.strip() or None,
+        "tool_calls": [call_value(call) for call in reply.calls],
+    }
 
 
-@dataclass
-class StreamedCalls:
-    """Turns streamed text into ``delta`` objects: content as it comes, each call whole (with
-    its index) as soon as its block closes."""
-
-    stream: ToolCallStream = field(default_factory=ToolCallStream)
-    sent: int = 0
-
-    def feed(self, text: str) -> list[dict[str, Any]]:
-        return self._deltas(self.stream.feed(text))
-
-    def finish(self) -> list[dict[str, Any]]:
-        tail, calls = self.stream.finish()
-        self.stream.calls.extend(calls)
-        return self._deltas(tail)
-
-    @property
-    def had_calls(self) -> bool:
-        return self.sent > 0
-
-    def _deltas(self, content: str) -> list[dict[str, Any]]:
-        deltas: list[dict[str, Any]] = [{"content": content}] if content else []
-        for call in self.stream.calls[self.sent :]:
-            deltas.append({"tool_calls": [{"index": self.sent, **call_value(call)}]})
-            self.sent += 1
-        return deltas
+def call_delta(event: CallStarted | ArgumentsPiece) -> dict[str, Any]:
+    """A streamed call's ``delta``: its id and name first, then its arguments in pieces."""
+    if isinstance(event, CallStarted):
+        function = {"name": event.name, "arguments": ""}
+        start = {"index": event.index, "id": event.id, "type": "function", "function": function}
+        return {"tool_calls": [start]}
+    return {"tool_calls": [{"index": event.index, "function": {"arguments": event.text}}]}

@@ -1,0 +1,94 @@
+"""Function tools, tool choices and JSON-schema outputs as the runtime's values, checked by name.
+
+Shared by the APIs whose tools are functions with a JSON-schema ``parameters`` (OpenAI's
+Responses API writes them flat, chat completions nested under ``function``): the checks that a
+name is usable, that the parameters are a schema object, that a forced call's grammar compiles
+and that an output schema can be enforced — each a 400 naming the field before anything is
+generated.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from app.engine.errors import RuntimeBackendError
+from app.engine.runtime.chat_format.constraint import (
+    JSON_OBJECT_SCHEMA,
+    OutputConstraint,
+    json_schema_constraint,
+)
+from app.engine.runtime.chat_format.tools import ToolChoice, ToolSpec, forced_call_constraint
+from app.engine.server.core.api_errors import bad_request
+from app.engine.server.core.echo import echo
+
+FUNCTION_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+EMPTY_PARAMETERS = {"type": "object", "properties": {}}
+
+
+def function_spec(name: Any, description: Any, parameters: Any, where: str) -> ToolSpec:
+    """The tool at ``where`` (``tools[2]``), its fields checked."""
+    if not isinstance(name, str) or not FUNCTION_NAME.match(name):
+        raise bad_request(
+            f"'{where}.name' must be 1-64 letters, digits, '_', '.' or '-', got {echo(name)}",
+            f"{where}.name",
+        )
+    if description is not None and not isinstance(description, str):
+        raise bad_request(f"'{where}.description' must be a string", f"{where}.description")
+    if parameters is None:
+        parameters = EMPTY_PARAMETERS
+    if not isinstance(parameters, dict):
+        raise bad_request(
+            f"'{where}.parameters' must be a JSON schema object", f"{where}.parameters"
+        )
+    return ToolSpec(name, description or "", json.dumps(parameters))
+
+
+def unique_names(tools: list[ToolSpec]) -> tuple[ToolSpec, ...]:
+    names = [tool.name for tool in tools]
+    if len(set(names)) != len(names):
+        raise bad_request("'tools' names a function twice; give each function one entry", "tools")
+    return tuple(tools)
+
+
+def tool_request_fields(
+    tools: tuple[ToolSpec, ...],
+    choice: ToolChoice,
+    constraint: OutputConstraint | None,
+    *,
+    format_field: str,
+) -> dict[str, Any]:
+    """The :class:`GenerationRequest` fields for ``tools``, ``choice`` and an output
+    ``constraint`` (set by the field ``format_field``); a forced call whose grammar cannot be
+    built, or one combined with an output format, is a 400."""
+    fields: dict[str, Any] = {}
+    if tools:
+        fields.update(tools=tools, tool_choice=choice)
+    if constraint is not None:
+        if choice.forces_call:
+            raise bad_request(
+                f"'{format_field}' cannot be combined with a 'tool_choice' that forces a call; "
+                "drop one of them",
+                format_field,
+            )
+        fields["constraint"] = constraint
+    if choice.forces_call:
+        try:
+            forced_call_constraint(tools, choice)
+        except RuntimeBackendError as exc:
+            raise bad_request(f"'tools': {exc}", "tools") from None
+    return fields
+
+
+def schema_output(schema: Any, field: str, name: Any = None) -> OutputConstraint:
+    """The reply held to ``schema`` (``None``: any JSON object), or a 400 naming ``field``."""
+    if schema is None:
+        return json_schema_constraint(JSON_OBJECT_SCHEMA, f"'{field}'")
+    if not isinstance(schema, dict):
+        raise bad_request(f"'{field}.schema' must be a JSON schema object", field)
+    what = f"'{field}' ({name})" if isinstance(name, str) else f"'{field}'"
+    try:
+        return json_schema_constraint(schema, what)
+    except RuntimeBackendError as exc:
+        raise bad_request(str(exc), field) from None
