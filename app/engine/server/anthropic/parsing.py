@@ -42,7 +42,12 @@ def parse_messages_body(
     body = json_object(body)
     check_fields(body, MESSAGES_FIELDS, "a Messages request")
     conversation = _conversation(body, images)
-    source = {"messages": conversation.turns, **tool_fields(body), **_output_format(body)}
+    tools = tool_fields(body)
+    forced = "tool_choice" in tools and tools["tool_choice"].forces_call
+    output = _output_format(body)
+    if forced:  # the reply is the call and no text: the format has nothing to hold
+        output = {}
+    source = {"messages": conversation.turns, **tools, **output}
     return ParsedRequest(
         model=model_name(body),
         generation=generation_fields(body, source, defaults, "max_tokens"),

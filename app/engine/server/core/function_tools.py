@@ -1,10 +1,9 @@
 """Function tools, tool choices and JSON-schema outputs as the runtime's values, checked by name.
 
-Shared by the APIs whose tools are functions with a JSON-schema ``parameters`` (OpenAI's
-Responses API writes them flat, chat completions nested under ``function``): the checks that a
-name is usable, that the parameters are a schema object, that a forced call's grammar compiles
-and that an output schema can be enforced — each a 400 naming the field before anything is
-generated.
+Shared by the APIs: the checks that a function's name is usable and its parameters a schema
+object (OpenAI's Responses API writes tools flat, chat completions nested under ``function``),
+that a forced call's grammar compiles and that an output schema can be enforced — each a 400
+naming the field before anything is generated.
 """
 
 from __future__ import annotations
@@ -53,31 +52,22 @@ def unique_names(tools: list[ToolSpec]) -> tuple[ToolSpec, ...]:
 
 
 def tool_request_fields(
-    tools: tuple[ToolSpec, ...],
-    choice: ToolChoice,
-    constraint: OutputConstraint | None,
-    *,
-    format_field: str,
+    tools: tuple[ToolSpec, ...], choice: ToolChoice, constraint: OutputConstraint | None
 ) -> dict[str, Any]:
     """The :class:`GenerationRequest` fields for ``tools``, ``choice`` and an output
-    ``constraint`` (set by the field ``format_field``); a forced call whose grammar cannot be
-    built, or one combined with an output format, is a 400."""
+    ``constraint``; a forced call whose grammar cannot be built is a 400. A choice that forces a
+    call makes the reply that one call and no text, so an output format (which shapes text, as
+    on OpenAI's API) has nothing to hold and is not applied to it."""
     fields: dict[str, Any] = {}
     if tools:
         fields.update(tools=tools, tool_choice=choice)
-    if constraint is not None:
-        if choice.forces_call:
-            raise bad_request(
-                f"'{format_field}' cannot be combined with a 'tool_choice' that forces a call; "
-                "drop one of them",
-                format_field,
-            )
-        fields["constraint"] = constraint
     if choice.forces_call:
         try:
             forced_call_constraint(tools, choice)
         except RuntimeBackendError as exc:
             raise bad_request(f"'tools': {exc}", "tools") from None
+    elif constraint is not None:
+        fields["constraint"] = constraint
     return fields
 
 

@@ -65,7 +65,7 @@ def parse_completion_body(body: Any, defaults: RequestDefaults) -> ParsedRequest
         prompt = prompt[0]
     if not isinstance(prompt, str) or not prompt:
         raise bad_request("'prompt' must be a non-empty string (one prompt per request)", "prompt")
-    echo_prompt = body.get("echo", False)
+    echo_prompt = body.get("echo") or False
     if not isinstance(echo_prompt, bool):
         raise bad_request(f"'echo' must be true or false, got {echo(echo_prompt)}", "echo")
     source = {"prompt": prompt, **request_fields(body)}
@@ -75,7 +75,9 @@ def parse_completion_body(body: Any, defaults: RequestDefaults) -> ParsedRequest
 def _parsed(
     body: dict[str, Any], source: dict[str, Any], defaults: RequestDefaults
 ) -> ParsedRequest:
-    tokens_field = "max_completion_tokens" if "max_completion_tokens" in body else "max_tokens"
+    tokens_field = (
+        "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
+    )
     stream_options = body.get("stream_options") or {}
     if not isinstance(stream_options, dict):
         raise bad_request("'stream_options' must be an object", "stream_options")

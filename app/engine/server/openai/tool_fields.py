@@ -28,9 +28,9 @@ from app.engine.runtime.chat_format.tools import (
     ToolCall,
     ToolChoice,
     ToolSpec,
-    forced_call_constraint,
 )
 from app.engine.server.core.api_errors import bad_request
+from app.engine.server.core.function_tools import tool_request_fields
 from app.engine.server.core.reply_stream import WholeReply
 
 _FUNCTION_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -39,27 +39,10 @@ EMPTY_PARAMETERS = {"type": "object", "properties": {}}
 
 def request_fields(body: dict[str, Any]) -> dict[str, Any]:
     """The :class:`GenerationRequest` fields for the body's ``tools``, ``tool_choice`` and
-    ``response_format`` (only those it sets)."""
-    fields: dict[str, Any] = {}
+    ``response_format`` (only those it sets; see :func:`tool_request_fields`)."""
     tools = _tools(body.get("tools"))
     choice = _tool_choice(body.get("tool_choice"), tools)
-    constraint = _response_format(body.get("response_format"))
-    if tools:
-        fields.update(tools=tools, tool_choice=choice)
-    if constraint is not None:
-        if choice.forces_call:
-            raise bad_request(
-                "'response_format' cannot be combined with a 'tool_choice' that forces a call; "
-                "drop one of them",
-                "response_format",
-            )
-        fields["constraint"] = constraint
-    if choice.forces_call:
-        try:
-            forced_call_constraint(tools, choice)
-        except RuntimeBackendError as exc:
-            raise bad_request(f"'tools': {exc}", "tools") from None
-    return fields
+    return tool_request_fields(tools, choice, _response_format(body.get("response_format")))
 
 
 def _tools(value: Any) -> tuple[ToolSpec, ...]:

@@ -69,13 +69,13 @@ def parse_responses_body(
     text_format = _text_format(body.get("text"))
     source: dict[str, Any] = {
         "messages": (*system, *history.turns, *read.turns),
-        **tool_request_fields(tools, choice, text_format, format_field="text.format"),
+        **tool_request_fields(tools, choice, text_format),
     }
     effort = _effort(body.get("reasoning"))
     if effort is not None:
         source["template_variables"] = ((REASONING_EFFORT, effort),)
     _check_include(body.get("include"))
-    keep = body.get("store", True)
+    keep = True if body.get("store") is None else body["store"]
     if not isinstance(keep, bool):
         raise bad_request(f"'store' must be true or false, got {echo(keep)}", "store")
     parsed = ParsedRequest(
@@ -217,21 +217,28 @@ def _max_calls(body: dict[str, Any]) -> int | None:
 
 def _echoed(body: dict[str, Any]) -> dict[str, Any]:
     """The request's settings as the response object states them (defaults filled in)."""
-    reasoning = body.get("reasoning") or {}
+
+    def given(name: str, default: Any = None) -> Any:
+        value = body.get(name)
+        return default if value is None else value
+
+    metadata = given("metadata", {})
+    if not isinstance(metadata, dict):
+        raise bad_request("'metadata' must be an object of strings", "metadata")
     return {
-        "instructions": body.get("instructions"),
-        "max_output_tokens": body.get("max_output_tokens"),
-        "max_tool_calls": body.get("max_tool_calls"),
-        "metadata": body.get("metadata") or {},
-        "parallel_tool_calls": body.get("parallel_tool_calls", True),
-        "previous_response_id": body.get("previous_response_id"),
-        "reasoning": {"effort": reasoning.get("effort"), "summary": None},
-        "store": body.get("store", True),
-        "temperature": body.get("temperature", 1.0),
-        "text": {"format": (body.get("text") or {}).get("format") or {"type": "text"}},
-        "tool_choice": body.get("tool_choice", AUTO),
-        "tools": body.get("tools") or [],
-        "top_p": body.get("top_p", 1.0),
+        "instructions": given("instructions"),
+        "max_output_tokens": given("max_output_tokens"),
+        "max_tool_calls": given("max_tool_calls"),
+        "metadata": metadata,
+        "parallel_tool_calls": given("parallel_tool_calls", True),
+        "previous_response_id": given("previous_response_id"),
+        "reasoning": {"effort": given("reasoning", {}).get("effort"), "summary": None},
+        "store": given("store", True),
+        "temperature": given("temperature", 1.0),
+        "text": {"format": given("text", {}).get("format") or {"type": "text"}},
+        "tool_choice": given("tool_choice", AUTO),
+        "tools": given("tools", []),
+        "top_p": given("top_p", 1.0),
         "truncation": "disabled",
-        "user": body.get("user"),
+        "user": given("user"),
     }
