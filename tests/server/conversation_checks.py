@@ -89,6 +89,22 @@ def _include(endpoint: Endpoint, server: ServerProcess) -> None:
     refused(endpoint, server, "include", include=["file_search_call.results"])
 
 
+def _truncation(endpoint: Endpoint, server: ServerProcess) -> None:
+    """Six long turns outgrow the demo server's 4,096-token context: refused, unless the oldest
+    may be left out."""
+    long_turns = [
+        {"role": role, "content": f"{index}: " + "word " * 700}
+        for index in range(6)
+        for role in ("user", "assistant")
+    ]
+    too_long = [*long_turns, *USER]
+    assert "maximum context length" in refused(endpoint, server, "input", input=too_long)
+    trimmed = endpoint.reply(server, input=too_long, truncation="auto")
+    assert trimmed["truncation"] == "auto" and endpoint.text(trimmed)
+    assert 0 < prompt_tokens(endpoint, trimmed) < 4096 - 12
+    refused(endpoint, server, "truncation", truncation="sometimes")
+
+
 def _messages(endpoint: Endpoint, server: ServerProcess) -> None:
     continued(endpoint, server)
     thought = [
@@ -145,6 +161,7 @@ CONVERSATION: dict[tuple[str, str], Check] = {
     ("responses", "store"): _store,
     ("responses", "metadata"): _metadata,
     ("responses", "include"): _include,
+    ("responses", "truncation"): _truncation,
     ("messages", "messages"): _messages,
     ("messages", "system"): _system,
     ("count_tokens", "messages"): _counted_messages,

@@ -140,7 +140,6 @@ REFUSED_SAMPLES: dict[str, Any] = {
     "suffix": "The end.",
     "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": WEATHER}}],
     "tool_choice": "auto",
-    "truncation": "auto",
     "background": True,
     "background_options": {"completion_window": "2h"},
     "conversation": "conv_123",

@@ -38,18 +38,18 @@ class PromptCheck:
 
     async def fitting(self, parsed: ParsedRequest) -> int:
         """The prompt's token count, once it is known to fit the context with room for a
-        reply."""
+        reply (or the request lets the worker leave its oldest turns out until it does)."""
         self._check_template_variables(parsed)
         tokens = await self.count(parsed.generation)
         maximum = self.context_length - 1
-        if tokens > maximum:
+        if tokens > maximum and not parsed.generation.trim_history:
             raise ApiError(
                 400,
                 f"This model's maximum context length is {self.context_length} tokens, but the "
                 f"prompt is {tokens} tokens (the context window of {self._model_name}); shorten "
                 "the conversation, or start the server with a larger --ctx",
                 code="context_length_exceeded",
-                param="messages",
+                param=parsed.prompt_field,
                 anthropic_message=f"prompt is too long: {tokens} tokens > {maximum} maximum",
             )
         return tokens

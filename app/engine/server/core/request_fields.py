@@ -42,7 +42,8 @@ class ParsedRequest:
     one). ``template_fields``: the request field each of the generation's template variables
     came from (a 400 names it when the model's template does not read the variable).
     ``passed_over``: what the request held that the prompt leaves out (a thinking block …),
-    for the request's log line. ``echo``: the reply's text starts with the prompt."""
+    for the request's log line. ``echo``: the reply's text starts with the prompt.
+    ``prompt_field``: the field that holds the conversation (named by a too-long prompt's 400)."""
 
     model: str | None
     generation: GenerationRequest
@@ -53,6 +54,7 @@ class ParsedRequest:
     template_fields: tuple[tuple[str, str], ...] = ()
     passed_over: tuple[str, ...] = ()
     echo: bool = False
+    prompt_field: str = "messages"
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,9 @@ def parse_completion_body(body: Any, defaults: RequestDefaults) -> ParsedRequest
     if not isinstance(echo_prompt, bool):
         raise bad_request(f"'echo' must be true or false, got {echo(echo_prompt)}", "echo")
     source = {"prompt": prompt, **request_fields(body)}
-    return dataclasses.replace(_parsed(body, source, defaults), echo=echo_prompt)
+    return dataclasses.replace(
+        _parsed(body, source, defaults), echo=echo_prompt, prompt_field="prompt"
+    )
 
 
 def _parsed(

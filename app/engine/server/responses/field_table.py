@@ -54,10 +54,10 @@ RESPONSES_FIELDS: dict[str, FieldRule] = {
         "message.output_text.logprobs waits for the runtime; any other value is a 400"
     ),
     "top_logprobs": runtime_pending("the runtime does not report token log-probabilities", 0),
-    "truncation": refused(
-        "auto would drop the start of the conversation; a prompt that does not fit is a 400 "
-        "instead",
-        "disabled",
+    "truncation": honoured(
+        "auto: the oldest turns are left out while the conversation does not fit the context "
+        "(the system prompt and the last user message stay); disabled (the default): a prompt "
+        "that does not fit is a 400"
     ),
     "background": refused("a response runs while its request waits", False),
     "background_options": refused("a response runs while its request waits"),

@@ -71,6 +71,8 @@ def parse_responses_body(
         "messages": (*system, *history.turns, *read.turns),
         **tool_request_fields(tools, choice, text_format),
     }
+    if _truncates(body.get("truncation")):
+        source["trim_history"] = True
     effort = _effort(body.get("reasoning"))
     if effort is not None:
         source["template_variables"] = ((REASONING_EFFORT, effort),)
@@ -87,6 +89,7 @@ def parse_responses_body(
         max_calls=_max_calls(body),
         template_fields=((REASONING_EFFORT, "reasoning.effort"),),
         passed_over=tuple(read.passed_over),
+        prompt_field="input",
     )
     return ResponsesRequest(parsed, _echoed(body), previous_id, keep, tuple(read.turns))
 
@@ -182,6 +185,16 @@ def _effort(value: Any) -> str | None:
     return reasoning_effort(value.get("effort"), "reasoning.effort")
 
 
+def _truncates(value: Any) -> bool:
+    """``truncation``: ``auto`` leaves the oldest turns out when the conversation does not
+    fit."""
+    if value not in (None, "auto", "disabled"):
+        raise bad_request(
+            f"'truncation' must be 'auto' or 'disabled', got {echo(value)}", "truncation"
+        )
+    return value == "auto"
+
+
 def _check_include(value: Any) -> None:
     if value is None:
         return
@@ -239,6 +252,6 @@ def _echoed(body: dict[str, Any]) -> dict[str, Any]:
         "tool_choice": given("tool_choice", AUTO),
         "tools": given("tools", []),
         "top_p": given("top_p", 1.0),
-        "truncation": "disabled",
+        "truncation": given("truncation", "disabled"),
         "user": given("user"),
     }
