@@ -60,11 +60,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "serve",
         help="serve a model over OpenAI- and Anthropic-compatible HTTP APIs",
         description=(
-            "Serve one model at /v1/chat/completions, /v1/completions and /v1/models (OpenAI; also "
-            "without /v1) and /v1/messages and /v1/messages/count_tokens (Anthropic), plus /health "
-            "and Prometheus /metrics, with MTP speculative decoding. The model answers whatever "
-            "model name a request gives. Every reply carries its MTP statistics in an 'mtp' "
-            "object. Requests run one at a time, the rest wait in a FIFO."
+            "Serve one model at /v1/chat/completions, /v1/completions, /v1/responses and "
+            "/v1/models (OpenAI; also without /v1) and /v1/messages and /v1/messages/count_tokens "
+            "(Anthropic), plus /health and Prometheus /metrics, with MTP speculative decoding. "
+            "The model answers whatever model name a request gives. Every reply carries its MTP "
+            "statistics in an 'mtp' object. Requests run one at a time, the rest wait in a FIFO."
         ),
     )
     parser.add_argument("--model", type=Path, help="a .gguf model (default: the bundled demo)")

@@ -17,11 +17,13 @@ pytestmark = pytest.mark.slow
 
 LONG_NOTE = {
     "type": "object",
-    "properties": {"note": {"type": "string", "minLength": 400}},
+    "properties": {"note": {"type": "string", "minLength": 4000}},
     "required": ["note"],
 }
 """A call whose arguments take far more tokens than the limit below allows."""
-CUT_AT = 40
+CUT_AT = 300
+"""Tokens enough to span many of the worker's 20-ms chunks, so a streamed call comes in pieces
+even on a fast machine."""
 QUESTION = "Write a note."
 SAVE = {"name": "save_note", "description": "Save a note", "parameters": LONG_NOTE}
 

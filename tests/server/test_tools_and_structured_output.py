@@ -115,8 +115,9 @@ def test_forced_tool_call_validates_and_a_tool_result_turn_is_accepted(
 def test_required_tool_call_streams_as_tool_calls_deltas_as_it_is_written(
     server: ServerProcess,
 ) -> None:
-    """The first delta names the call (id, type, name), the ones after carry its arguments in
-    pieces; joined they are the whole arguments."""
+    """The first delta names the call (id, type, name), the ones after carry its arguments
+    (in pieces as they are written: tests/server/test_streamed_calls.py); joined they are the
+    whole arguments."""
     stream = client_for(server).chat.completions.create(
         model=MODEL,
         messages=QUESTION,
@@ -135,7 +136,7 @@ def test_required_tool_call_streams_as_tool_calls_deltas_as_it_is_written(
         reasons.append(choice.finish_reason)
     assert reasons[-1] == "tool_calls"
     assert "".join(content) == ""
-    assert {delta.index for delta in deltas} == {0} and len(deltas) > 2
+    assert {delta.index for delta in deltas} == {0} and len(deltas) >= 2
     first = deltas[0]
     assert first.id and first.type == "function" and first.function.arguments == ""
     assert first.function.name in ("get_weather", "get_time")

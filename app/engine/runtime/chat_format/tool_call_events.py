@@ -139,10 +139,6 @@ class ToolCallEvents:
         self._block: _Block | None = None
         self.calls: list[ToolCall] = []
 
-    @property
-    def in_call(self) -> bool:
-        return self._block is not None
-
     def feed(self, text: str) -> list[CallEvent]:
         events: list[CallEvent] = []
         self._pending += text

@@ -23,7 +23,6 @@ HONOURED = "honoured"
 RUNTIME_PENDING = "refused until the runtime supports it"
 REFUSED = "refused"
 IGNORED = "ignored on purpose"
-TREATMENTS = (HONOURED, RUNTIME_PENDING, REFUSED, IGNORED)
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,6 @@ function is a 400 naming the field before anything is generated or streamed.
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any
 
 from app.engine.errors import RuntimeBackendError
@@ -30,11 +28,8 @@ from app.engine.runtime.chat_format.tools import (
     ToolSpec,
 )
 from app.engine.server.core.api_errors import bad_request
-from app.engine.server.core.function_tools import tool_request_fields
+from app.engine.server.core.function_tools import function_spec, tool_request_fields, unique_names
 from app.engine.server.core.reply_stream import WholeReply
-
-_FUNCTION_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-EMPTY_PARAMETERS = {"type": "object", "properties": {}}
 
 
 def request_fields(body: dict[str, Any]) -> dict[str, Any]:
@@ -63,26 +58,15 @@ def _tools(value: Any) -> tuple[ToolSpec, ...]:
                 f'\'{where}\' must be {{"type": "function", "function": {{"name": ...}}}}',
                 where,
             )
-        name = function.get("name")
-        if not isinstance(name, str) or not _FUNCTION_NAME.match(name):
-            raise bad_request(
-                f"'{where}.function.name' must be 1-64 letters, digits, '_', '.' or '-'",
-                f"{where}.function.name",
+        tools.append(
+            function_spec(
+                function.get("name"),
+                function.get("description"),
+                function.get("parameters"),
+                f"{where}.function",
             )
-        description = function.get("description") or ""
-        if not isinstance(description, str):
-            raise bad_request(f"'{where}.function.description' must be a string", where)
-        parameters = function.get("parameters", EMPTY_PARAMETERS)
-        if not isinstance(parameters, dict):
-            raise bad_request(
-                f"'{where}.function.parameters' must be a JSON schema object",
-                f"{where}.function.parameters",
-            )
-        tools.append(ToolSpec(name, description, json.dumps(parameters)))
-    names = [tool.name for tool in tools]
-    if len(set(names)) != len(names):
-        raise bad_request("'tools' names a function twice; give each function one entry", "tools")
-    return tuple(tools)
+        )
+    return unique_names(tools)
 
 
 def _tool_choice(value: Any, tools: tuple[ToolSpec, ...]) -> ToolChoice:
