@@ -15,19 +15,19 @@ from app.engine.runtime.core.demo_model import demo_model_path
 from app.engine.runtime.core.prompt import prompt_text, prompt_token_ids
 from app.engine.runtime.core.request import GenerationRequest
 from app.engine.runtime.process.client import RuntimeClient
-from app.engine.runtime.process.prompt_counter import PromptCounter
+from app.engine.runtime.process.prompt_counter import PromptCounter, TextOnly
 
 QUESTION = ChatMessage("user", "Tell me about dragons.")
 
 
 @pytest.fixture(scope="module")
-def vocabulary() -> Iterator[VocabularyOnly]:
+def vocabulary() -> Iterator[TextOnly]:
     opened = VocabularyOnly(demo_model_path())
-    yield opened
+    yield TextOnly(opened)
     opened.close()
 
 
-def test_a_last_assistant_message_is_continued_not_closed(vocabulary: VocabularyOnly) -> None:
+def test_a_last_assistant_message_is_continued_not_closed(vocabulary: TextOnly) -> None:
     opened = prompt_text(vocabulary, GenerationRequest(messages=(QUESTION,)), "demo")
     assert opened.endswith("<|im_start|>assistant\n")
     prefill = GenerationRequest(messages=(QUESTION, ChatMessage("assistant", "Dragons are")))
@@ -38,17 +38,14 @@ def test_a_last_assistant_message_is_continued_not_closed(vocabulary: Vocabulary
     assert closed.endswith("</tool_call><|im_end|>\n<|im_start|>assistant\n")
 
 
-def test_template_variables_reach_the_template(vocabulary: VocabularyOnly) -> None:
-    class Effortful:
-        chat_template = "{{ messages[0].content }} effort={{ reasoning_effort }}"
-        special_token_texts = vocabulary.special_token_texts
-        bos_token_id = vocabulary.bos_token_id
-        tokenize = vocabulary.tokenize
+def test_template_variables_reach_the_template(vocabulary: TextOnly) -> None:
+    effortful = TextOnly(vocabulary)
+    effortful.chat_template = "{{ messages[0].content }} effort={{ reasoning_effort }}"
 
     request = GenerationRequest(
         messages=(QUESTION,), template_variables=(("reasoning_effort", "high"),)
     )
-    assert prompt_text(Effortful(), request, "demo") == "Tell me about dragons. effort=high"
+    assert prompt_text(effortful, request, "demo") == "Tell me about dragons. effort=high"
 
 
 def test_the_count_is_the_prompt_the_worker_prefills() -> None:
@@ -64,6 +61,6 @@ def test_the_count_is_the_prompt_the_worker_prefills() -> None:
         assert client.generate(request).prompt_token_count == counted
     vocabulary = VocabularyOnly(demo_model_path())
     try:
-        assert len(prompt_token_ids(vocabulary, request, "demo")) == counted
+        assert len(prompt_token_ids(TextOnly(vocabulary), request, "demo")) == counted
     finally:
         vocabulary.close()

@@ -39,7 +39,7 @@ class PromptCounter:
         with self._lock:
             return len(
                 prompt_token_ids(
-                    _TextOnly(self._vocabulary),
+                    TextOnly(self._vocabulary),
                     request,
                     self._name,
                     no_images_reason="images are counted by the model's worker, not here",
@@ -53,8 +53,9 @@ class PromptCounter:
                 close()
 
 
-class _TextOnly:
-    """A vocabulary as a :class:`PromptText` that reads no images."""
+class TextOnly:
+    """A vocabulary as a :class:`~app.engine.runtime.core.prompt.PromptText` that reads no
+    images."""
 
     def __init__(self, vocabulary: Vocabulary) -> None:
         self._vocabulary = vocabulary

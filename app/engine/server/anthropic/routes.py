@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from app.engine.runtime.chat_format.prompting import images_of
 from app.engine.runtime.core.request import GenerationRequest, GenerationResult, TokenChunk
 from app.engine.server.anthropic import replies as anthropic_replies
 from app.engine.server.anthropic.parsing import parse_count_tokens_body, parse_messages_body
@@ -54,13 +55,19 @@ class AnthropicRoutes:
 
     async def count_tokens(self, request: Request) -> Response:
         """``{"input_tokens": N}``: the prompt rendered and tokenized in the server's process
-        (no worker time, and a prompt longer than the context is counted too)."""
+        (no worker time, and a prompt longer than the context is counted too); one with images
+        prefilled by the worker, which has the projector."""
         server = self._server
         body = await server.body(request)
         conversation = parse_count_tokens_body(body, await server.request_images(body))
         probe = GenerationRequest(**conversation, max_tokens=1, mtp_depth=0)
-        server.refuse_images(probe)
-        return JSONResponse({"input_tokens": await server.prompts.count(probe)})
+        if not images_of(probe.messages):
+            return JSONResponse({"input_tokens": await server.prompts.count(probe)})
+        # an image's cells need the model's projector: the worker prefills the prompt to count it
+        parsed = ParsedRequest(None, probe, (), stream=False, include_usage_chunk=False)
+        job, first = await server.start(request, parsed)
+        reply = await whole_reply(request, job, parsed, first)
+        return JSONResponse({"input_tokens": reply.finished.result.prompt_token_count})
 
     async def _stream(
         self,

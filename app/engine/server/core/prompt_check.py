@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 
 from app.engine.errors import MtpStudioError
+from app.engine.runtime.chat_format.prompting import images_of
 from app.engine.runtime.core.request import GenerationRequest
 from app.engine.runtime.process.prompt_counter import PromptCounter
 from app.engine.server.core.api_errors import ApiError, bad_request, unsupported
@@ -36,10 +37,13 @@ class PromptCheck:
         except MtpStudioError as exc:  # a template that fails, an image it cannot take
             raise bad_request(clean(str(exc), RUNTIME_MESSAGE_CHARACTERS)) from None
 
-    async def fitting(self, parsed: ParsedRequest) -> int:
-        """The prompt's token count, once it is known to fit the context with room for a
-        reply (or the request lets the worker leave its oldest turns out until it does)."""
+    async def check_fits(self, parsed: ParsedRequest) -> None:
+        """400 unless the prompt fits the context with room for a reply (or the request lets
+        the worker leave its oldest turns out until it does). A prompt with images is the
+        worker's to measure: their cells need the model's projector."""
         self._check_template_variables(parsed)
+        if images_of(parsed.generation.messages):
+            return
         tokens = await self.count(parsed.generation)
         maximum = self.context_length - 1
         if tokens > maximum and not parsed.generation.trim_history:
@@ -52,7 +56,6 @@ class PromptCheck:
                 param=parsed.prompt_field,
                 anthropic_message=f"prompt is too long: {tokens} tokens > {maximum} maximum",
             )
-        return tokens
 
     def _check_template_variables(self, parsed: ParsedRequest) -> None:
         template = self._counter.chat_template or ""

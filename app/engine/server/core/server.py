@@ -20,11 +20,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from app.engine.runtime.chat_format.prompting import images_of
 from app.engine.runtime.core.backend import ModelInfo
-from app.engine.runtime.core.request import (
-    MAX_DRAFT_DEPTH,
-    GenerationRequest,
-    GenerationResult,
-)
+from app.engine.runtime.core.request import MAX_DRAFT_DEPTH, GenerationResult
 from app.engine.server.core.api_errors import ApiError, bad_api_key, bad_request, queue_full
 from app.engine.server.core.body import json_body
 from app.engine.server.core.config import ServerConfig
@@ -153,17 +149,13 @@ class ApiServer:
             )
         return RequestImages(rules, await fetch_images(urls, rules.limits.max_bytes))
 
-    def refuse_images(self, generation: GenerationRequest) -> None:
-        """400 for a request with images while this server cannot take them."""
-        if self.image_refusal and images_of(generation.messages):
-            raise bad_request(self.image_refusal, "messages")
-
     async def start(self, request: Request, parsed: ParsedRequest) -> tuple[Job, JobEvent]:
         """Check that the prompt fits (:class:`PromptCheck`), queue the generation and wait for
         its first event (see :func:`first_event`)."""
-        self.refuse_images(parsed.generation)
+        if self.image_refusal and images_of(parsed.generation.messages):
+            raise bad_request(self.image_refusal, "messages")
         request.state.passed_over = parsed.passed_over
-        await self.prompts.fitting(parsed)
+        await self.prompts.check_fits(parsed)
         try:
             job = self.scheduler.submit(parsed.generation)
         except QueueFull as full:
