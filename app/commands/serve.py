@@ -38,6 +38,7 @@ from app.engine.runtime.chat_format.images import ImageLimits
 from app.engine.runtime.core.backend import LoadSettings, ModelInfo
 from app.engine.runtime.core.demo_model import demo_model_path
 from app.engine.runtime.process.client import RuntimeClient
+from app.engine.runtime.process.prompt_counter import PromptCounter
 from app.engine.runtime.speculative.depth_policy import AUTO, AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
 from app.engine.server.app import build_app
 from app.engine.server.core.client_snippets import anthropic_base_url
@@ -68,11 +69,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "serve",
         help="serve a model over OpenAI- and Anthropic-compatible HTTP APIs",
         description=(
-            "Serve one model at /v1/chat/completions, /v1/completions and /v1/models (OpenAI; also "
-            "without /v1) and /v1/messages and /v1/messages/count_tokens (Anthropic), plus /health "
-            "and Prometheus /metrics, with MTP speculative decoding. The model answers whatever "
-            "model name a request gives. Every reply carries its MTP statistics in an 'mtp' "
-            "object. Requests run one at a time, the rest wait in a FIFO."
+            "Serve one model at /v1/chat/completions, /v1/completions, /v1/responses and "
+            "/v1/models (OpenAI; also without /v1) and /v1/messages and /v1/messages/count_tokens "
+            "(Anthropic), plus /health and Prometheus /metrics, with MTP speculative decoding. "
+            "The model answers whatever model name a request gives. Every reply carries its MTP "
+            "statistics in an 'mtp' object. Requests run one at a time, the rest wait in a FIFO."
         ),
     )
     parser.add_argument("--model", type=Path, help="a .gguf model (default: the bundled demo)")
@@ -204,6 +205,7 @@ def run(args: argparse.Namespace) -> int:
 
     with RuntimeClient(model, backend=args.backend, settings=plan.settings) as client:
         info = client.load()
+        counter = PromptCounter(client.choice.name, model)
         metrics = ServerMetrics(lambda: scheduler.waiting, lambda: scheduler.busy)
         scheduler = Scheduler(
             client,
@@ -211,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
             on_finished=metrics.record_generation,
             on_unrunnable=stop_serving,
         )
-        app = build_app(config, scheduler, metrics, emit, model_info=info)
+        app = build_app(config, scheduler, metrics, emit, model_info=info, prompt_counter=counter)
         scheduler.start()
         port = listener.getsockname()[1]
         url = dataclasses.replace(config, port=port).url
@@ -230,6 +232,7 @@ def run(args: argparse.Namespace) -> int:
             server.run(sockets=[listener])
         finally:
             scheduler.stop()
+            counter.close()
     if unrunnable:  # no server that crashes on every request: stop, say why and what to do
         raise unrunnable[0]
     return 0

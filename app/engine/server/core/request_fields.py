@@ -31,17 +31,32 @@ RANDOM_SEED = -1  # llama.cpp's convention: a fresh seed per request
 MAX_SEED = 2**64 - 1
 MAX_WHOLE_NUMBER = 2**64 - 1
 RUNTIME_MESSAGE_CHARACTERS = 200
+REASONING_EFFORT = "reasoning_effort"
+"""The template variable gpt-oss's chat template (and others) read."""
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 
 
 @dataclass(frozen=True)
 class ParsedRequest:
-    """What a completion request asks for: the generation, its stop strings and how to reply."""
+    """What a completion request asks for: the generation, its stop strings and how to reply.
+
+    ``max_calls``: the reply ends after this many tool calls (``parallel_tool_calls: false`` is
+    one). ``template_fields``: the request field each of the generation's template variables
+    came from (a 400 names it when the model's template does not read the variable).
+    ``passed_over``: what the request held that the prompt leaves out (a thinking block …),
+    for the request's log line. ``echo``: the reply's text starts with the prompt.
+    ``prompt_field``: the field that holds the conversation (named by a too-long prompt's 400)."""
 
     model: str | None
     generation: GenerationRequest
     stop: tuple[str, ...]
     stream: bool
     include_usage_chunk: bool
+    max_calls: int | None = None
+    template_fields: tuple[tuple[str, str], ...] = ()
+    passed_over: tuple[str, ...] = ()
+    echo: bool = False
+    prompt_field: str = "messages"
 
 
 @dataclass(frozen=True)
@@ -195,6 +210,28 @@ def check_schemas(schemas: list[Any], field: str) -> None:
         check_schema_size(schemas, f"'{field}'")
     except RuntimeBackendError as exc:
         raise bad_request(str(exc), field) from None
+
+
+def reasoning_effort(value: Any, field: str) -> str | None:
+    """The effort a request asks the model's template for (None: the template's default)."""
+    if value is None:
+        return None
+    if value not in REASONING_EFFORTS:
+        raise bad_request(
+            f"'{field}' must be one of {', '.join(REASONING_EFFORTS)}, got {echo(value)}", field
+        )
+    return str(value)
+
+
+def one_call_unless_parallel(body: dict[str, Any]) -> int | None:
+    """``parallel_tool_calls: false`` → the reply ends after one call."""
+    parallel = body.get("parallel_tool_calls")
+    if parallel is not None and not isinstance(parallel, bool):
+        raise bad_request(
+            f"'parallel_tool_calls' must be true or false, got {echo(parallel)}",
+            "parallel_tool_calls",
+        )
+    return 1 if parallel is False else None
 
 
 def parses_calls(request: GenerationRequest) -> bool:

@@ -9,6 +9,7 @@ Each API's routes (:mod:`app.engine.server.openai.routes`,
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 import time
 from collections.abc import Awaitable, Callable
@@ -28,6 +29,7 @@ from app.engine.server.core.generation_flow import CLIENT_GONE_STATUS, ClientGon
 from app.engine.server.core.images import RequestImages, remote_urls
 from app.engine.server.core.metrics import CONTENT_TYPE, ServerMetrics
 from app.engine.server.core.offload import Offloader
+from app.engine.server.core.prompt_check import PromptCheck
 from app.engine.server.core.remote_images import fetch_images
 from app.engine.server.core.request_fields import ParsedRequest, RequestDefaults
 from app.engine.server.core.request_guard import check_host, check_json_content_type
@@ -50,8 +52,10 @@ class ApiServer:
         metrics: ServerMetrics,
         log: Callable[[RequestLogEntry], None],
         model_info: ModelInfo,
+        prompts: PromptCheck,
     ) -> None:
         self.config = config
+        self.prompts = prompts
         self.scheduler = scheduler
         self.metrics = metrics
         self.log = log
@@ -120,6 +124,7 @@ class ApiServer:
                 status,
                 time.monotonic() - started,
                 error=error,
+                passed_over=getattr(request.state, "passed_over", ()),
             )
         )
 
@@ -127,11 +132,10 @@ class ApiServer:
         self, request: Request, started: float, result: GenerationResult, reason: str
     ) -> None:
         request.state.logged = True
-        self.log(
-            RequestLogEntry.for_generation(
-                request.method, clean(request.url.path), time.monotonic() - started, result, reason
-            )
+        entry = RequestLogEntry.for_generation(
+            request.method, clean(request.url.path), time.monotonic() - started, result, reason
         )
+        self.log(dataclasses.replace(entry, passed_over=getattr(request.state, "passed_over", ())))
 
     async def body(self, request: Request) -> Any:
         """The JSON body (415 unless sent as JSON), read here and decoded on a checking thread
@@ -160,9 +164,12 @@ class ApiServer:
         return RequestImages(rules, await fetch_images(urls, rules.limits.max_bytes))
 
     async def start(self, request: Request, parsed: ParsedRequest) -> tuple[Job, JobEvent]:
-        """Queue the generation and wait for its first event (see :func:`first_event`)."""
+        """Check that the prompt fits (:class:`PromptCheck`), queue the generation and wait for
+        its first event (see :func:`first_event`)."""
         if self.image_refusal and images_of(parsed.generation.messages):
             raise bad_request(self.image_refusal, "messages")
+        request.state.passed_over = parsed.passed_over
+        await self.prompts.check_fits(parsed)
         try:
             job = self.scheduler.submit(parsed.generation)
         except QueueFull as full:
