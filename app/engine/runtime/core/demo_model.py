@@ -12,7 +12,7 @@ from pathlib import Path
 from app.engine.errors import RuntimeBackendError
 
 DEMO_MODEL_FILENAME = "demo-mtp.gguf"
-MODELS_DIR = Path(__file__).resolve().parents[3] / "resources" / "models"
+MODELS_DIR = Path(__file__).resolve().parents[4] / "resources" / "models"
 
 
 def demo_model_path(models_dir: Path = MODELS_DIR) -> Path:
