@@ -697,7 +697,8 @@ class MainWindow(QMainWindow):
         return True
 
     def shutdown(self) -> None:
-        """Stop jobs (recorded as interrupted), background checks, and close the job store."""
+        """Stop jobs (recorded as interrupted) and background checks, close the job store and
+        history, and release the theme manager the window gave the application."""
         if self.shut_down:
             return
         self.shut_down = True
@@ -711,6 +712,7 @@ class MainWindow(QMainWindow):
         self.status_book.shutdown()
         self.store.close()
         self.history.close()
+        self.themes.deleteLater()  # owned by the application: alive, it follows the OS scheme
 
 
 def _page(
