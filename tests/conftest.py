@@ -17,7 +17,7 @@ from tests.localhub.fixtures import configure_client_environment
 
 configure_client_environment()
 
-from tests.llama_server import llama_server_binary  # noqa: E402, F401
+from tests.llama_server import llama_server_binary, mtp_llama_server  # noqa: E402, F401
 from tests.localhub.fixtures import hf_api, local_hub, local_hub_server  # noqa: E402, F401
 from tests.store.isolation import home  # noqa: E402, F401
 from tests.windows import deleted_widgets_released, main_window, open_window  # noqa: E402, F401
