@@ -12,12 +12,14 @@ shared by the session.
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
 import pytest
+from filelock import FileLock
 
 from app.engine.runtime.core.demo_model import demo_model_path
 from tests.ports import free_port
@@ -25,17 +27,26 @@ from tests.server.server_process import ServerProcess, launch
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD_SECONDS = 3600
+CACHE = Path(
+    os.environ.get("MTP_STUDIO_LLAMA_SERVER_CACHE")
+    or Path.home() / ".cache" / "mtp-studio" / "llama-server"
+)
+"""Where packaging/build_llama_server.sh keeps its builds (the same variable and default)."""
 MTP_DRAFT_DEPTH = 3
 
 
 @pytest.fixture(scope="session")
 def llama_server_binary() -> Path:
-    build = subprocess.run(
-        ["bash", str(ROOT / "packaging" / "build_llama_server.sh")],
-        capture_output=True,
-        text=True,
-        timeout=BUILD_SECONDS,
-    )
+    """The cached binary; built first when missing, by one test process at a time (a second one,
+    an xdist worker or another checkout's suite, waits for that build and reuses it)."""
+    CACHE.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(CACHE.parent / f"{CACHE.name}.build.lock"):
+        build = subprocess.run(
+            ["bash", str(ROOT / "packaging" / "build_llama_server.sh")],
+            capture_output=True,
+            text=True,
+            timeout=BUILD_SECONDS,
+        )
     assert build.returncode == 0, f"building llama-server failed:\n{build.stderr[-4000:]}"
     return Path(build.stdout.strip().splitlines()[-1])
 
@@ -55,7 +66,7 @@ def running_llama_server(binary: Path, *extra: str) -> Iterator[ServerProcess]:
     port = free_port()
     root_url = f"http://127.0.0.1:{port}"
     command = [str(binary), "-m", str(demo_model_path()), "--host", "127.0.0.1"]
-    command += ["--port", str(port), "-c", "2048", "-t", "2", *extra]
+    command += ["--port", str(port), "-c", "2048", "-t", "1", *extra]
 
     def healthy(_server: ServerProcess) -> str | None:
         try:
