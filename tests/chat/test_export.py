@@ -19,12 +19,14 @@ from app.engine.terminal import printable
 @pytest.fixture(scope="module")
 def conversation(tmp_path_factory: pytest.TempPathFactory, tiny_gguf: Path) -> Conversation:
     store = HistoryStore(tmp_path_factory.mktemp("export") / "chat.sqlite3")
-    settings = ChatSettings(system_prompt="You write Python.", temperature=0.0, mtp_depth=3)
+    settings = ChatSettings(
+        system_prompt="You write Python.", temperature=0.0, max_tokens=48, mtp_depth=3
+    )
     conversation_id = store.create_conversation("Lines in a file", settings)
     store.add_user_message(conversation_id, "Return the number of lines in a text file.")
     reply = store.start_reply(conversation_id, tiny_gguf.name)
     request = reply_request(settings, store.conversation(conversation_id).messages)
-    with RuntimeClient(tiny_gguf, settings=LoadSettings(threads=2, context_length=1024)) as client:
+    with RuntimeClient(tiny_gguf, settings=LoadSettings(threads=1, context_length=1024)) as client:
         result: GenerationResult = client.generate(request)
     store.finish_reply(reply.id, result)
     store.add_user_message(conversation_id, "And count words too?")

@@ -30,7 +30,6 @@ from app.ui.chat.controls.remote_controls import REMOTE_COMPARE_REASON, REMOTE_M
 from app.ui.chat.widgets.connect_dialog import ConnectDialog
 from app.ui.chat.widgets.model_bar import CONNECT_ITEM
 from app.ui.logsetup import configure_logging
-from tests.llama_server import running_llama_server
 from tests.server.server_process import ServerProcess, running_server
 
 pytestmark = pytest.mark.slow
@@ -258,14 +257,10 @@ def test_choosing_a_local_model_again_gives_back_the_local_controls(
     assert "Remote: lab" in picker_items(window)
 
 
-@pytest.fixture(scope="module")
-def llama_server(llama_server_binary: Path) -> Iterator[str]:
-    yield from running_llama_server(
-        llama_server_binary, "--spec-type", "draft-mtp", "--spec-draft-n-max", "3"
-    )
-
-
-def test_llama_server_replies_with_its_timings_acceptance(chat, llama_server: str) -> None:
+def test_llama_server_replies_with_its_timings_acceptance(
+    chat, mtp_llama_server: ServerProcess
+) -> None:
+    llama_server = mtp_llama_server.base_url
     window = chat.open()
     connect(chat, window, llama_server, "", "llama")
     wait_state(chat, window, "Ready:")
