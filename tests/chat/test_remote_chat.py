@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import socket
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +29,7 @@ from app.ui.chat.controls.remote_controls import REMOTE_COMPARE_REASON, REMOTE_M
 from app.ui.chat.widgets.connect_dialog import ConnectDialog
 from app.ui.chat.widgets.model_bar import CONNECT_ITEM
 from app.ui.logsetup import configure_logging
+from tests.ports import free_port
 from tests.server.server_process import ServerProcess, running_server
 
 pytestmark = pytest.mark.slow
@@ -214,9 +214,7 @@ def test_wrong_key_unknown_model_and_unreachable_url_keep_the_conversation(
     wait_state(chat, window, "Could not connect to no such model")
     assert "does not serve the model 'no-such-model' (it serves demo-mtp)" in window.banner.text()
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        closed_port = probe.getsockname()[1]
+    closed_port = free_port()  # nothing listens there
     connect(chat, window, f"http://127.0.0.1:{closed_port}/v1", "", "gone")
     wait_state(chat, window, "Could not connect to gone")
     assert "cannot reach" in window.banner.text(), window.banner.text()
