@@ -50,6 +50,10 @@ WINDOW_WORDS: tuple[tuple[str, str], ...] = (
     (r"pass --remote-model NAME", "choose a model for the connection"),
     (r"pass the server's key with --api-key", "enter the server's API key in the connection"),
     (r"and --remote-model", "and the connection's model"),
+    (
+        r"; --mmproj FILE names one",
+        "; choose one with the Projector button in the model bar",
+    ),
 )
 """``(pattern, replacement)``, applied in order (``re.sub``)."""
 
