@@ -52,7 +52,7 @@ WINDOW_WORDS: tuple[tuple[str, str], ...] = (
     (r"and --remote-model", "and the connection's model"),
     (r"; pass --drafter FILE to name one", "; put its drafter GGUF in the model's folder"),
     (r"; pass --drafter FOLDER", "; put the drafter's folder beside the model's"),
-    (r"; --mmproj FILE names one", "; put its mmproj-*.gguf in the model's folder"),
+    (r"; --mmproj FILE names one", "; choose one with the Projector button in the model bar"),
 )
 """``(pattern, replacement)``, applied in order (``re.sub``)."""
 
