@@ -19,7 +19,13 @@ import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 
-from app.commands.chat import add_model_arguments, depth_argument, describe_backend, open_client
+from app.commands.chat import (
+    add_model_arguments,
+    add_threads_argument,
+    depth_argument,
+    describe_backend,
+    open_client,
+)
 from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.bench.chat_bench import (
     COLD_METHOD,
@@ -29,7 +35,8 @@ from app.engine.runtime.bench.chat_bench import (
 )
 from app.engine.runtime.bench.llama_server import LlamaServer
 from app.engine.runtime.bench.wide_model import widened_copy
-from app.engine.runtime.core.backend import LoadSettings, default_threads
+from app.engine.runtime.core.backend import LoadSettings
+from app.engine.runtime.core.cpu_threads import choose_threads
 from app.engine.runtime.core.demo_model import demo_model_path
 from app.engine.runtime.core.request import check_mtp_depth
 from app.engine.runtime.speculative.depth_policy import AUTO, AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
@@ -75,7 +82,7 @@ def register(benchmarks: argparse._SubParsersAction) -> None:
         "holds the same conversation and both compute the same new tokens each turn",
     )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=0, metavar="N", help="CPU threads")
+    add_threads_argument(parser)
     parser.add_argument(
         "--ctx",
         type=int,
@@ -123,7 +130,6 @@ def run(args: argparse.Namespace) -> int:
         threads=args.threads,
         max_draft_depth=max(depth, LoadSettings().max_draft_depth),
     )
-    threads = args.threads or default_threads()
     progress = (lambda _m: None) if args.json else (lambda m: print(f"… {m}", file=sys.stderr))
     with ExitStack() as stack:
         model = Path(args.model) if args.model is not None else demo_model_path()
@@ -132,8 +138,9 @@ def run(args: argparse.Namespace) -> int:
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mtp-wide-")))
             model = widened_copy(model, args.wide, folder)
         client = stack.enter_context(open_client(args, load, model))
-        progress(describe_backend(client))
         info = client.load()
+        progress(describe_backend(client))
+        threads = info.threads or choose_threads(args.threads)
         server = None
         if args.vs_llama_server is not None:
             if not args.vs_llama_server.is_file():
@@ -147,7 +154,8 @@ def run(args: argparse.Namespace) -> int:
                 args.vs_llama_server,
                 model,
                 depth=server_depth,
-                threads=threads,
+                threads=threads.threads,
+                batch_threads=threads.batch_threads,
                 context=info.context_length,
             )
             stack.callback(server.close)
@@ -161,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
             settings,
             cold_client=cold,
             llama_server=server,
-            threads=threads,
+            threads=threads.threads,
             progress=progress,
         )
     if args.json:

@@ -18,7 +18,12 @@ import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 
-from app.commands.chat import add_model_arguments, describe_backend, open_client
+from app.commands.chat import (
+    add_model_arguments,
+    add_threads_argument,
+    describe_backend,
+    open_client,
+)
 from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.bench.decode_bench import (
     ADAPTIVE_MODES,
@@ -28,7 +33,8 @@ from app.engine.runtime.bench.decode_bench import (
 from app.engine.runtime.bench.interval import RESAMPLES
 from app.engine.runtime.bench.llama_server import LlamaServerPool
 from app.engine.runtime.bench.wide_model import widened_copy
-from app.engine.runtime.core.backend import LoadSettings, default_threads
+from app.engine.runtime.core.backend import LoadSettings
+from app.engine.runtime.core.cpu_threads import choose_threads
 from app.engine.runtime.core.demo_model import demo_model_path
 from app.engine.runtime.core.request import MAX_DRAFT_DEPTH
 from app.engine.runtime.speculative.depth_policy import AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
@@ -51,7 +57,7 @@ def register(benchmarks: argparse._SubParsersAction) -> None:
     parser.add_argument("--temp", type=float, default=0.6, metavar="T", help="default 0.6")
     parser.add_argument("--max-tokens", type=int, default=128, metavar="N", help="per request")
     parser.add_argument("--repeats", type=int, default=2, metavar="N", help="passes over prompts")
-    parser.add_argument("--threads", type=int, default=0, metavar="N", help="CPU threads")
+    add_threads_argument(parser)
     parser.add_argument("--top-k", type=int, default=20, metavar="N", help="as chat (default 20)")
     parser.add_argument(
         "--top-p", type=float, default=0.95, metavar="P", help="as chat (default 0.95)"
@@ -89,11 +95,6 @@ def _depths(text: str) -> list[int]:
     return depths
 
 
-def _threads(requested: int) -> int:
-    """The thread count our worker uses, so llama-server gets the same."""
-    return requested or default_threads()
-
-
 def run(args: argparse.Namespace) -> int:
     depths = _depths(args.depths)
     settings = LoadSettings(threads=args.threads, max_draft_depth=max(max(depths), AUTO_MAX_DEPTH))
@@ -105,12 +106,18 @@ def run(args: argparse.Namespace) -> int:
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mtp-wide-")))
             model = widened_copy(model, args.wide, folder)
         client = stack.enter_context(open_client(args, settings, model))
+        info = client.load()
         progress(describe_backend(client))
         servers = None
         if args.vs_llama_server is not None:
             progress("starting llama-server: plain and draft-mtp at each depth")
+            threads = info.threads or choose_threads(args.threads)  # the same as ours
             servers = LlamaServerPool(
-                args.vs_llama_server, model, depths=depths, threads=_threads(args.threads)
+                args.vs_llama_server,
+                model,
+                depths=depths,
+                threads=threads.threads,
+                batch_threads=threads.batch_threads,
             )
             stack.callback(servers.close)
         benchmark = run_decode_benchmark(

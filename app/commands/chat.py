@@ -31,6 +31,7 @@ from app.engine.load_options import (
 from app.engine.runtime.backends.choice import BACKEND_CHOICES, LLAMA_CPP, MLX, choose_backend
 from app.engine.runtime.chat_format.prompting import ChatMessage
 from app.engine.runtime.core.backend import LoadSettings, ModelInfo
+from app.engine.runtime.core.cpu_threads import choose_threads
 from app.engine.runtime.core.demo_model import demo_model_path
 from app.engine.runtime.core.request import (
     MAX_DRAFT_DEPTH,
@@ -51,6 +52,7 @@ CLI_OPTION_NAMES = {
     "kv_cache_type": "--kv-type",
     "flash_attention": "--flash-attn",
     "state_cache_mib": "--state-cache-mib",
+    "threads": "--threads",
 }
 
 
@@ -102,7 +104,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--system", metavar="TEXT", help="a system message to start with")
     parser.add_argument("--prompt", metavar="TEXT", help="answer this one message and exit")
     add_load_arguments(parser)
-    parser.add_argument("--threads", type=int, default=0, metavar="N", help="CPU threads")
     parser.add_argument(
         "--json",
         action="store_true",
@@ -137,9 +138,22 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_threads_argument(parser: argparse.ArgumentParser) -> None:
+    """``--threads N``, its help naming this machine's default (shared with the benchmarks)."""
+    default = choose_threads()
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        metavar="N",
+        help=f"CPU threads for llama.cpp; 0 (default) = what llama.cpp's own tools use, here "
+        f"{default.describe()}",
+    )
+
+
 def add_load_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--ctx``, ``--kv-type``, ``--flash-attn`` and ``--state-cache-mib`` (shared with
-    ``serve``); the values are checked by :func:`load_plan`, so a bad one is one clear line."""
+    """``--ctx``, ``--kv-type``, ``--flash-attn``, ``--state-cache-mib`` and ``--threads`` (shared
+    with ``serve``); the values are checked by :func:`load_plan`, so a bad one is one clear line."""
     parser.add_argument(
         "--ctx",
         type=int,
@@ -169,6 +183,7 @@ def add_load_arguments(parser: argparse.ArgumentParser) -> None:
         help="memory for states kept between requests so a prompt that repeats an earlier "
         f"prefix prefills only the rest; 0 = keep none (default {DEFAULT_STATE_CACHE_MIB})",
     )
+    add_threads_argument(parser)
 
 
 def load_plan(
@@ -185,6 +200,7 @@ def load_plan(
         kv_cache_type=args.kv_type,
         flash_attention=args.flash_attn,
         state_cache_mib=args.state_cache_mib,
+        threads=args.threads,
     )
     problem = load_options_problem(options, CLI_OPTION_NAMES)
     if problem is not None:
@@ -193,7 +209,6 @@ def load_plan(
         describe_model(model),
         options,
         memory_bytes=physical_memory_bytes(),
-        threads=args.threads,
         max_draft_depth=max_draft_depth,
     )
     if plan.kv_note is not None:
@@ -235,10 +250,14 @@ def open_client(
 
 
 def describe_backend(client: RuntimeClient) -> str:
-    """``backend: mlx — a model folder runs on mlx-lm (mlx on CPU) · sidecar: …``."""
+    """``backend: llama.cpp — … · threads 2 (the 2 physical cores)``: the threads once the
+    model is loaded; ``backend: mlx — a model folder runs on mlx-lm (mlx on CPU) · sidecar: …``."""
     line = f"backend: {client.choice.name} — {client.choice.reason}"
     if client.sidecar is not None:
         line += f" · sidecar: {client.sidecar}"
+    info = client.info
+    if info is not None and info.threads is not None:
+        line += f" · {info.threads.describe()}"
     return line
 
 

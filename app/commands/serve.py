@@ -112,7 +112,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "repeat for several",
     )
     add_load_arguments(parser)
-    parser.add_argument("--threads", type=int, default=0, metavar="N", help="CPU threads")
     parser.add_argument(
         "--log-format",
         choices=("text", "json"),

@@ -29,7 +29,8 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.errors import MtpStudioError
-from app.engine.load_options import FLASH_ATTENTION_MODES, KV_CACHE_TYPES
+from app.engine.load_options import FLASH_ATTENTION_MODES, KV_CACHE_TYPES, MAX_THREADS
+from app.engine.runtime.core.cpu_threads import choose_threads
 from app.engine.scratch import resolve_scratch
 from app.engine.settings import (
     BACKENDS,
@@ -193,6 +194,15 @@ class SettingsDialog(QDialog):
             "Memory for conversation states kept between replies, so a prompt that repeats an "
             "earlier one's beginning prefills only the rest"
         )
+        self.threads_spin = QSpinBox()
+        self.threads_spin.setRange(0, MAX_THREADS)
+        default = choose_threads()
+        self.threads_spin.setSpecialValueText(f"auto: {default.threads} ({default.reason})")
+        self.threads_spin.setValue(settings.threads)
+        self.threads_spin.setToolTip(
+            "CPU threads a local llama.cpp model runs with; auto uses what llama.cpp's own tools "
+            "use: one per physical performance core"
+        )
         self.error_label = QLabel("")
         self.error_label.setStyleSheet(tone_style("error"))
         self.error_label.setWordWrap(True)
@@ -208,6 +218,7 @@ class SettingsDialog(QDialog):
         form.addRow("KV cache type", self.kv_type_combo)
         form.addRow("Flash attention", self.flash_combo)
         form.addRow("Kept conversation states", self.state_cache_spin)
+        form.addRow("CPU threads", self.threads_spin)
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
         )
@@ -230,6 +241,7 @@ class SettingsDialog(QDialog):
             kv_cache_type=self.kv_type_combo.currentText(),
             flash_attention=self.flash_combo.currentText(),
             state_cache_mib=self.state_cache_spin.value(),
+            threads=self.threads_spin.value(),
         )
 
     def _save(self) -> None:

@@ -143,11 +143,13 @@ class LlamaServer:
         *,
         depth: int,
         threads: int,
+        batch_threads: int = 0,
         context: int = 0,
         p_min: float = 0.0,
     ) -> None:
-        """``context`` 0: llama-server's default context (the model's trained one); ``p_min``
-        > 0: drafting stops at a token whose draft probability is below it."""
+        """``threads`` for a step and ``batch_threads`` for a prompt's batches (0: the same), as
+        ours run; ``context`` 0: llama-server's default context (the model's trained one);
+        ``p_min`` > 0: drafting stops at a token whose draft probability is below it."""
         self.depth = depth
         self.p_min = p_min
         self.label = "llama-server plain" if depth == 0 else f"llama-server MTP K={depth}"
@@ -161,7 +163,7 @@ class LlamaServer:
             "--host", "127.0.0.1",
             "--port", str(self._port),
             "-t", str(threads),
-            "-tb", str(threads),
+            "-tb", str(batch_threads or threads),
             "-np", "1",
             "--no-webui",
         ]  # fmt: skip
@@ -282,7 +284,15 @@ class LlamaServerPool:
     """llama-server plain, at each depth, and at the deepest with :data:`PUBLISHED_P_MIN`,
     started together and stopped together."""
 
-    def __init__(self, binary: Path, model: Path, *, depths: Sequence[int], threads: int) -> None:
+    def __init__(
+        self,
+        binary: Path,
+        model: Path,
+        *,
+        depths: Sequence[int],
+        threads: int,
+        batch_threads: int = 0,
+    ) -> None:
         if not binary.is_file():
             raise RuntimeBackendError(
                 f"--vs-llama-server {binary}: no such file; build it with "
@@ -291,10 +301,19 @@ class LlamaServerPool:
         self.servers: list[LlamaServer] = []
         try:
             for depth in (0, *depths):
-                self.servers.append(LlamaServer(binary, model, depth=depth, threads=threads))
+                self.servers.append(
+                    LlamaServer(
+                        binary, model, depth=depth, threads=threads, batch_threads=batch_threads
+                    )
+                )
             self.servers.append(
                 LlamaServer(
-                    binary, model, depth=max(depths), threads=threads, p_min=PUBLISHED_P_MIN
+                    binary,
+                    model,
+                    depth=max(depths),
+                    threads=threads,
+                    batch_threads=batch_threads,
+                    p_min=PUBLISHED_P_MIN,
                 )
             )
             for server in self.servers:

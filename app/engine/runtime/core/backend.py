@@ -12,7 +12,6 @@ position and the head's own cache); ``rollback`` decides which verified rows bec
 
 from __future__ import annotations
 
-import os
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -24,6 +23,7 @@ import numpy as np
 
 from app.engine.errors import RuntimeBackendError
 from app.engine.load_options import DEFAULT_STATE_CACHE_MIB
+from app.engine.runtime.core.cpu_threads import ThreadChoice
 
 if TYPE_CHECKING:  # imported by the backends that build one, on first use
     import llguidance
@@ -33,9 +33,10 @@ if TYPE_CHECKING:  # imported by the backends that build one, on first use
 class LoadSettings:
     """How a backend loads a model.
 
-    ``context_length`` 0 → min(4096, the model's trained context); ``threads`` 0 → half the
-    logical CPUs, at most 8 (about the physical cores: llama.cpp's CPU threads spin-wait, and
-    more threads than free cores is many times slower); ``max_draft_depth`` bounds the MTP
+    ``context_length`` 0 → min(4096, the model's trained context); ``threads`` 0 → what
+    llama.cpp's own tools use: the physical performance cores for a step, every physical core for
+    a prompt's batches (:func:`~app.engine.runtime.core.cpu_threads.choose_threads`), N → N for
+    both; ``max_draft_depth`` bounds the MTP
     depth a request may use (hybrid models keep that many recurrent-state snapshots for
     rollback); ``gpu_layers`` −1 → all when the build has a GPU backend.
     """
@@ -53,11 +54,6 @@ class LoadSettings:
     whole saved conversations) so a later prompt that shares a prefix prefills only the rest."""
 
 
-def default_threads() -> int:
-    """Threads when ``LoadSettings.threads`` is 0: half the logical CPUs, 1 to 8."""
-    return max(1, min(8, (os.cpu_count() or 2) // 2))
-
-
 @dataclass(frozen=True)
 class ModelInfo:
     """What a loaded model offers. ``mtp_unavailable_reason`` is None when MTP can run."""
@@ -72,6 +68,8 @@ class ModelInfo:
     max_draft_depth: int
     mtp_unavailable_reason: str | None
     has_chat_template: bool
+    threads: ThreadChoice | None = None
+    """The CPU threads the backend runs with (None where it does not choose them: MLX)."""
 
     @property
     def mtp_available(self) -> bool:

@@ -64,8 +64,8 @@ from app.engine.runtime.core.backend import (
     ModelInfo,
     PrefixReuse,
     VerifyResult,
-    default_threads,
 )
+from app.engine.runtime.core.cpu_threads import choose_threads
 
 
 class LlamaCppBackend(DecodeBackend):
@@ -103,10 +103,10 @@ class LlamaCppBackend(DecodeBackend):
         self._context_size = settings.context_length or min(
             DEFAULT_CONTEXT, trained or DEFAULT_CONTEXT
         )
-        self._threads = settings.threads or default_threads()
+        self._threads = choose_threads(settings.threads)
         self._settings = settings
         depth = settings.max_draft_depth if mtp_reason is None else 0
-        self._on_cpu_alone = self._threads == 1 and (
+        self._on_cpu_alone = self._threads.threads == 1 and (
             settings.gpu_layers == 0 or not llama_cpp.llama_supports_gpu_offload()
         )
         self._fingerprint = machine_fingerprint(
@@ -126,6 +126,7 @@ class LlamaCppBackend(DecodeBackend):
             max_draft_depth=depth if mtp_reason is None else 0,
             mtp_unavailable_reason=mtp_reason,
             has_chat_template=summary.chat_template is not None,
+            threads=self._threads,
         )
         drafting = Lane("drafting", target, drafter, self._zero_hidden())
         kept = KeptLanes(
@@ -189,6 +190,11 @@ class LlamaCppBackend(DecodeBackend):
         if can_draft:
             self.draft(0, 1, lambda _index, _logits: 0)
         self.reset()
+
+    @property
+    def contexts(self) -> tuple[LlamaContext, ...]:
+        """The llama.cpp contexts open now (the drafting target first)."""
+        return tuple(self._contexts)
 
     def close(self) -> None:
         for context in reversed(self._contexts):

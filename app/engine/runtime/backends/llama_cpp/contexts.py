@@ -51,6 +51,13 @@ class LlamaContext:
         """The context window in tokens."""
         return llama_cpp.llama_n_ctx(self.pointer)
 
+    @property
+    def thread_counts(self) -> tuple[int, int]:
+        """The CPU threads of a step and of a batch."""
+        return llama_cpp.llama_n_threads(self.pointer), llama_cpp.llama_n_threads_batch(
+            self.pointer
+        )
+
     def decode(self, batch: llama_cpp.llama_batch, what: str) -> None:
         code = llama_cpp.llama_decode(self.pointer, batch)
         if code != 0:

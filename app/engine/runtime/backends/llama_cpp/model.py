@@ -21,6 +21,7 @@ from app.engine.learned_state import cpu_name
 from app.engine.runtime.backends.gguf_info import GgufSummary
 from app.engine.runtime.backends.llama_cpp import log as llama_cpp_log
 from app.engine.runtime.backends.llama_cpp.contexts import LlamaContext
+from app.engine.runtime.core.cpu_threads import ThreadChoice
 
 BACKEND_NAME = "llama.cpp"
 DEFAULT_CONTEXT = 4096
@@ -49,7 +50,7 @@ def initialise_once() -> None:
         _backend_initialised = True
 
 
-def machine_fingerprint(threads: int, gpu_layers: int, clock: str) -> str:
+def machine_fingerprint(threads: ThreadChoice, gpu_layers: int, clock: str) -> str:
     """A short hash of the CPU, the llama.cpp build (its system info names the CPU features and
     GPU backends it uses), the llama-cpp-python version, threads, GPU offload and the clock
     cycles are timed with (times on different clocks cannot be compared)."""
@@ -59,7 +60,7 @@ def machine_fingerprint(threads: int, gpu_layers: int, clock: str) -> str:
         str(os.cpu_count()),
         llama_cpp.__version__,
         llama_cpp.llama_print_system_info().decode("utf-8", "replace"),
-        f"threads={threads}",
+        f"threads={threads.threads}",
         f"gpu_layers={gpu_layers}",
         f"clock={clock}",
     )
@@ -98,7 +99,7 @@ class LlamaModel:
     def new_context(
         self,
         size: int,
-        threads: int,
+        threads: ThreadChoice,
         *,
         kv_cache_type: str,
         flash_attention: str,
@@ -112,8 +113,8 @@ class LlamaModel:
         params.n_batch = BATCH_SIZE
         params.n_ubatch = BATCH_SIZE
         params.n_seq_max = 1
-        params.n_threads = threads
-        params.n_threads_batch = threads
+        params.n_threads = threads.threads
+        params.n_threads_batch = threads.batch_threads
         params.no_perf = True
         params.type_k = params.type_v = KV_CACHE_TYPES[kv_cache_type]
         params.flash_attn_type = FLASH_ATTENTION_MODES[flash_attention]
