@@ -15,7 +15,6 @@ import argparse
 import dataclasses
 import json
 import sys
-import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from app.commands.chat import (
     depth_argument,
     describe_backend,
     open_client,
+    stand_in,
 )
 from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.bench.chat_bench import (
@@ -34,7 +34,6 @@ from app.engine.runtime.bench.chat_bench import (
     run_chat_benchmark,
 )
 from app.engine.runtime.bench.llama_server import LlamaServer
-from app.engine.runtime.bench.wide_model import widened_copy
 from app.engine.runtime.core.backend import LoadSettings
 from app.engine.runtime.core.cpu_threads import choose_threads
 from app.engine.runtime.core.demo_model import demo_model_path
@@ -98,6 +97,14 @@ def register(benchmarks: argparse._SubParsersAction) -> None:
         help="run on a memory-bound stand-in: every FFN widened F× with zero channels",
     )
     parser.add_argument(
+        "--vocab",
+        type=int,
+        default=0,
+        metavar="V",
+        help="run on a stand-in whose vocabulary is padded to V tokens (e.g. 151936 as Qwen3, "
+        "262144): unused tokens with zero rows, so every step returns a V-wide logits row",
+    )
+    parser.add_argument(
         "--no-cold",
         action="store_true",
         help="skip the column of every turn computed from scratch",
@@ -133,10 +140,7 @@ def run(args: argparse.Namespace) -> int:
     progress = (lambda _m: None) if args.json else (lambda m: print(f"… {m}", file=sys.stderr))
     with ExitStack() as stack:
         model = Path(args.model) if args.model is not None else demo_model_path()
-        if args.wide != 1:
-            progress(f"writing the stand-in: {model.name} with every FFN widened {args.wide}×")
-            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mtp-wide-")))
-            model = widened_copy(model, args.wide, folder)
+        model = stand_in(model, args, stack, progress)
         client = stack.enter_context(open_client(args, load, model))
         info = client.load()
         progress(describe_backend(client))

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from app.commands.chat import (
     add_threads_argument,
     describe_backend,
     open_client,
+    stand_in,
 )
 from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.bench.decode_bench import (
@@ -32,7 +32,6 @@ from app.engine.runtime.bench.decode_bench import (
 )
 from app.engine.runtime.bench.interval import RESAMPLES
 from app.engine.runtime.bench.llama_server import LlamaServerPool
-from app.engine.runtime.bench.wide_model import widened_copy
 from app.engine.runtime.core.backend import LoadSettings
 from app.engine.runtime.core.cpu_threads import choose_threads
 from app.engine.runtime.core.demo_model import demo_model_path
@@ -72,6 +71,14 @@ def register(benchmarks: argparse._SubParsersAction) -> None:
         "tokens, F× the FFN bytes), written to a temporary folder",
     )
     parser.add_argument(
+        "--vocab",
+        type=int,
+        default=0,
+        metavar="V",
+        help="run on a stand-in whose vocabulary is padded to V tokens (e.g. 151936 as Qwen3, "
+        "262144): unused tokens with zero rows, so every step returns a V-wide logits row",
+    )
+    parser.add_argument(
         "--vs-llama-server",
         type=Path,
         metavar="PATH",
@@ -101,10 +108,7 @@ def run(args: argparse.Namespace) -> int:
     progress = (lambda _m: None) if args.json else (lambda m: print(f"… {m}", file=sys.stderr))
     with ExitStack() as stack:
         model = Path(args.model) if args.model is not None else demo_model_path()
-        if args.wide != 1:
-            progress(f"writing the stand-in: {model.name} with every FFN widened {args.wide}×")
-            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mtp-wide-")))
-            model = widened_copy(model, args.wide, folder)
+        model = stand_in(model, args, stack, progress)
         client = stack.enter_context(open_client(args, settings, model))
         info = client.load()
         progress(describe_backend(client))
@@ -208,11 +212,28 @@ def render(benchmark: DecodeBenchmark) -> str:
         f"targets (best depth K={benchmark.best_depth}):",
     ]
     lines += [f"  [{'ok' if met else 'MISSED'}] {name}" for name, met in benchmark.checks.items()]
+    lines += ["", *_host_lines(benchmark)]
     if benchmark.drafts_stopped is not None:
         lines += ["", f"DRAFTS BROKEN on this backend — {benchmark.drafts_stopped}"]
     if benchmark.llama_server_rows:
         lines += ["", *_llama_server_lines(benchmark)]
     return "\n".join(lines)
+
+
+def _host_lines(benchmark: DecodeBenchmark) -> list[str]:
+    """Per mode: the loop's own time per token next to the model's (forward passes)."""
+    if not any(row.model_seconds for row in benchmark.rows):
+        return ["host time per token: not measured by this backend"]
+    lines = [
+        "time per token: host = ours outside the model's forward passes (sampling, acceptance, "
+        "text, stop rules, statistics, chunks to the front end); model = inside them",
+        f"{'mode':<18}{'host ms':>9}{'model ms':>10}{'host share':>12}",
+    ]
+    for row in benchmark.rows:
+        host, model = row.host_seconds_per_token, row.model_seconds_per_token
+        share = host / (host + model) if host + model > 0 else 0.0
+        lines.append(f"{row.label:<18}{host * 1000:>9.3f}{model * 1000:>10.3f}{share:>12.1%}")
+    return lines
 
 
 def _interval_text(benchmark: DecodeBenchmark, mode: str) -> str:

@@ -11,6 +11,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
+from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 
 from app.commands.chat_remote import add_arguments as add_remote_arguments
@@ -29,6 +32,7 @@ from app.engine.load_options import (
     load_options_problem,
 )
 from app.engine.runtime.backends.choice import BACKEND_CHOICES, LLAMA_CPP, MLX, choose_backend
+from app.engine.runtime.bench.wide_model import widened_copy
 from app.engine.runtime.chat_format.prompting import ChatMessage
 from app.engine.runtime.core.backend import LoadSettings, ModelInfo
 from app.engine.runtime.core.cpu_threads import choose_threads
@@ -232,6 +236,20 @@ def describe_load(plan: LoadPlan, info: ModelInfo) -> str:
         of_ram = f" of {format_bytes(ram)} RAM" if ram else ""
         parts.append(f"memory ≈ {format_bytes(plan.memory.total_bytes)}{of_ram}")
     return " · ".join(parts)
+
+
+def stand_in(
+    model: Path, args: argparse.Namespace, stack: ExitStack, progress: Callable[[str], None]
+) -> Path:
+    """``model``, or the benchmarks' stand-in for a larger one that ``--wide`` / ``--vocab`` ask
+    for, written to a temporary folder that ``stack`` removes."""
+    if args.wide == 1 and not args.vocab:
+        return model
+    wider = [f"every FFN widened {args.wide}×"] if args.wide != 1 else []
+    wider += [f"the vocabulary padded to {args.vocab} tokens"] if args.vocab else []
+    progress(f"writing the stand-in: {model.name} with {' and '.join(wider)}")
+    folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mtp-wide-")))
+    return widened_copy(model, args.wide, folder, vocab=args.vocab)
 
 
 def open_client(

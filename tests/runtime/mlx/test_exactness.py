@@ -22,6 +22,7 @@ from app.engine.runtime.sampling.sampler import SamplerSettings, greedy_token
 from app.engine.runtime.speculative.cycle import SpeculativeDecoder
 from app.engine.runtime.speculative.depth_policy import DepthPolicies
 from app.engine.runtime.speculative.generation import generate, prompt_tokens
+from tests.runtime.draft_rows import draft_rows
 
 PROMPTS = (
     "Write a Python function that returns the largest of three numbers.",
@@ -93,7 +94,7 @@ def test_after_a_partial_accept_the_state_equals_a_fresh_prefill(four_bit: MlxBa
         pytest.fail("no cycle accepted part of its drafts")
     assert four_bit.committed_length == len(committed)
 
-    after_cycles_head = four_bit.draft(last, 1, lambda _i, row: greedy_token(row)).logits[0]
+    after_cycles_head = draft_rows(four_bit, last, 1)[1][0]
     after_cycles = four_bit.verify([last]).logits[0]
     four_bit.rollback(four_bit.committed_length)
 
@@ -101,7 +102,7 @@ def test_after_a_partial_accept_the_state_equals_a_fresh_prefill(four_bit: MlxBa
     fresh = four_bit.prefill([*committed, last], with_mtp=True)
     four_bit.reset()
     four_bit.prefill(committed, with_mtp=True)
-    fresh_head = four_bit.draft(last, 1, lambda _i, row: greedy_token(row)).logits[0]
+    fresh_head = draft_rows(four_bit, last, 1)[1][0]
 
     trunk_diff = float(np.max(np.abs(after_cycles - fresh)))
     head_diff = float(np.max(np.abs(after_cycles_head - fresh_head)))

@@ -86,15 +86,15 @@ class ModelInfo:
 
 @dataclass(frozen=True)
 class DraftResult:
-    """K drafted tokens and the head's logits row that each was chosen from (K × vocab)."""
+    """The K drafted tokens (the head's logits row of each was handed to the chooser)."""
 
     tokens: tuple[int, ...]
-    logits: np.ndarray
 
 
 @dataclass(frozen=True)
 class VerifyResult:
-    """The trunk's logits and (post-norm) hidden state for every verified row."""
+    """The trunk's logits and (post-norm) hidden state for every verified row: a backend may
+    hand out views of its own buffers, valid until it decodes again (copy what you keep)."""
 
     logits: np.ndarray
     hidden: np.ndarray
@@ -119,7 +119,8 @@ class PrefixReuse:
 
 DraftChooser = Callable[[int, np.ndarray], int]
 """Called by :meth:`DecodeBackend.draft` with (depth index, logits row); returns the draft token,
-or :data:`STOP_DRAFTING` to end the draft before this row (fewer drafts than the depth asked)."""
+or :data:`STOP_DRAFTING` to end the draft before this row (fewer drafts than the depth asked).
+The row may be a view of the backend's buffer, valid during the call only (copy what you keep)."""
 
 STOP_DRAFTING = -1
 
@@ -173,6 +174,13 @@ class DecodeBackend(ABC):
         return self.info.backend
 
     @property
+    def compute_seconds(self) -> float:
+        """Seconds spent inside the model's forward passes since the model was loaded (0.0
+        where the backend does not measure them): decode time minus its growth is the host
+        loop's own cost (:attr:`DecodeStats.host_seconds_per_token`)."""
+        return 0.0
+
+    @property
     def cycle_clock(self) -> Callable[[], float]:
         """The clock the adaptive depth times cycles with: wall time, unless the backend knows
         a clock that other work on the machine does not advance and that still sees all of a
@@ -222,7 +230,9 @@ class DecodeBackend(ABC):
 
     @abstractmethod
     def step(self, token: int) -> np.ndarray:
-        """Plain decoding: commit one token, return the next logits row.
+        """Plain decoding: commit one token, return the next logits row — possibly a view of the
+        backend's buffer, valid until it decodes again (the loop samples from it at once; copy
+        a row you keep). :meth:`prefill`'s row is the caller's own.
 
         After a prefill ``with_mtp`` the head's input for the token is kept, not decoded: the
         next :meth:`draft` catches the head's cache up in one batch, so a stretch of steps

@@ -171,7 +171,7 @@ class LlamaCppBackend(DecodeBackend):
             head = self._new_context(reads=target)
         except RuntimeBackendError as exc:
             return None, f"{exc}; decoding runs autoregressively"
-        return MtpHeadDrafter(head, batch, vocab_size=self._model.vocab_size), None
+        return MtpHeadDrafter(head, batch), None
 
     def _zero_hidden(self) -> np.ndarray:
         return np.zeros(self.info.embedding_length, dtype=np.float32)
@@ -233,6 +233,10 @@ class LlamaCppBackend(DecodeBackend):
     @property
     def performance_fingerprint(self) -> str:
         return self._fingerprint
+
+    @property
+    def compute_seconds(self) -> float:
+        return self._model.compute.seconds if self._model is not None else 0.0
 
     @property
     def cycle_clock(self) -> Callable[[], float]:

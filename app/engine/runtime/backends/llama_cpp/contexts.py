@@ -18,6 +18,9 @@ only (``n_seq_max`` 1), but several clients in one context will each be a sequen
 from __future__ import annotations
 
 import ctypes
+import time
+from collections.abc import Callable
+from typing import Any
 
 import llama_cpp
 import numpy as np
@@ -34,17 +37,36 @@ def _pointer(buffer: np.ndarray) -> ctypes.POINTER(ctypes.c_uint8):
     return buffer.ctypes.data_as(ctypes.POINTER(ctypes.c_uint8))
 
 
+class ComputeTime:
+    """Seconds spent inside ``llama_decode``, summed over the contexts of one model."""
+
+    __slots__ = ("seconds",)
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+
 class LlamaContext:
-    """A ``llama_context`` and its memory; ``model_name`` names the file in error messages."""
+    """A ``llama_context`` and its memory; ``model_name`` names the file in error messages;
+    ``compute`` adds up the time its decodes take."""
 
     def __init__(
-        self, pointer: llama_cpp.llama_context_p, *, model_name: str, vocab_size: int, width: int
+        self,
+        pointer: llama_cpp.llama_context_p,
+        *,
+        model_name: str,
+        vocab_size: int,
+        width: int,
+        compute: ComputeTime,
     ) -> None:
         self.pointer = pointer
         self.memory = llama_cpp.llama_get_memory(pointer)
         self.model_name = model_name
         self._vocab_size = vocab_size
         self._width = width
+        self._compute = compute
+        self._logits = _BufferView(llama_cpp.llama_get_logits, vocab_size)
+        self._hidden = _BufferView(llama_cpp_ext.llama_get_embeddings_nextn, width)
 
     @property
     def size(self) -> int:
@@ -59,7 +81,9 @@ class LlamaContext:
         )
 
     def decode(self, batch: llama_cpp.llama_batch, what: str) -> None:
+        started = time.perf_counter()
         code = llama_cpp.llama_decode(self.pointer, batch)
+        self._compute.seconds += time.perf_counter() - started
         if code != 0:
             raise RuntimeBackendError(
                 f"llama.cpp failed to decode {what} of {self.model_name} (code {code}: "
@@ -67,14 +91,14 @@ class LlamaContext:
             )
 
     def logits_rows(self, rows: int) -> np.ndarray:
-        """The last decode's logits, one row per output row (a view: copy what you keep)."""
-        pointer = llama_cpp.llama_get_logits(self.pointer)
-        return np.ctypeslib.as_array(pointer, shape=(rows, self._vocab_size))
+        """The last decode's logits, one row per output row: a view of llama.cpp's buffer,
+        valid until this context decodes again (copy what you keep)."""
+        return self._logits.rows(self.pointer, rows)
 
     def hidden_rows(self, rows: int) -> np.ndarray:
-        """The last decode's exported hidden states, one row per batch row (a view)."""
-        pointer = llama_cpp_ext.llama_get_embeddings_nextn(self.pointer)
-        return np.ctypeslib.as_array(pointer, shape=(rows, self._width))
+        """The last decode's exported hidden states, one row per batch row (a view, as
+        :meth:`logits_rows`)."""
+        return self._hidden.rows(self.pointer, rows)
 
     def export_hidden_rows(self) -> None:
         """Export the hidden state of every row (unmasked; see the backend's docstring)."""
@@ -124,3 +148,26 @@ class LlamaContext:
         if self.pointer:
             llama_cpp.llama_free(self.pointer)
         self.pointer = None
+
+
+class _BufferView:
+    """A numpy view of a float buffer llama.cpp owns (logits, exported hidden states), made once
+    per buffer: llama.cpp keeps the buffer until it needs a larger one, and making a view through
+    ``np.ctypeslib.as_array`` costs more than a small model's whole sampling step."""
+
+    def __init__(self, getter: Callable[[llama_cpp.llama_context_p], Any], width: int) -> None:
+        self._getter = getter
+        self._width = width
+        self._address = 0
+        self._view = np.empty((0, width), dtype=np.float32)
+
+    def rows(self, context: llama_cpp.llama_context_p, rows: int) -> np.ndarray:
+        pointer = self._getter(context)
+        address = ctypes.cast(pointer, ctypes.c_void_p).value or 0
+        if address != self._address or rows > len(self._view):
+            if not address:
+                raise RuntimeBackendError("llama.cpp returned no output buffer for the last decode")
+            self._view = np.ctypeslib.as_array(pointer, shape=(max(rows, 1), self._width))
+            self._view.flags.writeable = False  # llama.cpp's own: nothing here may change it
+            self._address = address
+        return self._view[:rows]

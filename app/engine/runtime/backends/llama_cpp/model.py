@@ -20,7 +20,7 @@ from app.engine.errors import RuntimeBackendError
 from app.engine.learned_state import cpu_name
 from app.engine.runtime.backends.gguf_info import GgufSummary
 from app.engine.runtime.backends.llama_cpp import log as llama_cpp_log
-from app.engine.runtime.backends.llama_cpp.contexts import LlamaContext
+from app.engine.runtime.backends.llama_cpp.contexts import ComputeTime, LlamaContext
 from app.engine.runtime.core.cpu_threads import ThreadChoice
 
 BACKEND_NAME = "llama.cpp"
@@ -91,6 +91,8 @@ class LlamaModel:
         self.width = llama_cpp.llama_model_n_embd_out(self.pointer)
         self.input_width = llama_cpp.llama_model_n_embd_inp(self.pointer)
         self.trained_context = llama_cpp.llama_model_n_ctx_train(self.pointer)
+        self.compute = ComputeTime()
+        """Time inside ``llama_decode``, summed over every context of this model."""
         self.recurrent = bool(
             llama_cpp.llama_model_is_recurrent(self.pointer)
             or llama_cpp.llama_model_is_hybrid(self.pointer)
@@ -132,7 +134,11 @@ class LlamaModel:
                 f"{size} tokens ({llama_cpp_log.take_recent()}); try a smaller --ctx"
             )
         return LlamaContext(
-            pointer, model_name=self.path.name, vocab_size=self.vocab_size, width=self.width
+            pointer,
+            model_name=self.path.name,
+            vocab_size=self.vocab_size,
+            width=self.width,
+            compute=self.compute,
         )
 
     def close(self) -> None:

@@ -123,7 +123,7 @@ class MlxBackend(DecodeBackend):
         else:
             self._project = text_model.lm_head
         head, reason = self._open_head(model_type, sidecar, args.num_hidden_layers)
-        self._drafter = HeadDrafter(head, args.vocab_size) if head is not None else None
+        self._drafter = HeadDrafter(head) if head is not None else None
         caches = make_prompt_cache(self._model)
         self._reusable = all(trunk_caches.is_recurrent(c) or trunk_caches.is_kv(c) for c in caches)
         wrappers = wrap_gated_delta_layers(self._trunk) if per_token_states else []
