@@ -98,9 +98,9 @@ def test_the_vocabulary_stand_in_pads_tokens_and_their_rows_with_zeros(
     tokens = original.fields["tokenizer.ggml.tokens"].contents()
     padded_tokens = padded.fields["tokenizer.ggml.tokens"].contents()
     assert len(padded_tokens) == VOCAB and padded_tokens[: len(tokens)] == tokens
-    assert padded_tokens[-1] == f"<|mtp_studio_pad_{VOCAB - len(tokens) - 1}|>"
+    assert padded_tokens[-1] == f"[PAD{VOCAB - 1}]"  # as llama.cpp's converter pads
     types = padded.fields["tokenizer.ggml.token_type"].contents()
-    assert len(types) == VOCAB and set(types[len(tokens) :]) == {3}  # control: shown as nothing
+    assert len(types) == VOCAB and set(types[len(tokens) :]) == {5}  # unused
     before = {tensor.name: tensor for tensor in original.tensors}
     for tensor in padded.tensors:
         source = before[tensor.name]

@@ -11,11 +11,13 @@ format (every block's scale is zero), so quantised tensors are widened without r
 
 The demo's 4k-token vocabulary also hides what a real one costs the loop around the model: every
 step hands over one logits row per output, 152k floats for Qwen3 and 248–262k for Qwen3.5/3.6 and
-Gemma. The vocabulary stand-in pads the vocabulary to V tokens: the new tokens are control tokens
-no text produces (``<|mtp_studio_pad_N|>``, shown as nothing), with zero rows in the token
-embedding and the output head. Their logit is exactly 0, so the model's choices are unchanged
-wherever its real candidates score above 0 — greedy decoding whenever the top logit is positive,
-top-k sampling whenever the k-th is — while each step computes and returns a V-wide row.
+Gemma. The vocabulary stand-in pads the vocabulary to V tokens as llama.cpp's converter pads a
+model's unused vocabulary slots (``[PADn]``, token type unused: no text produces them), with zero
+rows in the token embedding and the output head. Their logit is exactly 0, so the model's choices
+are unchanged wherever its real candidates score above 0 — greedy decoding whenever the top logit
+is positive, top-k sampling whenever the k-th is — while each step computes and returns a V-wide
+row. (Without top-k, V − n tokens tied at 0 take real mass: the stand-in measures cost there, not
+text.)
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ _VOCABULARY_ROWS = re.compile(
 _TOKENS = "tokenizer.ggml.tokens"
 _TOKEN_TYPES = "tokenizer.ggml.token_type"
 _TOKEN_SCORES = "tokenizer.ggml.scores"
-_CONTROL_TOKEN = 3  # llama.cpp's LLAMA_TOKEN_TYPE_CONTROL: never produced by text, shown as nothing
+_UNUSED_TOKEN = 5  # gguf.TokenType.UNUSED, what llama.cpp's converter gives padding slots
 
 
 def widened_tensor(name: str, data: np.ndarray, factor: int, vocab: int = 0) -> np.ndarray:
@@ -126,8 +128,8 @@ def _vocabulary_padding(reader: GGUFReader, source: Path, vocab: int) -> dict[st
         )
     count = vocab - size
     padding: dict[str, list[Any]] = {
-        _TOKENS: [f"<|mtp_studio_pad_{index}|>" for index in range(count)],
-        _TOKEN_TYPES: [_CONTROL_TOKEN] * count,
+        _TOKENS: [f"[PAD{token}]" for token in range(size, vocab)],
+        _TOKEN_TYPES: [_UNUSED_TOKEN] * count,
     }
     if _TOKEN_SCORES in reader.fields:
         padding[_TOKEN_SCORES] = [0.0] * count

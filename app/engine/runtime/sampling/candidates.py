@@ -39,7 +39,7 @@ def top_k_ids(logits: np.ndarray, k: int) -> np.ndarray:
     if reaching.size < k:  # rare: the sample's bound is above the k-th largest
         reaching = np.arange(size)
     elif reaching.size > _TOP_K_SAMPLE_PER_CANDIDATE * k:
-        above = reaching[logits[reaching] > bound]
+        above = np.flatnonzero(logits > bound)
         if above.size < k:  # the k-th largest is the bound: it and everything above it
             return reaching
         reaching = above

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import ctypes
 import time
-from collections.abc import Callable
 from typing import Any
 
 import llama_cpp
@@ -150,23 +149,28 @@ class LlamaContext:
         self.pointer = None
 
 
+_RETURNS_ADDRESS = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
+
+
 class _BufferView:
     """A numpy view of a float buffer llama.cpp owns (logits, exported hidden states), made once
     per buffer: llama.cpp keeps the buffer until it needs a larger one, and making a view through
-    ``np.ctypeslib.as_array`` costs more than a small model's whole sampling step."""
+    ``np.ctypeslib.as_array`` costs more than a small model's whole sampling step. The getter is
+    called through a prototype that returns the address as an int, so checking that the buffer
+    is still the same makes no ctypes pointer object either."""
 
-    def __init__(self, getter: Callable[[llama_cpp.llama_context_p], Any], width: int) -> None:
-        self._getter = getter
+    def __init__(self, getter: Any, width: int) -> None:
+        self._address_of = _RETURNS_ADDRESS(ctypes.cast(getter, ctypes.c_void_p).value)
         self._width = width
         self._address = 0
         self._view = np.empty((0, width), dtype=np.float32)
 
     def rows(self, context: llama_cpp.llama_context_p, rows: int) -> np.ndarray:
-        pointer = self._getter(context)
-        address = ctypes.cast(pointer, ctypes.c_void_p).value or 0
+        address = self._address_of(context)
         if address != self._address or rows > len(self._view):
             if not address:
                 raise RuntimeBackendError("llama.cpp returned no output buffer for the last decode")
+            pointer = ctypes.cast(address, ctypes.POINTER(ctypes.c_float))
             self._view = np.ctypeslib.as_array(pointer, shape=(max(rows, 1), self._width))
             self._view.flags.writeable = False  # llama.cpp's own: nothing here may change it
             self._address = address
