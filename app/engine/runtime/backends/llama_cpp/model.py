@@ -5,7 +5,8 @@ block (``load_mtp``) only when it is there: an MTP context on a model loaded wit
 process. Contexts come in three roles (docs/architecture.md#the-llamacpp-backend): the drafting
 target keeps ``n_rs_seq`` recurrent-state snapshots so a hybrid trunk can roll back a rejected
 draft; the MTP head's context (``LLAMA_CONTEXT_TYPE_MTP``, ``ctx_other`` = the target) runs the
-nextn block; a plain target keeps no snapshots."""
+nextn block; a plain target keeps no snapshots. Every context computes on the model's persistent
+CPU thread pools (:mod:`.threadpool`), as llama-server's do."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from app.engine.learned_state import cpu_name
 from app.engine.runtime.backends.gguf_info import GgufSummary
 from app.engine.runtime.backends.llama_cpp import log as llama_cpp_log
 from app.engine.runtime.backends.llama_cpp.contexts import ComputeTime, LlamaContext
+from app.engine.runtime.backends.llama_cpp.threadpool import ThreadPools
 from app.engine.runtime.core.cpu_threads import ThreadChoice
 
 BACKEND_NAME = "llama.cpp"
@@ -91,6 +93,7 @@ class LlamaModel:
         self.width = llama_cpp.llama_model_n_embd_out(self.pointer)
         self.input_width = llama_cpp.llama_model_n_embd_inp(self.pointer)
         self.trained_context = llama_cpp.llama_model_n_ctx_train(self.pointer)
+        self._pools: ThreadPools | None = None
         self.compute = ComputeTime()
         """Time inside ``llama_decode``, summed over every context of this model."""
         self.recurrent = bool(
@@ -133,6 +136,9 @@ class LlamaModel:
                 f"llama.cpp could not create the {role} context for {self.path.name} with "
                 f"{size} tokens ({llama_cpp_log.take_recent()}); try a smaller --ctx"
             )
+        if self._pools is None:
+            self._pools = ThreadPools(threads)
+        self._pools.attach(pointer)
         return LlamaContext(
             pointer,
             model_name=self.path.name,
@@ -142,6 +148,10 @@ class LlamaModel:
         )
 
     def close(self) -> None:
+        """Free the model and its thread pools (after its contexts)."""
+        if self._pools is not None:
+            self._pools.close()
+            self._pools = None
         if self.pointer:
             llama_cpp.llama_model_free(self.pointer)
         self.pointer = None
