@@ -177,6 +177,10 @@ class LlamaServer:
         self._log = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115 (closed in close())
         self._process = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT)
 
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
     def wait_ready(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
         while time.monotonic() < deadline:

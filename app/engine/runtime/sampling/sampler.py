@@ -73,7 +73,7 @@ class SamplerSettings:
 
 def greedy_token(logits: np.ndarray) -> int:
     """The arg-max token: what :func:`distribution` is one-hot on at temperature 0."""
-    return int(np.argmax(logits))
+    return int(logits.argmax())
 
 
 def sparse_distribution(logits: np.ndarray, settings: SamplerSettings) -> SparseDistribution:

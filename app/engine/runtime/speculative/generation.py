@@ -147,7 +147,7 @@ class _Output:
 
     A chunk goes out after the first token, then at most once per ``interval`` seconds, merging
     the steps in between (every token and the latest statistics), and when the reply ends: the
-    statistics snapshot and the chunk are made per chunk, not per token.
+    text, the statistics snapshot and the chunk are made per chunk, not per token.
     """
 
     def __init__(
@@ -167,8 +167,7 @@ class _Output:
         self._detokenizer = StreamingDetokenizer(backend.token_bytes)
         self.token_ids: list[int] = []
         self.text_parts: list[str] = []
-        self._pending_from = 0  # token_ids and text_parts not yet in a chunk start here
-        self._pending_text_from = 0
+        self._sent = 0  # token_ids before this are in a chunk already
         self.finish_reason: str | None = None
 
     @property
@@ -186,21 +185,15 @@ class _Output:
             if index + 1 >= room:
                 self.finish_reason, kept = "length", index + 1
                 break
-        if kept < len(tokens):
-            tokens = tokens[:kept]
         if self._recorder.ttft_seconds == 0.0:
             self._recorder.ttft_seconds = time.perf_counter() - self._recorder.started_at
-        self.token_ids.extend(tokens)
+        self.token_ids.extend(tokens[:kept] if kept < len(tokens) else tokens)
         self._recorder.generated_tokens = len(self.token_ids)
-        self.text_parts.append(self._detokenizer.add(tokens))
-        if self.finish_reason is not None:
-            self.text_parts.append(self._detokenizer.flush())
         return self._emit_if_due()
 
     def stop(self, reason: str) -> None:
         """End early (cancelled, context full); a pending partial character is flushed."""
         self.finish_reason = reason
-        self.text_parts.append(self._detokenizer.flush())
         self._emit_if_due()
 
     def _emit_if_due(self) -> bool:
@@ -208,9 +201,12 @@ class _Output:
         if self.finish_reason is None and now < self._next_emit:
             return False
         self._next_emit = now + self._interval
-        tokens = tuple(self.token_ids[self._pending_from :])
-        text = "".join(self.text_parts[self._pending_text_from :])
-        self._pending_from, self._pending_text_from = len(self.token_ids), len(self.text_parts)
+        tokens = tuple(self.token_ids[self._sent :])
+        self._sent = len(self.token_ids)
+        text = self._detokenizer.add(tokens)
+        if self.finish_reason is not None:
+            text += self._detokenizer.flush()
+        self.text_parts.append(text)
         self._emit(TokenChunk(tokens, text, self._recorder.snapshot()))
         return True
 
@@ -281,7 +277,11 @@ def _choose_step(
     policy, watch = choice.policy, choice.watch
     clock = backend.cycle_clock
 
+    sampler = request.sampler
+
     def plain(last: int, _room: int) -> Sequence[int]:
+        if grammar is None:
+            return (sample(backend.step(last), sampler, rng),)
         return (next_token(backend.step(last), grammar, request, rng),)
 
     def timed_plain(last: int, _room: int) -> Sequence[int]:

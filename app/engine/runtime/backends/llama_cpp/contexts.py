@@ -94,6 +94,10 @@ class LlamaContext:
         valid until this context decodes again (copy what you keep)."""
         return self._logits.rows(self.pointer, rows)
 
+    def last_logits(self) -> np.ndarray:
+        """The logits row of a one-row decode (a view, as :meth:`logits_rows`)."""
+        return self._logits.first_row(self.pointer)
+
     def hidden_rows(self, rows: int) -> np.ndarray:
         """The last decode's exported hidden states, one row per batch row (a view, as
         :meth:`logits_rows`)."""
@@ -164,14 +168,26 @@ class _BufferView:
         self._width = width
         self._address = 0
         self._view = np.empty((0, width), dtype=np.float32)
+        self._first = np.empty(width, dtype=np.float32)
 
     def rows(self, context: llama_cpp.llama_context_p, rows: int) -> np.ndarray:
         address = self._address_of(context)
         if address != self._address or rows > len(self._view):
-            if not address:
-                raise RuntimeBackendError("llama.cpp returned no output buffer for the last decode")
-            pointer = ctypes.cast(address, ctypes.POINTER(ctypes.c_float))
-            self._view = np.ctypeslib.as_array(pointer, shape=(max(rows, 1), self._width))
-            self._view.flags.writeable = False  # llama.cpp's own: nothing here may change it
-            self._address = address
+            self._remake(address, rows)
         return self._view[:rows]
+
+    def first_row(self, context: llama_cpp.llama_context_p) -> np.ndarray:
+        """Row 0 (what a plain step reads): the same view every step while the buffer stays."""
+        address = self._address_of(context)
+        if address != self._address:
+            self._remake(address, 1)
+        return self._first
+
+    def _remake(self, address: int, rows: int) -> None:
+        if not address:
+            raise RuntimeBackendError("llama.cpp returned no output buffer for the last decode")
+        pointer = ctypes.cast(address, ctypes.POINTER(ctypes.c_float))
+        self._view = np.ctypeslib.as_array(pointer, shape=(max(rows, 1), self._width))
+        self._view.flags.writeable = False  # llama.cpp's own: nothing here may change it
+        self._first = self._view[0]
+        self._address = address

@@ -160,7 +160,8 @@ class Decoder:
 
     def step(self, token: int) -> np.ndarray:
         lane = self.lane
-        self._info.require_room(self.n_past, 1)
+        if self.n_past >= self._info.context_length:
+            self._info.require_room(self.n_past, 1)
         lane.trunk.decode(
             self._batch.fill([token], self.n_past, outputs="all", seq=lane.seq), "a token"
         )
