@@ -32,8 +32,8 @@ LAYERS: dict[str, list[set[str]]] = {
 }
 
 
-SIZE_LIMITED = ("app/engine", "app/commands")
-"""Folders whose classes and functions are held to the limits below (app/ui is to follow)."""
+SIZE_LIMITED = ("app/engine", "app/commands", "app/ui")
+"""Folders whose classes and functions are held to the limits below."""
 MAX_CLASS_LINES = 400
 MAX_FUNCTION_LINES = 80
 SIZE_EXCEPTIONS: dict[str, str] = {}

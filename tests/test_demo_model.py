@@ -23,8 +23,10 @@ from llama_cpp import Llama
 
 from app.engine.mtp import LocalFolderSource, extract_mtp
 from app.engine.runtime.backends.llama_cpp.backend import LlamaCppBackend
+from app.engine.runtime.backends.llama_cpp.cpu_backends import load_installed
 from app.engine.runtime.chat_format.prompting import ChatMessage
 from app.engine.runtime.core.backend import LoadSettings
+from app.engine.runtime.core.demo_model import MODELS_DIR, demo_model_path
 from app.engine.runtime.core.request import GenerationRequest
 from app.engine.runtime.speculative.generation import generate
 
@@ -101,6 +103,7 @@ def gguf_reader() -> gguf.GGUFReader:
 
 @pytest.fixture(scope="module")
 def llama() -> Llama:
+    load_installed()  # a portable llama.cpp's CPU variant, as the app loads it
     return Llama(str(GGUF_PATH), n_ctx=1024, verbose=False, seed=0)
 
 
@@ -122,6 +125,11 @@ def test_every_artifact_is_present_and_within_the_size_limit() -> None:
         if p.is_file() and p.stat().st_size > MAX_FILE_BYTES
     }
     assert oversized == {}
+
+
+def test_the_app_finds_the_demo_model_where_it_ships() -> None:
+    assert demo_model_path() == GGUF_PATH
+    assert MODELS_DIR == MODELS
 
 
 def test_the_report_and_card_describe_exactly_the_shipped_files() -> None:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 REPO = "acme/tiny-mtp-model"
-PAGE_SIZES = ((1024, 640), (1920, 1080))
+PAGE_SIZES = ((1280, 800), (1024, 640), (1920, 1080))
 MY_CATALOG = """\
 # my own catalog
 models:
@@ -159,6 +159,7 @@ class Shooter:
         self.publish_tour(window)
         self.dialogs_tour(window)
         self.graft_tour(window)
+        self.chat_tour(window)
         self.pages_tour(window)
         window.shutdown()
         window.close()
@@ -293,6 +294,21 @@ class Shooter:
         chat.replies.send("Write a function that reverses a string.")
         self.wait(lambda: not chat.streaming, 60)
         self.shot(window, "chat-grafted-gguf-drafts")
+
+    def chat_tour(self, window: object) -> None:
+        """The demo: a reply with its Details open, then a second version (‹ 2/2 ›)."""
+        chat = window.chat_with_demo()  # type: ignore[attr-defined]
+        self.wait(lambda: chat.model_bar.state.text() == "Ready: demo-mtp.gguf", 60)
+        chat.new_conversation()
+        chat.replies.send("Write a Python function that reverses a string.")
+        self.wait(lambda: not chat.streaming, 60)
+        reply = chat.transcript.messages[-1]
+        reply.details_button.setChecked(True)
+        self.shot(window, "chat-demo-reply-details")
+        reply.regenerate_button.click()
+        self.wait(lambda: not chat.streaming, 60)
+        chat.transcript.messages[-1].details_button.setChecked(True)
+        self.shot(window, "chat-demo-second-version")
 
     def pages_tour(self, window: object) -> None:
         """Every page at a small laptop's size and at full HD, light and dark."""

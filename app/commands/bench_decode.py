@@ -122,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
                 depths=depths,
                 threads=threads.threads,
                 batch_threads=threads.batch_threads,
+                drafter=client.drafter,
             )
             stack.callback(servers.close)
         benchmark = run_decode_benchmark(

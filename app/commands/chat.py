@@ -3,12 +3,16 @@
 ``--prompt TEXT`` answers one message (streamed to stdout, statistics on stderr, or one JSON
 object with ``--json``); without it the command is an interactive chat that keeps the
 conversation (``/reset`` forgets it, ``/exit`` or end of input quits, Ctrl-C stops the current
-answer). With no ``--model`` it uses the bundled demo model.
+answer). With no ``--model`` it uses the bundled demo model. A model that drafts with a
+separate drafter model (Gemma 4) finds it beside itself, in an ``MTP/`` folder or in the Hugging
+Face cache, as the chat window does; ``--drafter FILE`` names one (refused in one line when it
+does not fit the model).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import tempfile
@@ -20,7 +24,7 @@ from app.commands.chat_remote import add_arguments as add_remote_arguments
 from app.commands.chat_remote import run_remote
 from app.commands.chat_session import converse
 from app.engine.chat.context_choice import LoadPlan, plan_load
-from app.engine.chat.discovery import default_model_roots, paired_sidecar
+from app.engine.chat.discovery import default_model_roots, paired_drafter, paired_sidecar
 from app.engine.chat.memory import physical_memory_bytes
 from app.engine.chat.model_files import describe_model
 from app.engine.errors import MtpStudioError, RuntimeBackendError
@@ -107,6 +111,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-tokens", type=int, default=512, metavar="N")
     parser.add_argument("--system", metavar="TEXT", help="a system message to start with")
     parser.add_argument("--prompt", metavar="TEXT", help="answer this one message and exit")
+    parser.add_argument(
+        "--image",
+        action="append",
+        type=Path,
+        metavar="FILE",
+        help="a picture (PNG, JPEG, WebP) shown with the first message; repeat for several (the "
+        "model needs a vision projector, see --mmproj)",
+    )
     add_load_arguments(parser)
     parser.add_argument(
         "--json",
@@ -140,6 +152,21 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
             "repo in the Hugging Face cache or the models folder"
         ),
     )
+    add_drafter_argument(parser)
+
+
+def add_drafter_argument(parser: argparse.ArgumentParser) -> None:
+    """``--drafter`` (shared with ``serve`` and ``bench decode``)."""
+    parser.add_argument(
+        "--drafter",
+        type=Path,
+        metavar="FILE",
+        help=(
+            "a separate drafter model to draft with (Gemma 4's assistant: a GGUF for a .gguf "
+            "model, a folder for a model folder); default: the drafter beside the model, in an "
+            "MTP/ folder there, or in the Hugging Face cache"
+        ),
+    )
 
 
 def add_threads_argument(parser: argparse.ArgumentParser) -> None:
@@ -156,8 +183,9 @@ def add_threads_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def add_load_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--ctx``, ``--kv-type``, ``--flash-attn``, ``--state-cache-mib`` and ``--threads`` (shared
-    with ``serve``); the values are checked by :func:`load_plan`, so a bad one is one clear line."""
+    """``--ctx``, ``--kv-type``, ``--flash-attn``, ``--state-cache-mib``, ``--mmproj`` and
+    ``--threads`` (shared with ``serve``); the values are checked by :func:`load_plan`, so a bad
+    one is one clear line."""
     parser.add_argument(
         "--ctx",
         type=int,
@@ -186,6 +214,12 @@ def add_load_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="MIB",
         help="memory for states kept between requests so a prompt that repeats an earlier "
         f"prefix prefills only the rest; 0 = keep none (default {DEFAULT_STATE_CACHE_MIB})",
+    )
+    parser.add_argument(
+        "--mmproj",
+        metavar="FILE|none",
+        help="the vision projector to read images with (a GGUF model on llama.cpp); default: "
+        "the mmproj-*.gguf beside the model, if any; none = text only",
     )
     add_threads_argument(parser)
 
@@ -217,7 +251,38 @@ def load_plan(
     )
     if plan.kv_note is not None:
         raise error(f"--kv-type {args.kv_type} cannot be used: {plan.kv_note}; use --kv-type f16")
-    return plan
+    settings = _with_projector(plan.settings, args.mmproj)
+    settings = dataclasses.replace(settings, drafter=drafter_for(args, model))
+    return dataclasses.replace(plan, settings=settings)
+
+
+def _with_projector(settings: LoadSettings, mmproj: str | None) -> LoadSettings:
+    """``--mmproj FILE`` names the projector, ``none`` turns images off; without it the
+    runtime client looks beside the model."""
+    if mmproj is None:
+        return settings
+    if mmproj.lower() == "none":
+        return dataclasses.replace(settings, images=False)
+    return dataclasses.replace(settings, projector=Path(mmproj))
+
+
+def describe_images(info: ModelInfo) -> str:
+    """``images: read with mmproj-….gguf`` or the one line saying why the model reads none."""
+    if info.projector is not None:
+        return f"images: read with {info.projector.name}"
+    return f"images: {info.images_unavailable_reason or 'not read by this model'}"
+
+
+def drafter_for(args: argparse.Namespace, model: Path) -> Path | None:
+    """``--drafter``, else the drafter the chat window pairs with ``model`` (None: none)."""
+    named = getattr(args, "drafter", None)
+    if named is not None:
+        return Path(named).expanduser()
+    return paired_drafter(Path(model), _model_roots())
+
+
+def _model_roots() -> tuple[Path, ...]:
+    return default_model_roots(SettingsStore().load().models_path(), hf_hub_cache())
 
 
 def describe_load(plan: LoadPlan, info: ModelInfo) -> str:
@@ -235,6 +300,8 @@ def describe_load(plan: LoadPlan, info: ModelInfo) -> str:
         ram = physical_memory_bytes()
         of_ram = f" of {format_bytes(ram)} RAM" if ram else ""
         parts.append(f"memory ≈ {format_bytes(plan.memory.total_bytes)}{of_ram}")
+    if info.cpu_variant is not None:  # a portable llama.cpp build: which code this CPU runs
+        parts.append(f"llama.cpp CPU variant {info.cpu_variant}")
     return " · ".join(parts)
 
 
@@ -261,22 +328,39 @@ def open_client(
     model = model or (args.model if args.model is not None else demo_model_path())
     sidecar = args.sidecar
     if sidecar is None and choose_backend(args.backend, model).name == MLX:
-        store_settings = SettingsStore().load()
-        roots = default_model_roots(store_settings.models_path(), hf_hub_cache())
-        sidecar = paired_sidecar(Path(model), roots)
+        sidecar = paired_sidecar(Path(model), _model_roots())
+    if settings.drafter is None:
+        settings = dataclasses.replace(settings, drafter=drafter_for(args, Path(model)))
     return RuntimeClient(model, backend=args.backend, settings=settings, sidecar=sidecar)
 
 
 def describe_backend(client: RuntimeClient) -> str:
-    """``backend: llama.cpp — … · threads 2 (the 2 physical cores)``: the threads once the
-    model is loaded; ``backend: mlx — a model folder runs on mlx-lm (mlx on CPU) · sidecar: …``."""
+    """``backend: llama.cpp — … · threads 2 (the 2 physical cores)``: the drafter and threads
+    once the model is loaded; ``backend: mlx — a model folder runs on mlx-lm (mlx on CPU) ·
+    sidecar: …``."""
     line = f"backend: {client.choice.name} — {client.choice.reason}"
     if client.sidecar is not None:
         line += f" · sidecar: {client.sidecar}"
     info = client.info
+    if info is not None and info.drafter is not None:
+        line += f" · drafter: {info.drafter}"
     if info is not None and info.threads is not None:
         line += f" · {info.threads.describe()}"
     return line
+
+
+def describe_drafting(info: ModelInfo) -> str:
+    """What drafts: ``drafter mtp-x.gguf (381 KB, 4 layers)`` or ``MTP head: 1 layer(s)``."""
+    if info.drafter is not None:
+        size = format_bytes(_size_on_disk(info.drafter))
+        return f"drafter {info.drafter.name} ({size}, {info.mtp_layers} layers)"
+    return f"MTP head: {info.mtp_layers} layer(s)"
+
+
+def _size_on_disk(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(file.stat().st_size for file in path.glob("*.safetensors"))
 
 
 MAX_SEED = 2**63 - 1
@@ -336,6 +420,7 @@ def run(args: argparse.Namespace) -> int:
             print(_describe(info, args), file=sys.stderr)
             print(describe_backend(client), file=sys.stderr)
             print(describe_load(plan, info), file=sys.stderr)
+            print(describe_images(info), file=sys.stderr)
         return converse(args, lambda messages: _answer(client, args, sampler, messages).text)
 
 
@@ -386,7 +471,7 @@ def _describe(info: ModelInfo, args: argparse.Namespace) -> str:
     if _max_depth(args) == 0:
         head = "plain decoding"
     elif info.mtp_available:
-        head = f"MTP head: {info.mtp_layers} layer(s), {depth}, {args.accept} acceptance"
+        head = f"{describe_drafting(info)}, {depth}, {args.accept} acceptance"
     else:
         head = f"plain decoding ({info.mtp_unavailable_reason})"
     return f"{info.path.name} · {info.architecture} · {info.backend} · {head}"

@@ -41,8 +41,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="LABEL",
         help=(
             "one GGUF quantisation, e.g. Q4_K_M: all parts of a split file plus a separate "
-            "mtp-*.gguf head file, nothing else (see mtp-studio search)"
+            "mtp-*.gguf head file and one vision projector, nothing else (see mtp-studio search)"
         ),
+    )
+    parser.add_argument(
+        "--projector",
+        default="",
+        metavar="LABEL|NAME|none",
+        help="with --quant: the vision projector to fetch (default: the smallest lossless one, "
+        "e.g. F16); none: no projector",
     )
     parser.add_argument(
         "--dest", metavar="DIR", help="a plain folder to put the files in (default: the HF cache)"
@@ -68,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
         include=tuple(args.include),
         layout=layout,
         quant=args.quant,
+        projector=args.projector,
     )
     printer = ProgressPrinter(sys.stderr)
     run_recorded_command(

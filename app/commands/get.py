@@ -3,7 +3,9 @@
 Picks the quantisation (``--quant``, else the largest that fits this machine), downloads exactly
 its files, and where it has no MTP head grafts the separate ``mtp-*.gguf`` head file beside it, or
 fetches the sidecar for its base model (the catalog's, else one published on the Hub) and grafts
-it (GGUF; a split GGUF is joined first) or leaves it in the cache for chat to pair (MLX).
+it (GGUF; a split GGUF is joined first) or leaves it in the cache for chat to pair (MLX). A model
+that drafts with a separate drafter model (Gemma 4) gets one quantisation of the drafter beside
+it (from the same repo, the catalog's ``drafter_repo``, or a ``<base>-assistant`` repo).
 Recorded in the job history like a download. Progress and what was done go to stderr; the last
 line on stdout is the ready model's path.
 """
@@ -20,6 +22,7 @@ from app.commands.progress import ProgressPrinter
 from app.commands.recorded import run_recorded_command
 from app.engine.catalog import load_catalog
 from app.engine.chat.memory import physical_memory_bytes
+from app.engine.hub.drafter_lookup import catalog_drafters
 from app.engine.hub.get import GET_KIND, GetJob, GetResult, plan_get
 from app.engine.hub.search import catalog_sidecars
 from app.engine.settings import SettingsStore, app_dirs
@@ -34,13 +37,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "Download one quantisation of a Hub repo and make it MTP-ready: a separate mtp-*.gguf "
             "head file is grafted into a copy; otherwise the sidecar for its base model (the "
-            "catalog's, else one published on the Hub) is grafted (GGUF) or paired (MLX). The "
-            "last line printed is the ready model's path."
+            "catalog's, else one published on the Hub) is grafted (GGUF) or paired (MLX); a "
+            "Gemma 4 model gets its separate drafter model beside it. The last line printed is "
+            "the ready model's path."
         ),
     )
     parser.add_argument("repo", help="owner/name on the Hub (see mtp-studio search)")
     parser.add_argument(
         "--quant", default="", metavar="LABEL", help="e.g. Q4_K_M (default: the largest that fits)"
+    )
+    parser.add_argument(
+        "--projector",
+        default="",
+        metavar="LABEL|NAME|none",
+        help="the vision projector to fetch with a GGUF model that ships one (default: the "
+        "smallest lossless, e.g. F16); none: no projector",
     )
     parser.add_argument(
         "--cache-dir", metavar="DIR", help="another Hugging Face cache folder (default: settings)"
@@ -52,15 +63,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     settings = SettingsStore().load()
+    entries = load_catalog(args.catalog or None).entries()
     plan = plan_get(
         args.repo,
         args.quant,
         endpoint=settings.endpoint,
         token=None,
-        sidecars=catalog_sidecars(load_catalog(args.catalog or None).entries()),
+        sidecars=catalog_sidecars(entries),
         memory_bytes=physical_memory_bytes(),
+        drafters=catalog_drafters(entries),
+        projector=args.projector,
     )
-    print(f"{plan.repo_id}: {plan.quant} ({plan.format}), MTP: {plan.way}", file=sys.stderr)
+    drafter = (
+        f" from {plan.drafter_repo}: {', '.join(plan.drafter_files)}" if plan.drafter_repo else ""
+    )
+    print(
+        f"{plan.repo_id}: {plan.quant} ({plan.format}), MTP: {plan.way}{drafter}", file=sys.stderr
+    )
     cache = Path(args.cache_dir or settings.models_path())
     job = GetJob(plan, settings.endpoint, cache, app_dirs().grafted_models)
     result = run_recorded_command(
@@ -77,5 +96,8 @@ def run(args: argparse.Namespace) -> int:
         f"done: {format_bytes(result.model.downloaded_bytes)} downloaded; {result.note}",
         file=sys.stderr,
     )
+    if result.drafter is not None and result.drafter_download is not None:
+        fetched = format_bytes(result.drafter_download.downloaded_bytes)
+        print(f"drafter: {result.drafter} ({fetched} downloaded)", file=sys.stderr)
     print(result.ready_path)
     return 0

@@ -14,6 +14,7 @@ import json
 from app.commands.catalog import add_catalog_option
 from app.engine.catalog import load_catalog
 from app.engine.chat.memory import physical_memory_bytes
+from app.engine.hub.drafter_lookup import catalog_drafters
 from app.engine.hub.search import (
     DEFAULT_LIMIT,
     FORMATS,
@@ -36,7 +37,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "Search the Hub (the endpoint in Settings) for model repos; list each repo's "
             "quantisations with sizes, whether they fit this machine's memory, and whether they "
-            "can draft with MTP (head inside, separate head file, a catalog sidecar, or none)."
+            "can draft with MTP (head inside, separate head file, a separate drafter model, a "
+            "catalog sidecar, or none)."
         ),
     )
     parser.add_argument("text", nargs="?", default="", help="part of the repo id, e.g. Qwen3.6")
@@ -56,13 +58,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     query = SearchQuery(args.text, args.format, args.base, args.sort, args.limit)
     settings = SettingsStore().load()
-    sidecars = catalog_sidecars(load_catalog(args.catalog or None).entries())
+    entries = load_catalog(args.catalog or None).entries()
     result = search_models(
         query,
         endpoint=settings.endpoint,
         token=None,
-        sidecars=sidecars,
+        sidecars=catalog_sidecars(entries),
         memory_bytes=physical_memory_bytes(),
+        drafters=catalog_drafters(entries),
     )
     if args.json:
         print(json.dumps(result_json(result)))
@@ -94,6 +97,14 @@ def hit_lines(hit: RepoHit) -> list[str]:
             f"  {option.label:<14} {format_bytes(option.size):>10}{parts}  {fit}{context})  "
             f"MTP: {option.mtp}"
         )
+    if hit.drafter is not None:
+        drafter_sizes = ", ".join(
+            f"{q.label} {format_bytes(q.size)}" for q in hit.drafter.quantisations
+        )
+        lines.append(f"  {hit.drafter.describe()}: {drafter_sizes}")
     if hit.projectors:
-        lines.append(f"  vision projector: {', '.join(hit.projectors)}")
+        lines.append(
+            f"  vision projector: {', '.join(hit.projectors)} (get fetches {hit.projector}; "
+            "choose with --projector)"
+        )
     return lines

@@ -4,6 +4,9 @@ statistics.
 Loopback only unless ``--api-key`` (or ``MTP_STUDIO_API_KEY``) is given. Once the model is loaded
 and the port is bound it prints one ``listening on URL`` line on stderr (the Server panel and the
 tests wait for it), then one line per request (``--log-format json``: one JSON object per line).
+A worker killed by an illegal instruction (a llama.cpp build this CPU cannot run) fails its
+request with 503 and stops the server with that error and its advice (exit status 2): every
+later request would crash the same way.
 """
 
 from __future__ import annotations
@@ -19,10 +22,19 @@ from pathlib import Path
 
 import uvicorn
 
-from app.commands.chat import add_load_arguments, depth_argument, describe_load, load_plan
+from app.commands.chat import (
+    add_drafter_argument,
+    add_load_arguments,
+    depth_argument,
+    describe_drafting,
+    describe_images,
+    describe_load,
+    load_plan,
+)
 from app.engine.chat.context_choice import LoadPlan
-from app.engine.errors import ServerError
+from app.engine.errors import ServerError, UnrunnableBuildError
 from app.engine.runtime.backends.choice import BACKEND_CHOICES
+from app.engine.runtime.chat_format.images import ImageLimits
 from app.engine.runtime.core.backend import LoadSettings, ModelInfo
 from app.engine.runtime.core.demo_model import demo_model_path
 from app.engine.runtime.process.client import RuntimeClient
@@ -37,6 +49,7 @@ from app.engine.server.core.config import (
     ServerConfig,
 )
 from app.engine.server.core.depth import deepest
+from app.engine.server.core.images import DEFAULT_MAX_IMAGES, ImageRules
 from app.engine.server.core.metrics import ServerMetrics
 from app.engine.server.core.request_log import RequestLogEntry
 from app.engine.server.core.scheduler import Scheduler
@@ -60,6 +73,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--model", type=Path, help="a .gguf model (default: the bundled demo)")
     parser.add_argument("--backend", choices=BACKEND_CHOICES, default="auto")
+    add_drafter_argument(parser)
     parser.add_argument("--host", default=DEFAULT_HOST, help=f"default {DEFAULT_HOST} (loopback)")
     parser.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}; 0 = any free port"
@@ -111,6 +125,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="let web pages from ORIGIN (e.g. http://localhost:3000, or *) call the server; "
         "repeat for several",
     )
+    _add_image_arguments(parser)
     add_load_arguments(parser)
     parser.add_argument(
         "--log-format",
@@ -119,6 +134,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="request log on stderr: a short line, or one JSON object per line",
     )
     parser.set_defaults(func=run)
+
+
+def _add_image_arguments(parser: argparse.ArgumentParser) -> None:
+    """What a request's images may be (docs/vision.md)."""
+    parser.add_argument(
+        "--max-images",
+        type=int,
+        default=DEFAULT_MAX_IMAGES,
+        metavar="N",
+        help=f"images one request may carry (default {DEFAULT_MAX_IMAGES}); each image may be at "
+        f"most {ImageLimits().describe()}",
+    )
+    parser.add_argument(
+        "--allow-remote-images",
+        action="store_true",
+        help="fetch http(s) image URLs that requests name (off: only inline data: URLs and "
+        "base64 images; a server that fetches any URL can be made to read your local network)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -134,6 +167,7 @@ def run(args: argparse.Namespace) -> int:
         default_max_tokens=args.max_tokens,
         max_body_bytes=args.max_body_mib * 2**20,
         cors_origins=tuple(args.cors),
+        images=ImageRules(max_images=args.max_images, allow_remote=args.allow_remote_images),
     )
     plan = load_plan(
         args,
@@ -143,10 +177,21 @@ def run(args: argparse.Namespace) -> int:
     )
     listener = _bind(config.host, config.port)
     emit = _log_writer(args.log_format)
+    unrunnable: list[UnrunnableBuildError] = []
+
+    def stop_serving(error: UnrunnableBuildError) -> None:
+        unrunnable.append(error)
+        server.should_exit = True  # uvicorn's loop sees it within 0.1 s
+
     with RuntimeClient(model, backend=args.backend, settings=plan.settings) as client:
         info = client.load()
         metrics = ServerMetrics(lambda: scheduler.waiting, lambda: scheduler.busy)
-        scheduler = Scheduler(client, config.queue_size, on_finished=metrics.record_generation)
+        scheduler = Scheduler(
+            client,
+            config.queue_size,
+            on_finished=metrics.record_generation,
+            on_unrunnable=stop_serving,
+        )
         app = build_app(config, scheduler, metrics, emit, model_info=info)
         scheduler.start()
         port = listener.getsockname()[1]
@@ -164,6 +209,8 @@ def run(args: argparse.Namespace) -> int:
             server.run(sockets=[listener])
         finally:
             scheduler.stop()
+    if unrunnable:  # no server that crashes on every request: stop, say why and what to do
+        raise unrunnable[0]
     return 0
 
 
@@ -199,6 +246,7 @@ def _announce(
             "kv_cache_type": plan.settings.kv_cache_type,
             "flash_attention": plan.settings.flash_attention,
             "state_cache_mib": plan.settings.state_cache_mib,
+            "projector": str(info.projector) if info.projector else None,
         }
         print(json.dumps(event), file=sys.stderr)
     else:
@@ -213,6 +261,7 @@ def _announce(
             file=sys.stderr,
         )
         print(f"mtp-studio serve: {describe_load(plan, info)}", file=sys.stderr)
+        print(f"mtp-studio serve: {describe_images(info)}", file=sys.stderr)
     sys.stderr.flush()
 
 
@@ -223,7 +272,7 @@ def _describe_depth(config: ServerConfig, info: ModelInfo) -> str:
         depth = f"auto (0–{AUTO_MAX_DEPTH}, chosen each cycle)"
     else:
         depth = str(config.mtp_depth)
-    return f"MTP depth {depth} ({info.mtp_layers} head layer(s))"
+    return f"MTP depth {depth} ({describe_drafting(info)})"
 
 
 def _log_writer(log_format: str) -> Callable[[RequestLogEntry], None]:

@@ -38,6 +38,20 @@ class RuntimeBackendError(MtpStudioError):
     """A model cannot be loaded or run by the chosen inference backend."""
 
 
+class ImageError(MtpStudioError):
+    """An image cannot be given to a model: not PNG/JPEG/WebP, damaged, over a limit, or the
+    model has no vision projector. ``too_large``: the file is over the byte limit (HTTP 413)."""
+
+    def __init__(self, message: str, *, too_large: bool = False) -> None:
+        super().__init__(message)
+        self.too_large = too_large
+
+
+class UnrunnableBuildError(RuntimeBackendError):
+    """The inference library holds an instruction this CPU does not run (its worker died by
+    SIGILL): every retry would crash the same way, so callers stop instead of retrying."""
+
+
 class JobCancelled(MtpStudioError):
     """A job stopped because its cancellation token was set."""
 
@@ -60,3 +74,7 @@ class LibraryError(MtpStudioError):
 
 class ConvertError(MtpStudioError):
     """A checkpoint cannot be converted (not FP8, output in the way, mlx-lm refused it)."""
+
+
+class DrafterError(MtpStudioError):
+    """A separate drafter model (Gemma 4 assistant) cannot be read or does not fit its target."""

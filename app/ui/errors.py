@@ -1,8 +1,9 @@
 """Readable errors in the GUI; tracebacks only in the log file.
 
 An :class:`MtpStudioError` already says what is wrong and how to fix it, so its message is shown
-as is. Anything else is a bug: the user gets one plain sentence and the path of the log that
-holds the traceback (Help → Open logs folder), never the traceback itself.
+with its fix in the window's words (:mod:`app.ui.wording`: "a larger Context window in Settings",
+not "--ctx"). Anything else is a bug: the user gets one plain sentence and the path of the log
+that holds the traceback (Help → Open logs folder), never the traceback itself.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 
 from app.engine.credentials import mask_credentials
 from app.engine.errors import MtpStudioError
+from app.ui.wording import in_window_words
 
 log = logging.getLogger(__name__)
 _shown: set[QMessageBox] = set()  # a box without a parent lives only as long as a reference
@@ -23,7 +25,7 @@ _shown: set[QMessageBox] = set()  # a box without a parent lives only as long as
 
 def readable(exc: BaseException) -> str:
     if isinstance(exc, MtpStudioError):
-        return mask_credentials(str(exc))
+        return in_window_words(mask_credentials(str(exc)))
     return (
         f"Something unexpected went wrong ({type(exc).__name__}). The details are in the log "
         "file (Help → Open logs folder); please include it when you report the problem."

@@ -29,7 +29,12 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.errors import MtpStudioError
-from app.engine.load_options import FLASH_ATTENTION_MODES, KV_CACHE_TYPES, MAX_THREADS
+from app.engine.load_options import (
+    FLASH_ATTENTION_MODES,
+    KV_CACHE_TYPES,
+    MAX_THREADS,
+    load_options_problem,
+)
 from app.engine.runtime.core.cpu_threads import choose_threads
 from app.engine.scratch import resolve_scratch
 from app.engine.settings import (
@@ -47,6 +52,14 @@ from app.ui.errors import readable
 from app.ui.look.tones import tone_style
 
 AUTO_CONTEXT = 0  # the context box's lowest value reads "auto"
+WINDOW_FIELD_NAMES = {
+    "context_length": "Context window",
+    "kv_cache_type": "KV cache type",
+    "flash_attention": "Flash attention",
+    "state_cache_mib": "Kept conversation states",
+    "threads": "CPU threads",
+}
+"""How a problem with the load options names them here: as the form's labels do."""
 MAX_CONTEXT_SETTING = 1 << 20
 MAX_STATE_CACHE_MIB = 1 << 20
 
@@ -164,6 +177,35 @@ class SettingsDialog(QDialog):
         self.backend_combo = QComboBox()
         self.backend_combo.addItems(BACKENDS)
         self.backend_combo.setCurrentText(settings.default_backend)
+        self._make_load_fields(settings)
+        self.error_label = QLabel("")
+        self.error_label.setStyleSheet(tone_style("error"))
+        self.error_label.setWordWrap(True)
+
+        form = QFormLayout()
+        form.addRow("Hub endpoint", self.endpoint_edit)
+        form.addRow("Token", token_row)
+        form.addRow("Scratch folder", self.scratch_field)
+        form.addRow("Models folder (HF cache)", self.models_field)
+        form.addRow("Collections", self.collection_check)
+        form.addRow("Default backend", self.backend_combo)
+        form.addRow("Context window", self.context_spin)
+        form.addRow("KV cache type", self.kv_type_combo)
+        form.addRow("Flash attention", self.flash_combo)
+        form.addRow("Kept conversation states", self.state_cache_spin)
+        form.addRow("CPU threads", self.threads_spin)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
+        )
+        buttons.accepted.connect(self._save)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.error_label)
+        layout.addWidget(buttons)
+
+    def _make_load_fields(self, settings: Settings) -> None:
+        """The fields of how a local model is loaded (context, KV cache, threads…)."""
         self.context_spin = QSpinBox()
         self.context_spin.setRange(AUTO_CONTEXT, MAX_CONTEXT_SETTING)
         self.context_spin.setSingleStep(1024)
@@ -203,31 +245,6 @@ class SettingsDialog(QDialog):
             "CPU threads a local llama.cpp model runs with; auto uses what llama.cpp's own tools "
             "use: one per physical performance core"
         )
-        self.error_label = QLabel("")
-        self.error_label.setStyleSheet(tone_style("error"))
-        self.error_label.setWordWrap(True)
-
-        form = QFormLayout()
-        form.addRow("Hub endpoint", self.endpoint_edit)
-        form.addRow("Token", token_row)
-        form.addRow("Scratch folder", self.scratch_field)
-        form.addRow("Models folder (HF cache)", self.models_field)
-        form.addRow("Collections", self.collection_check)
-        form.addRow("Default backend", self.backend_combo)
-        form.addRow("Context window", self.context_spin)
-        form.addRow("KV cache type", self.kv_type_combo)
-        form.addRow("Flash attention", self.flash_combo)
-        form.addRow("Kept conversation states", self.state_cache_spin)
-        form.addRow("CPU threads", self.threads_spin)
-        buttons = QDialogButtonBox(
-            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
-        )
-        buttons.accepted.connect(self._save)
-        buttons.rejected.connect(self.reject)
-        layout = QVBoxLayout(self)
-        layout.addLayout(form)
-        layout.addWidget(self.error_label)
-        layout.addWidget(buttons)
 
     def edited_settings(self) -> Settings:
         return replace(
@@ -246,13 +263,29 @@ class SettingsDialog(QDialog):
 
     def _save(self) -> None:
         settings = self.edited_settings()
+        problem = self._problem(settings)
+        if problem is not None:
+            self.error_label.setText(problem)
+            return
         try:
             self._store.save(settings)
         except MtpStudioError as exc:
-            self.error_label.setText(str(exc))
+            self.error_label.setText(readable(exc))
             return
         self.saved.emit(settings)
         self.accept()
+
+    @staticmethod
+    def _problem(settings: Settings) -> str | None:
+        """What is wrong with ``settings``, in the form's own words (the settings file's keys
+        are what the engine's checks name)."""
+        endpoint = settings.hub_endpoint
+        if endpoint and not endpoint.startswith(("http://", "https://")):
+            return (
+                f"Hub endpoint {endpoint!r} is not a URL: use e.g. {DEFAULT_ENDPOINT}, or leave "
+                "it empty for the default"
+            )
+        return load_options_problem(settings.load_options, WINDOW_FIELD_NAMES)
 
     def _sign_in(self) -> None:
         endpoint = self.edited_settings().endpoint

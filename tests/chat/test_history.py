@@ -140,7 +140,7 @@ def test_search_rename_delete_and_edit(store: HistoryStore) -> None:
     reply = store.start_reply(first, "model.gguf")
     store.save_partial(reply.id, "Use a loop", None)
     store.add_user_message(first, "And recursively?")
-    store.edit_message(question.id, "How do I compute primes?")
+    store.branch(question.id, "How do I compute primes?")
     (edited,) = store.conversation(first).messages
     assert edited.content == "How do I compute primes?"
 

@@ -32,6 +32,7 @@ from tests.localhub.shaped_repos import (
     GGUF_REPO,
     HEAD_INSIDE_REPO,
     MLX_REPO,
+    PROJECTOR,
     SEPARATE_HEAD_REPO,
     SPLIT_BF16_BYTES,
     card,
@@ -70,7 +71,12 @@ def test_each_repo_lists_its_quantisations_and_how_it_gets_a_head(hub: LocalHub)
         ("Q8_0", 500_000, 1),
         ("BF16", SPLIT_BF16_BYTES, 3),
     ]
-    assert gguf.projectors == ("mmproj-Tiny-MTP-8B-f16.gguf",)
+    assert gguf.projectors == (
+        "mmproj-Tiny-MTP-8B-Q8_0.gguf",
+        "mmproj-Tiny-MTP-8B-bf16.gguf",
+        "mmproj-Tiny-MTP-8B-f16.gguf",
+    )
+    assert gguf.projector == PROJECTOR  # what get fetches: the smallest lossless
     assert (gguf.mtp, gguf.sidecar_repo, gguf.base_models) == (SIDECAR, SIDECAR_REPO, (BASE,))
     assert hits[HEAD_INSIDE_REPO].mtp == HEAD_INSIDE
     assert hits[HEAD_INSIDE_REPO].quantisations[0].label == "Q4_K_M-mtp"

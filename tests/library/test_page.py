@@ -23,10 +23,14 @@ SCAN_TIMEOUT_MS = 60_000
 
 
 class PageDriver:
+    """The Models page on the settings saved in the test's home (as the window's settings
+    source would hand them over)."""
+
     def __init__(self, qtbot, disk: DiskLayout | None, history: HistoryStore, demo_dir: Path):
         self.qtbot = qtbot
         self.history = history
-        self.page = LibraryPage(app_dirs(), Settings(), history, demo_dir=demo_dir)
+        store = SettingsStore(app_dirs().settings_file)
+        self.page = LibraryPage(app_dirs(), store.load, history, demo_dir=demo_dir)
         qtbot.addWidget(self.page)
         self.page.resize(1200, 700)
         self.page.show()

@@ -1,13 +1,14 @@
 """Model repos shaped like real Hub ones, for search, one-quantisation downloads and ``get``.
 
 Why: what search must understand is the shape of real conversions — a GGUF repo with several
-quantisations, a large one split into ``-00001-of-00003.gguf`` parts in a folder, a vision
-projector ``mmproj-*.gguf``; a repo whose GGUFs carry the MTP head inside (``…-mtp.gguf``); a
-trunk with its head as a separate ``mtp-*.gguf``; an MLX conversion; a base model. Their cards
-name ``base_model`` so the hub tags them ``base_model:quantized:ORG/NAME`` as the Hub does. Most
-file contents are filler of distinct sizes (search reads names and sizes only); the separate-head
-repo is real — the demo model converted as llama.cpp does with ``--no-mtp`` (the trunk) and
-``--mtp`` (``mtp-*.gguf``, the head alone) — so ``get`` can graft it and llama.cpp run the result.
+quantisations, a large one split into ``-00001-of-00003.gguf`` parts in a folder, vision
+projectors ``mmproj-*.gguf`` in three precisions; a repo whose GGUFs carry the MTP head inside
+(``…-mtp.gguf``); a trunk with its head as a separate ``mtp-*.gguf``; an MLX conversion; a base
+model. Their cards name ``base_model`` so the hub tags them ``base_model:quantized:ORG/NAME`` as
+the Hub does. Most file contents are filler of distinct sizes (search reads names and sizes
+only); the separate-head repo is real — the demo model converted as llama.cpp does with
+``--no-mtp`` (the trunk) and ``--mtp`` (``mtp-*.gguf``, the head alone) — so ``get`` can graft it
+and llama.cpp run the result.
 """
 
 from __future__ import annotations
@@ -37,7 +38,11 @@ SIZES = {
     "BF16/Tiny-MTP-8B-BF16-00002-of-00003.gguf": 400 * KB,
     "BF16/Tiny-MTP-8B-BF16-00003-of-00003.gguf": 200 * KB,
     "mmproj-Tiny-MTP-8B-f16.gguf": 60 * KB,
+    "mmproj-Tiny-MTP-8B-bf16.gguf": 60 * KB,
+    "mmproj-Tiny-MTP-8B-Q8_0.gguf": 32 * KB,
 }
+PROJECTOR = "mmproj-Tiny-MTP-8B-f16.gguf"
+"""The projector a download of any quantisation fetches: the smallest lossless (F16 over BF16)."""
 SPLIT_BF16_BYTES = 1000 * KB
 BASE_CONFIG = (
     b'{"architectures": ["Qwen3_5ForCausalLM"], "num_hidden_layers": 8, "hidden_size": 256,'

@@ -184,12 +184,12 @@ def test_errors_have_anthropics_shape_and_name_the_field(server: ServerProcess) 
             messages=[
                 {
                     "role": "user",
-                    "content": [{"type": "image", "source": {"type": "url", "url": "x"}}],
+                    "content": [{"type": "document", "source": {"type": "url", "url": "x"}}],
                 }
             ],
         )
     message = caught.value.body["error"]["message"]
-    assert message.startswith("'messages[0].content[0]' is a block of type \"image\"")
+    assert message.startswith("'messages[0].content[0]' is a block of type \"document\"")
     missing = httpx2.post(f"{server.root_url}/v1/messages/nothing", json={})
     assert missing.status_code == 404
 

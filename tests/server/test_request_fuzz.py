@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from app.engine.server.anthropic.parsing import parse_count_tokens_body, parse_messages_body
 from app.engine.server.core.api_errors import ApiError
+from app.engine.server.core.images import ImageRules, RequestImages
 from app.engine.server.openai.parsing import RequestDefaults, parse_chat_body, parse_completion_body
 
 FUZZ = settings(
@@ -34,10 +35,10 @@ DEFAULTS = RequestDefaults(depth="auto", max_tokens=4096, max_depth=8)
 MAX_MESSAGE = 400
 GOOD_BODY = {"messages": [{"role": "user", "content": "Hi"}], "prompt": "Hi", "max_tokens": 8}
 PARSERS: list[Callable[[Any], object]] = [
-    lambda body: parse_chat_body(body, DEFAULTS),
+    lambda body: parse_chat_body(body, DEFAULTS, RequestImages(ImageRules())),
     lambda body: parse_completion_body(body, DEFAULTS),
-    lambda body: parse_messages_body(body, DEFAULTS),
-    parse_count_tokens_body,
+    lambda body: parse_messages_body(body, DEFAULTS, RequestImages(ImageRules())),
+    lambda body: parse_count_tokens_body(body, RequestImages(ImageRules())),
 ]
 
 scalars = (
@@ -48,6 +49,7 @@ scalars = (
     | st.text(alphabet=st.characters(codec="utf-8"), max_size=200)
     | st.sampled_from(["auto", "user", "system", "developer", "assistant", "text", "image", -1])
     | st.sampled_from(["any", "tool", "none", "required", "function", "object", "toolu_1"])
+    | st.sampled_from(["image_url", "base64", "url", "image/png", "data:image/png;base64,iVBO"])
 )
 json_values = st.recursive(
     scalars,
@@ -55,7 +57,10 @@ json_values = st.recursive(
         st.lists(children, max_size=4)
         | st.dictionaries(
             st.sampled_from(
-                ["role", "content", "type", "text", "x", "name", "input_schema", "properties"]
+                [
+                    *("role", "content", "type", "text", "x", "name", "input_schema"),
+                    *("properties", "image_url", "url", "source", "data", "media_type"),
+                ]
             ),
             children,
         )
@@ -142,7 +147,7 @@ def test_numbers_past_a_float_or_not_finite_are_a_400_naming_the_field(
     """Found by the fuzzer: ``float(10**400)`` raised OverflowError (a 500), and an infinite
     temperature was accepted."""
     with pytest.raises(ApiError) as caught:
-        parse_chat_body({**GOOD_BODY, field: value}, DEFAULTS)
+        parse_chat_body({**GOOD_BODY, field: value}, DEFAULTS, RequestImages(ImageRules()))
     assert caught.value.param == field and "must be a finite number" in caught.value.message
 
 
@@ -150,7 +155,7 @@ def test_numbers_past_a_float_or_not_finite_are_a_400_naming_the_field(
 def test_whole_numbers_of_hundreds_of_digits_are_a_short_400(field: str) -> None:
     """Found by the fuzzer: the runtime's own check quoted all 400 digits back."""
     with pytest.raises(ApiError) as caught:
-        parse_chat_body({**GOOD_BODY, field: -(10**400)}, DEFAULTS)
+        parse_chat_body({**GOOD_BODY, field: -(10**400)}, DEFAULTS, RequestImages(ImageRules()))
     assert caught.value.param == field and len(caught.value.message) < MAX_MESSAGE
 
 
@@ -174,5 +179,5 @@ def test_unhashable_tool_fields_on_messages_are_a_400_naming_the_field(
     """Found by the fuzzer: a list or object where Anthropic's tool fields take a string was
     looked up in a dict (TypeError, a 500)."""
     with pytest.raises(ApiError) as caught:
-        parse_messages_body({**GOOD_BODY, **fields}, DEFAULTS)
+        parse_messages_body({**GOOD_BODY, **fields}, DEFAULTS, RequestImages(ImageRules()))
     assert caught.value.param == param

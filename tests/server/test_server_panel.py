@@ -11,9 +11,12 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import contextlib
 import io
+import json
 import socket
+import subprocess
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx2
 import pytest
@@ -72,14 +75,26 @@ def test_panel_serves_logs_requests_and_stops(qtbot, window: MainWindow) -> None
     assert QGuiApplication.clipboard().text() == f"http://127.0.0.1:{port}"
 
     titles = [panel.snippet_choice.itemText(i) for i in range(panel.snippet_choice.count())]
-    assert titles == ["OpenAI (Python)", "Anthropic (Python)", "Claude Code (shell)"]
-    for title in titles[:2]:  # what a user pastes into a Python file runs as it is
+    assert titles == [
+        "curl (any shell)",
+        "OpenAI (Python)",
+        "Anthropic (Python)",
+        "Claude Code (shell)",
+    ]
+    panel.snippet_choice.setCurrentText("curl (any shell)")  # runs in a plain shell as it is
+    panel.copy_snippet_button.click()
+    answered = subprocess.run(
+        ["sh", "-c", QGuiApplication.clipboard().text()], capture_output=True, text=True, timeout=60
+    )
+    assert json.loads(answered.stdout)["choices"][0]["message"]["content"]
+    for title in titles[1:3]:  # what a user pastes into a Python file runs as it is
         panel.snippet_choice.setCurrentText(title)
         panel.copy_snippet_button.click()
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
             exec(compile(QGuiApplication.clipboard().text(), title, "exec"), {})
         assert printed.getvalue().strip(), f"the {title} snippet printed nothing"
+        assert QGuiApplication.clipboard().text().startswith("# needs the ")  # and how to get it
     panel.snippet_choice.setCurrentText("Claude Code (shell)")
     assert f"export ANTHROPIC_BASE_URL=http://127.0.0.1:{port}\n" in (
         panel.snippet_view.toPlainText()
@@ -96,12 +111,12 @@ def test_panel_serves_logs_requests_and_stops(qtbot, window: MainWindow) -> None
 
     caller = threading.Thread(target=ask)
     caller.start()
-    qtbot.waitUntil(lambda: panel.requests_served == 3, timeout=60_000)
+    qtbot.waitUntil(lambda: panel.requests_served == 4, timeout=60_000)
     caller.join()
     assert replies and replies[0]
     assert "POST /v1/chat/completions 200" in panel.log_view.toPlainText()
     figures = panel.figures_label.text()
-    assert "3 replies" in figures and "tok/s" in figures and "acceptance by depth" in figures
+    assert "4 replies" in figures and "tok/s" in figures and "acceptance by depth" in figures
 
     panel.stop_button.click()
     qtbot.waitUntil(lambda: not panel.running, timeout=30_000)
@@ -113,6 +128,7 @@ def test_panel_serves_logs_requests_and_stops(qtbot, window: MainWindow) -> None
 
 def test_a_missing_model_is_refused_without_starting(qtbot, window: MainWindow) -> None:
     panel = window.server_panel
-    panel.model_edit.setText("/nowhere/model.gguf")
+    panel.add_model(Path("/nowhere/model.gguf"))
+    panel.choose_model(Path("/nowhere/model.gguf"))
     panel.start_button.click()
     assert not panel.running and "No model at /nowhere/model.gguf" in panel.status_label.text()

@@ -138,18 +138,18 @@ def test_bundled_entries_are_read_only_and_say_why(main_window: MainWindow) -> N
     assert browser.paths == [default_catalog_path()]
 
 
-def test_chat_is_off_until_a_handler_plugs_in(main_window: MainWindow, qtbot) -> None:
+def test_chat_in_the_detail_pane_opens_the_chat_on_that_entry(
+    main_window: MainWindow, qtbot
+) -> None:
     detail = main_window.browser.detail
-    detail.chat_available = False
     main_window.browser.select_key("qwen3-6-27b-mlx-4bit")
-    assert not detail.chat_button.isEnabled()
-    assert detail.chat_button.toolTip() == "Chat is not part of this version yet."
-
-    chosen = []
-    main_window.set_chat_handler(chosen.append)
     assert detail.chat_button.isEnabled()
     qtbot.mouseClick(detail.chat_button, Qt.MouseButton.LeftButton)
-    assert [entry.key for entry in chosen] == ["qwen3-6-27b-mlx-4bit"]
+    assert main_window.current_page == "chat"
+    chat = main_window.chat_window
+    assert chat is not None
+    qtbot.waitUntil(lambda: "is not downloaded yet" in chat.banner.text(), timeout=30_000)
+    assert chat.banner.text().startswith("mtp-studio/Qwen3.6-27B-mlx-4bit is not downloaded yet")
 
 
 def test_an_entry_without_sidecar_explains_why_it_cannot_be_published(

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from PySide6.QtCore import Qt
 
 from app.engine.mtp import LocalFolderSource, extract_mtp
 from app.engine.settings import SettingsStore, app_dirs
@@ -73,7 +74,10 @@ def test_search_then_get_makes_a_model_mtp_ready(
     rows = {
         panel.results.cells(r)[0:3]: panel.results.cells(r) for r in range(len(panel.results.rows))
     }
-    assert rows[(GGUF_REPO, "gguf", "BF16")][3] == "1.0 MB (3 parts)"
+    assert rows[(GGUF_REPO, "gguf + vision", "BF16")][3] == "1.0 MB (3 parts)"
+    vision_row = list(rows).index((GGUF_REPO, "gguf + vision", "BF16"))
+    tip = panel.results.index(vision_row, 0).data(Qt.ItemDataRole.ToolTipRole)
+    assert "vision projector: mmproj-Tiny-MTP-8B-f16.gguf" in tip
     assert rows[(DEMO_REPO, "gguf", "Q8_0")][5] == "sidecar in catalog"
     assert rows[(DEMO_REPO, "gguf", "Q8_0")][4].endswith("fits")
     assert panel.status.text().startswith("4 repo(s), 6 quantisation(s) in ")
@@ -83,13 +87,35 @@ def test_search_then_get_makes_a_model_mtp_ready(
 
     assert panel.get_button.isEnabled()
     panel.get_button.click()
+    seen = set()  # the status line follows the job instead of saying "started, see Jobs"
     qtbot.waitUntil(
-        lambda: bool(window.store.jobs()) and window.store.jobs()[0].state.final, timeout=60_000
+        lambda: (
+            seen.add(panel.status.text())
+            or (bool(window.store.jobs()) and window.store.jobs()[0].state.final)
+        ),
+        timeout=60_000,
     )
     [record] = window.store.jobs()
     assert (record.spec.kind, record.state) == ("get", JobState.SUCCEEDED), record.message
     ready = app_dirs().grafted_models / "Demo-MTP-Q8_0-mtp.gguf"
     assert record.result["ready_path"] == str(ready)
+    qtbot.waitUntil(panel.chat_button.isVisible)
+    assert panel.status.text().startswith("Get quantfolk/Demo-MTP-GGUF")
+    assert ": ready, Demo-MTP-Q8_0-mtp.gguf" in panel.status.text()
+    assert not any(text.endswith("see Jobs") for text in seen)
+
+    window.show_page("jobs")  # the finished Get offers Chat on the Jobs page too, and its log
+    window.monitor.select_job(record.job_id)  # says what each step did, "done" nowhere twice
+    log = window.monitor.progress.log_view.toPlainText()
+    assert "ready to chat: " + str(ready) in log and log.count("✔ done") == 0
+    assert window.monitor.chat_button.isVisible()
+    window.show_page("models")
+    qtbot.mouseClick(panel.chat_button, Qt.MouseButton.LeftButton)
+    assert window.current_page == "chat"
+    qtbot.waitUntil(
+        lambda: window.chat_window.model_bar.state.text() == f"Ready: {ready.name}", timeout=60_000
+    )
+    window.show_page("models")
 
     page.discover_button.click()
     qtbot.waitUntil(lambda: any(m.path == ready for m in page.models), timeout=20_000)

@@ -81,7 +81,9 @@ def test_the_wizard_downloads_a_sidecar_into_the_cache(
     log = run_page.progress.log_view.toPlainText()
     assert log.count("▸ pin: ") == 1, "each line once, however the view caught up"
     assert "▸ verify: mtp.safetensors" in log
-    assert log.splitlines()[-1].endswith(f"✔ done — {snapshot(home, commit)}")
+    assert log.splitlines()[-1].endswith(
+        f"✔ downloaded 1 file(s), 700.0 kB fetched, into {snapshot(home, commit)}"
+    )
 
 
 def test_the_wizard_names_a_missing_repo_and_stays_on_the_page(

@@ -1,6 +1,7 @@
 """The download wizard's quantisation picker against the local hub: a GGUF repo's quantisations
 are listed with sizes (a split one once), a fits mark and how each gets its MTP head; the one
-picked — and nothing else — is downloaded. A screenshot of the picker goes to SHOTS_DIR."""
+picked and the repo's vision projector — and nothing else — are downloaded. A screenshot of the
+picker goes to SHOTS_DIR."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from app.engine.settings import SettingsStore
 from app.ui.main_window import MainWindow
 from tests.localhub import LocalHub
-from tests.localhub.shaped_repos import GGUF_REPO, SIZES, seed_shaped_repos
+from tests.localhub.shaped_repos import GGUF_REPO, PROJECTOR, SIZES, seed_shaped_repos
 
 SHOTS_DIR = Path(os.environ.get("MTP_STUDIO_SHOTS", "/tmp/shots-head25"))
 
@@ -32,7 +33,7 @@ def rows(tree) -> list[tuple[str, ...]]:
     ]
 
 
-def test_the_picked_quantisation_and_nothing_else_is_downloaded(
+def test_the_picked_quantisation_and_its_projector_and_nothing_else_are_downloaded(
     window: MainWindow, local_hub: LocalHub, qtbot
 ) -> None:
     wizard = window.open_download_wizard(GGUF_REPO)
@@ -56,14 +57,19 @@ def test_the_picked_quantisation_and_nothing_else_is_downloaded(
     wizard.next()
     plan_page = wizard.plan_page
     qtbot.waitUntil(lambda: plan_page.plan is not None, timeout=10_000)
-    assert rows(plan_page.files_tree) == [("Tiny-MTP-8B-Q8_0.gguf", "500.0 kB")]
+    assert rows(plan_page.files_tree) == [
+        ("Tiny-MTP-8B-Q8_0.gguf", "500.0 kB"),
+        (PROJECTOR, "60.0 kB"),
+    ]
     local_hub.traffic.reset()
     wizard.next()
     qtbot.waitUntil(wizard.run_page.isComplete, timeout=20_000)
     assert wizard.run_page.subTitle() == "Done. The files are verified and in place."
     served = local_hub.traffic.bytes_served_per_file()
-    assert set(served) == {(GGUF_REPO, "Tiny-MTP-8B-Q8_0.gguf")}
-    assert local_hub.traffic.bytes_served(GGUF_REPO) == SIZES["Tiny-MTP-8B-Q8_0.gguf"]
+    assert set(served) == {(GGUF_REPO, "Tiny-MTP-8B-Q8_0.gguf"), (GGUF_REPO, PROJECTOR)}
+    assert local_hub.traffic.bytes_served(GGUF_REPO) == (
+        SIZES["Tiny-MTP-8B-Q8_0.gguf"] + SIZES[PROJECTOR]
+    )
 
 
 def test_a_repo_without_quantisations_keeps_the_file_choices(window: MainWindow, qtbot) -> None:

@@ -16,7 +16,7 @@ from PySide6.QtSvg import QSvgRenderer
 
 from app.ui.icons import ICON_DIR, ICON_NAMES, icon
 from app.ui.look import SCHEMES, apply_theme
-from app.ui.look.stylesheet import CONTROLS, application_stylesheet
+from app.ui.look.stylesheet import CONTROLS, window_stylesheet
 
 ROOT = Path(__file__).resolve().parents[2]
 SVG = "{http://www.w3.org/2000/svg}"
@@ -42,7 +42,7 @@ def test_every_named_icon_is_a_24px_outline_svg_and_none_is_unnamed() -> None:
 
 
 def test_the_arrows_and_marks_the_stylesheet_draws_exist() -> None:
-    sheet = application_stylesheet(SCHEMES["light"], 10.0)
+    sheet = window_stylesheet(SCHEMES["light"], 10.0)
     used = [Path(found) for found in re.findall(r'url\("([^"]+)"\)', sheet)]
     assert used, "the stylesheet draws combo/spin arrows, the check mark and the radio dot"
     for path in used:

@@ -18,6 +18,7 @@ from app.engine.settings import app_dirs
 from app.engine.store import JobSpec, JobState, JobStore
 from app.ui.main_window import MainWindow
 from app.ui.shell.pages import JOBS
+from app.ui.shell.window_size import PREFERRED
 from tests.store.isolation import IsolatedHome, isolate
 
 SHOTS = Path("/tmp/shots-convert25")
@@ -66,6 +67,7 @@ def test_job_names_show_whole_at_the_default_window_size(
     window = MainWindow(app_dirs())
     qtbot.addWidget(window)
     try:
+        window.resize(PREFERRED)  # the size a first run takes on a screen with room for it
         window.show()
         window.show_page(JOBS)
         qtbot.waitExposed(window)

@@ -73,8 +73,8 @@ def test_add_mtp_head_grafts_the_paired_sidecar_as_a_job(
     window, base = _trunk_selected(qtbot, open_window(), models_folder)
     assert window.library.graft_action.isEnabled()
     window.library.graft_action.trigger()
-    qtbot.waitUntil(lambda: window.graft.confirmation is not None, timeout=30_000)
-    window.graft.confirmation.button(QMessageBox.StandardButton.Yes).click()
+    qtbot.waitUntil(lambda: window.workflows.graft.confirmation is not None, timeout=30_000)
+    window.workflows.graft.confirmation.button(QMessageBox.StandardButton.Yes).click()
 
     grafted = models_folder / "demo-trunk-mtp.gguf"
     qtbot.waitUntil(lambda: window.library.selected_model() is not None, timeout=60_000)

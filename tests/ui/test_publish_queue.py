@@ -59,7 +59,7 @@ def test_every_missing_sidecar_is_published_one_job_at_a_time(
         ),
         timeout=10_000,
     )
-    assert window.publish_missing_button.isVisibleTo(window.page_widgets["catalog"])
+    assert window.catalog.publish_missing_button.isVisibleTo(window.page_widgets["catalog"])
 
     box = window.publish_missing_sidecars()
     assert box.text() == "Publish 2 sidecar(s), one after another?"
@@ -67,9 +67,9 @@ def test_every_missing_sidecar_is_published_one_job_at_a_time(
     assert f"• {MISSING_SOURCE_SIDECAR}" in box.informativeText()
     box.button(QMessageBox.StandardButton.Yes).click()
 
-    queue = window.publish_queue
+    queue = window.catalog.publish_queue
     assert queue.running and queue.waiting == 1
-    assert "1 waiting" in window.queue_label.text()
+    assert "1 waiting" in window.catalog.queue_label.text()
     qtbot.waitUntil(lambda: len(queue.started_jobs) == 2 and not queue.running, timeout=90_000)
 
     first, second = (window.store.get(job_id) for job_id in queue.started_jobs)
@@ -77,7 +77,7 @@ def test_every_missing_sidecar_is_published_one_job_at_a_time(
     assert second.state is JobState.FAILED and "acme/nowhere" in second.error
     assert second.started_at >= first.finished_at  # one after another, never side by side
     assert local_hub.read_file(SHARED_SIDECAR, "mtp.safetensors")
-    assert window.queue_label.text() == ""
+    assert window.catalog.queue_label.text() == ""
     titles = [window.jobs.job_at(row).record.spec.title for row in range(2)]
     assert titles == [
         f"Publish sidecar {MISSING_SOURCE_SIDECAR}",

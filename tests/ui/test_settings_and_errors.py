@@ -34,7 +34,7 @@ def test_settings_are_validated_before_they_are_saved(main_window: MainWindow, q
     dialog.backend_combo.setCurrentText("llama.cpp")
     dialog.collection_check.setChecked(False)
     dialog._save()
-    assert "hub_endpoint 'huggingface.co' is not a URL" in dialog.error_label.text()
+    assert "Hub endpoint 'huggingface.co' is not a URL" in dialog.error_label.text()
     assert not app_dirs().settings_file.exists()
     assert dialog.isVisible()
 
@@ -47,7 +47,7 @@ def test_settings_are_validated_before_they_are_saved(main_window: MainWindow, q
         default_backend="llama.cpp",
         catalog_files=main_window.settings.catalog_files,
     )
-    assert main_window.endpoint_label.text() == "Hub: http://127.0.0.1:8123"
+    assert main_window.status_line.endpoint_label.text() == "Hub: http://127.0.0.1:8123"
     assert main_window.status_book.endpoint == "http://127.0.0.1:8123"
 
 

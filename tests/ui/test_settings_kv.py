@@ -66,8 +66,9 @@ def test_a_quantised_cache_without_flash_attention_is_refused_with_its_reason(qt
     dialog.kv_type_combo.setCurrentText("q4_0")
     dialog.flash_combo.setCurrentText("off")
     dialog._save()
-    assert "kv_cache_type q4_0 needs flash attention" in dialog.error_label.text()
-    assert "set flash_attention to auto or on" in dialog.error_label.text()
+    # named as the form names them, not by the settings file's keys
+    assert "KV cache type q4_0 needs flash attention" in dialog.error_label.text()
+    assert "set Flash attention to auto or on" in dialog.error_label.text()
     assert not store.path.exists()
 
 
@@ -91,7 +92,7 @@ def test_the_model_bar_estimate_follows_the_load_options(qtbot) -> None:
     bar.set_load_options(LoadOptions(context_length=2048, kv_cache_type="q8_0", state_cache_mib=0))
     smaller = bar.info.text()
     assert "q8_0 cache" in smaller and "for 2048 tokens" in smaller
-    assert "context: set in the load options" in smaller
+    assert "context: 2,048 tokens, as set in Settings" in smaller
     assert "kept states" not in smaller
     assert _total(smaller) < _total(text)
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QPalette
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QApplication, QLabel, QMessageBox
 
 from app.engine.settings import SettingsStore
 from app.ui.main_window import MainWindow
@@ -25,7 +25,7 @@ def _visible_message_boxes() -> list[QMessageBox]:
 
 def test_a_first_run_opens_on_home_and_asks_nothing(qtbot, main_window: MainWindow) -> None:
     assert main_window.current_page == "home" and main_window.home.isVisible()
-    texts = [label.text() for label in main_window.home.findChildren(type(main_window.jobs_label))]
+    texts = [label.text() for label in main_window.home.findChildren(QLabel)]
     assert "Welcome to MTP Studio" in texts and MTP_EXPLAINED in texts
     assert main_window.home.demo_button.isVisible()
     assert main_window.home.conversations.item(0).text() == "No conversations yet."
@@ -59,18 +59,16 @@ def test_every_page_is_in_the_sidebar_and_the_view_menu_with_a_shortcut(
 def test_the_window_comes_back_as_it_was_left(open_window: Callable[[], MainWindow]) -> None:
     first = open_window()
     first.resize(790, 560)  # inside the offscreen screen (800×600): Qt keeps windows on screen
-    first.show_page("catalog")
-    first.browser.splitter.setSizes([700, 300])
-    left, right = first.browser.splitter.sizes()
     first.show_page("jobs")
+    first.monitor.splitter.setSizes([100, 300])
+    top, bottom = first.monitor.splitter.sizes()
     first.shutdown()
 
     second = open_window()
     assert second.current_page == "jobs" and second.monitor.isVisible()
     assert (second.width(), second.height()) == (790, 560)
-    second.show_page("catalog")
-    restored_left, restored_right = second.browser.splitter.sizes()
-    assert abs(restored_left - left) <= 4 and abs(restored_right - right) <= 4  # a handle's width
+    restored_top, restored_bottom = second.monitor.splitter.sizes()
+    assert abs(restored_top - top) <= 4 and abs(restored_bottom - bottom) <= 4  # a handle's width
 
 
 def test_the_demo_chat_starts_from_home_and_comes_back_in_recent(
@@ -110,7 +108,8 @@ def test_the_demo_chat_starts_from_home_and_comes_back_in_recent(
         for row in range(dialog.table.rowCount())
     }
     assert ("Pages", "Home", "Ctrl+1") in rows and ("Pages", "Chat", "Ctrl+4") in rows
-    assert ("Chat", "New conversation", "Ctrl+N") in rows
+    assert ("File", "New conversation", "Ctrl+N") in rows
+    assert [row for row in rows if row[2] == "Ctrl+N"] == [("File", "New conversation", "Ctrl+N")]
     assert ("View", "Toggle dark mode", "Ctrl+Shift+D") in rows
     assert ("Chat", "Send the message", "Enter") in rows
     main_window.shutdown()
@@ -137,14 +136,14 @@ def test_the_dark_toggle_switches_the_look_and_is_kept(
     again.set_theme("system")
 
 
-SMALL_SCREEN_WIDTH = 1024
+SMALL_SCREEN_WIDTH = 800
 
 
-def test_the_chat_page_fits_a_1024_px_screen_while_and_after_a_model_loads(
+def test_the_chat_page_fits_an_800_px_screen_while_and_after_a_model_loads(
     qtbot, main_window: MainWindow
 ) -> None:
     """The window's minimum width (what it grows to, and never shrinks back from) stays within
-    a 1024-px screen on the Chat page in every state of the model bar: before, while and
+    an 800-px screen on the Chat page in every state of the model bar: before, while and
     after the demo model loads."""
     widths = []
 

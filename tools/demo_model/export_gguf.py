@@ -55,19 +55,31 @@ def llama_cpp_source(cache_dir: Path) -> Path:
     return tree
 
 
-def convert_to_gguf(hf_dir: Path, output: Path, llama_cpp_tree: Path, outtype: str) -> None:
-    """Convert ``hf_dir`` to ``output`` (written under a temporary name, then renamed)."""
+def convert_to_gguf(
+    hf_dir: Path,
+    output: Path,
+    llama_cpp_tree: Path,
+    outtype: str,
+    *,
+    model_name: str = MODEL_NAME,
+    mmproj: bool = False,
+) -> None:
+    """Convert ``hf_dir`` to ``output`` (written under a temporary name, then renamed); with
+    ``mmproj``, the checkpoint's vision tower becomes a projector file (``--mmproj``) instead."""
     partial = output.with_name(f".{output.name}.partial")
     partial.unlink(missing_ok=True)
+    command = [sys.executable, __file__, str(llama_cpp_tree), str(hf_dir), str(partial), outtype]
     subprocess.run(
-        [sys.executable, __file__, str(llama_cpp_tree), str(hf_dir), str(partial), outtype],
+        [*command, model_name, "--mmproj" if mmproj else ""],
         check=True,
         env={**os.environ, "PYTHONPATH": ""},
     )
     os.replace(partial, output)
 
 
-def _run_converter(llama_cpp_tree: Path, hf_dir: Path, output: Path, outtype: str) -> None:
+def _run_converter(
+    llama_cpp_tree: Path, hf_dir: Path, output: Path, outtype: str, model_name: str, mmproj: bool
+) -> None:
     sys.path[:0] = [str(llama_cpp_tree), str(llama_cpp_tree / "gguf-py")]
     import convert_hf_to_gguf
     from conversion.base import TextModel
@@ -77,12 +89,13 @@ def _run_converter(llama_cpp_tree: Path, hf_dir: Path, output: Path, outtype: st
     TextModel.get_vocab_base_pre = lambda self, tokenizer: LLAMA_CPP_PRE_TOKENIZER
     sys.argv = [
         *("convert_hf_to_gguf.py", str(hf_dir), "--outfile", str(output)),
-        *("--outtype", outtype, "--model-name", MODEL_NAME),
+        *("--outtype", outtype, "--model-name", model_name),
+        *(["--mmproj"] if mmproj else []),
     ]
     convert_hf_to_gguf.main()
 
 
 if __name__ == "__main__":
     sys.path[0] = str(Path(__file__).resolve().parents[1])  # tools/, not this module's folder
-    tree, source, destination, kind = sys.argv[1:5]
-    _run_converter(Path(tree), Path(source), Path(destination), kind)
+    tree, source, destination, kind, name, projector = sys.argv[1:7]
+    _run_converter(Path(tree), Path(source), Path(destination), kind, name, projector == "--mmproj")

@@ -83,7 +83,14 @@ def special_token_id(tokenizer: Tokenizer, token: str) -> int:
     return token_id
 
 
-def write_tokenizer_files(tokenizer: Tokenizer, directory: Path, max_length: int) -> None:
+def write_tokenizer_files(
+    tokenizer: Tokenizer,
+    directory: Path,
+    max_length: int,
+    *,
+    special_tokens: tuple[str, ...] = SPECIAL_TOKENS,
+    chat_template: str = CHAT_TEMPLATE,
+) -> None:
     """tokenizer.json, tokenizer_config.json (with the chat template) as Qwen releases have them."""
     tokenizer.save(str(directory / "tokenizer.json"))
     config = {
@@ -98,7 +105,7 @@ def write_tokenizer_files(tokenizer: Tokenizer, directory: Path, max_length: int
         "clean_up_tokenization_spaces": False,
         "split_special_tokens": False,
         "errors": "replace",
-        "chat_template": CHAT_TEMPLATE,
+        "chat_template": chat_template,
         "added_tokens_decoder": {
             str(special_token_id(tokenizer, token)): {
                 "content": token,
@@ -108,7 +115,7 @@ def write_tokenizer_files(tokenizer: Tokenizer, directory: Path, max_length: int
                 "single_word": False,
                 "special": True,
             }
-            for token in SPECIAL_TOKENS
+            for token in special_tokens
         },
     }
     (directory / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n")

@@ -23,7 +23,7 @@ REQUIRED_FIELDS: tuple[str, ...] = (
     "hf_repo",
 )
 MTP_FIELDS: tuple[str, ...] = ("mtp_source_repo", "mtp_sidecar_repo")
-OPTIONAL_FIELDS: tuple[str, ...] = (*MTP_FIELDS, "hf_collection", "public_repos")
+OPTIONAL_FIELDS: tuple[str, ...] = (*MTP_FIELDS, "drafter_repo", "hf_collection", "public_repos")
 KNOWN_FIELDS: tuple[str, ...] = (*REQUIRED_FIELDS, *OPTIONAL_FIELDS)
 
 
@@ -48,6 +48,9 @@ class CatalogEntry:
     hf_repo: str
     mtp_source_repo: str | None = None
     mtp_sidecar_repo: str | None = None
+    drafter_repo: str | None = None
+    """A separate drafter model for this entry's format (Gemma 4's ``-it-assistant``; a GGUF
+    drafter for a GGUF entry), fetched beside the model: for models without native MTP heads."""
     hf_collection: str | None = None
     public_repos: tuple[str, ...] = ()
     """Public conversions of the same model and format that users download (e.g. a GGUF repo of

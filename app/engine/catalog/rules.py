@@ -29,7 +29,7 @@ _QUANT_MARKER = re.compile(
     r")(?=$|[-_.])",
     re.IGNORECASE,
 )
-_REPO_FIELDS = ("source_model", "hf_repo", "mtp_source_repo", "mtp_sidecar_repo")
+_REPO_FIELDS = ("source_model", "hf_repo", "mtp_source_repo", "mtp_sidecar_repo", "drafter_repo")
 _TEXT_FIELDS = ("quant", "tier", "output_name")
 _EXAMPLES = {
     "key": "qwen3-6-27b-mlx-4bit",
@@ -97,7 +97,28 @@ def validate_entry(
     for message in _public_repo_messages(fields.get("public_repos"), fields.get("hf_repo")):
         error("public_repos", message)
     problems.extend(_mtp_problems(fields, where, key))
+    for message in _drafter_messages(fields):
+        error("drafter_repo", message)
     return problems
+
+
+def _drafter_messages(fields: Mapping[str, Any]) -> list[str]:
+    """What is wrong with ``drafter_repo`` (nothing when it is unset or right)."""
+    drafter = fields.get("drafter_repo")
+    if _is_unset(drafter) or not is_repo_id(drafter):
+        return []
+    for other in ("hf_repo", "source_model"):
+        if drafter == fields.get(other):
+            return [
+                f"drafter_repo {drafter!r} is the same repo as {other}; name the repo of the "
+                "separate drafter model, e.g. `google/gemma-4-E2B-it-assistant`"
+            ]
+    if not _is_unset(fields.get("mtp_sidecar_repo")):
+        return [
+            "drafter_repo and mtp_sidecar_repo are both set; a model drafts either with its own "
+            "MTP heads (a sidecar) or with a separate drafter model: keep one"
+        ]
+    return []
 
 
 def _public_repo_messages(value: Any, hf_repo: Any) -> list[str]:
@@ -145,6 +166,7 @@ def parse_entry(
         hf_repo=fields["hf_repo"],
         mtp_source_repo=_optional(fields.get("mtp_source_repo")),
         mtp_sidecar_repo=_optional(fields.get("mtp_sidecar_repo")),
+        drafter_repo=_optional(fields.get("drafter_repo")),
         hf_collection=_optional(fields.get("hf_collection")),
         public_repos=tuple(fields.get("public_repos") or ()),
         extra=MappingProxyType({k: v for k, v in fields.items() if k not in KNOWN_FIELDS}),

@@ -9,7 +9,9 @@ Users complain when an app knows only one models folder, so the picker lists, in
 - GGUF files and folders the user opened by hand (remembered in the chat history).
 
 Only headers are read (see :mod:`app.engine.chat.model_files`), and a model without MTP heads is
-paired with a sidecar found beside it or in a cache (:mod:`app.engine.chat.sidecar`).
+paired with a sidecar found beside it or in a cache (:mod:`app.engine.chat.sidecar`). A separate
+drafter model (Gemma 4's assistant, recognised by its architecture) is never offered on its own:
+it is paired with its target (:mod:`app.engine.drafter.pairing`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from app.engine.chat.model_files import (
     split_parts,
 )
 from app.engine.chat.sidecar import SIDECAR_FILE, find_sidecar, repo_id_from_folder, repo_id_of
+from app.engine.drafter.pairing import find_drafter, may_take_drafter
 from app.engine.runtime.core.demo_model import DEMO_MODEL_FILENAME, MODELS_DIR
 
 PLAIN_FOLDER_DEPTH = 4
@@ -35,17 +38,21 @@ _SKIPPED_PREFIXES = ("mmproj", "mtp-")
 """GGUF files that are not language models on their own: vision projectors (the library lists
 them with the models of their folder, :mod:`app.engine.library.projectors`) and the separate MTP
 head files (``mtp-*.gguf``) that some repos ship beside a trunk converted with ``--no-mtp``
-(``mtp-studio get`` grafts them into the trunk)."""
+(``mtp-studio get`` grafts them into the trunk). A drafter model under that name (unsloth's
+``mtp-gemma-4-…``) is skipped here too but still found for its target, by its architecture
+(:func:`with_drafter`); a drafter under any other name is dropped once its header is read."""
 
 
 @dataclass(frozen=True)
 class ModelSources:
-    """Where to look. ``catalog_sidecars`` maps a model repo to its catalog sidecar repo."""
+    """Where to look. ``catalog_sidecars`` maps a model repo to its catalog sidecar repo,
+    ``catalog_drafters`` to its catalog drafter repo."""
 
     model_roots: tuple[Path, ...]
     opened: tuple[Path, ...] = ()
     demo_dir: Path = MODELS_DIR
     catalog_sidecars: Mapping[str, str] = field(default_factory=dict)
+    catalog_drafters: Mapping[str, str] = field(default_factory=dict)
 
 
 def discover_models(sources: ModelSources) -> list[ModelDescription]:
@@ -55,6 +62,8 @@ def discover_models(sources: ModelSources) -> list[ModelDescription]:
 
     def add(description: ModelDescription) -> None:
         key = _identity(description.path)
+        if description.is_drafter:
+            return  # a drafter is listed with its target, never as a model of its own
         if key not in seen:
             seen.add(key)
             found.append(description)
@@ -71,7 +80,7 @@ def discover_models(sources: ModelSources) -> list[ModelDescription]:
     for path in sources.opened:
         if path.exists():
             add(describe_model(path, OPENED))
-    return [with_sidecar(description, sources) for description in found]
+    return [with_drafter(with_sidecar(description, sources), sources) for description in found]
 
 
 def _identity(path: Path) -> Path:
@@ -93,6 +102,44 @@ def with_sidecar(description: ModelDescription, sources: ModelSources) -> ModelD
         sources.catalog_sidecars.get(repo_id or ""),
     )
     return replace(description, sidecar=sidecar) if sidecar is not None else description
+
+
+def with_drafter(description: ModelDescription, sources: ModelSources) -> ModelDescription:
+    """``description`` with the drafter found for it (unchanged when it takes none)."""
+    if description.problem is not None or description.mtp_blocks > 0:
+        return description
+    if not may_take_drafter(description.architecture):
+        return description  # most models: no second header read
+    repo_id = description.repo_id or repo_id_of(description.path, sources.model_roots)
+    match = find_drafter(
+        description.path,
+        sources.model_roots,
+        repo_id,
+        sources.catalog_drafters.get(repo_id or ""),
+    )
+    if match.path is None and match.note is None:
+        return description
+    if match.path is None:
+        return replace(description, drafter_note=match.note)
+    return replace(
+        description,
+        drafter=match.path,
+        drafter_note=match.note,
+        drafter_bytes=_size_on_disk(match.path),
+        mtp_note=None,  # it drafts, with the drafter
+    )
+
+
+def paired_drafter(model_path: Path, model_roots: tuple[Path, ...]) -> Path | None:
+    """The drafter the picker pairs with ``model_path`` (beside it, in ``MTP/``, or in a cache
+    in ``model_roots`` by the ``<base>-assistant`` name), None when it takes none or none fits."""
+    return with_drafter(describe_model(model_path), ModelSources(model_roots)).drafter
+
+
+def _size_on_disk(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(file.stat().st_size for file in path.glob("*.safetensors"))
 
 
 def paired_sidecar(model_path: Path, model_roots: tuple[Path, ...]) -> Path | None:

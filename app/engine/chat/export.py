@@ -2,7 +2,10 @@
 
 Markdown keeps replies verbatim (they are Markdown already), with each reply's figures under it.
 JSON holds everything stored: settings, every message with its state, stop reason and the full
-statistics (recorded and derived), so an export is a complete record of the conversation.
+statistics (recorded and derived), so an export is a complete record of the conversation. A
+user message's pictures go with it in both, as the file's bytes (base64): in JSON with their
+place in the text, format, size and SHA-256; in Markdown as inline ``data:`` images where they
+stand, so the exported file shows them without a folder beside it.
 The file is written under a temporary name and renamed, so a failed export never leaves half a
 file in place of a good one. The temporary file is created exclusively (a link planted under a
 guessable name cannot redirect the write), and a target that is a folder or whose name holds a
@@ -14,6 +17,7 @@ or a pipe stays as it is.
 
 from __future__ import annotations
 
+import base64
 import errno
 import json
 import os
@@ -71,7 +75,7 @@ def to_markdown(conversation: Conversation) -> str:
         heading = ROLE_HEADINGS.get(message.role, message.role.title())
         if message.role == ASSISTANT and message.model:
             heading += f" ({message.model})"
-        lines += [f"## {heading}", "", message.content, ""]
+        lines += [f"## {heading}", "", _markdown_text(message), ""]
         note = _state_note(message)
         if message.stats is not None and message.role == ASSISTANT:
             figures = reply_figures(message.stats, message.finish_reason or None)
@@ -82,6 +86,17 @@ def to_markdown(conversation: Conversation) -> str:
         if note is not None:
             lines += [f"> {note}", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _markdown_text(message: StoredMessage) -> str:
+    """The message's text with each picture where it stands, as an inline image."""
+    pieces, start = [], 0
+    for number, placed in enumerate(message.images, 1):
+        data = base64.b64encode(placed.image.data).decode("ascii")
+        image = f"![picture {number}](data:{placed.image.media_type};base64,{data})"
+        pieces += [message.content[start : placed.offset], f"\n\n{image}\n\n"]
+        start = placed.offset
+    return "".join([*pieces, message.content[start:]]).strip("\n")
 
 
 def to_json_document(conversation: Conversation) -> dict[str, Any]:
@@ -103,6 +118,18 @@ def _message_document(message: StoredMessage) -> dict[str, Any]:
         "state": message.state.value,
         "created_at": _timestamp(message.created_at),
     }
+    if message.images:
+        document["images"] = [
+            {
+                "offset": placed.offset,
+                "media_type": placed.image.media_type,
+                "width": placed.image.width,
+                "height": placed.image.height,
+                "sha256": placed.image.sha256,
+                "data": base64.b64encode(placed.image.data).decode("ascii"),
+            }
+            for placed in message.images
+        ]
     if message.role == ASSISTANT:
         document.update(
             model=message.model,

@@ -3,7 +3,10 @@
 Statistics are defined in :mod:`app.engine.runtime.core.stats`; this module only decides how they
 read: the first line is what every reply has (tokens, decode speed, time to first token, why it
 stopped), the second what only an MTP reply has (depth, acceptance at each depth, mean accepted
-length, tokens per cycle). Under a reply in the window these are the details; what shows at a
+length, tokens per cycle), the third — where the depth was "auto" — why it drafted what it did
+(:func:`auto_depth_line`: a reply that drafted nothing because drafting measured slower than plain
+decoding on this machine says so, with how much of the drafts the head would keep, instead of a
+row of 0 % that reads as broken). Under a reply in the window these are the details; what shows at a
 glance is the compact line (tokens, speed, MTP's tokens per cycle, an unusual stop) and the
 speedup against the model's measured plain speed (:mod:`app.engine.chat.plain_speed`).
 """
@@ -38,13 +41,18 @@ NOT_MEASURED_TEXT = (
 )
 
 
+SUGGESTED_DEPTH = 3
+"""The fixed depth offered when auto drafted nothing ("Try MTP depth 3")."""
+
+
 @dataclass(frozen=True)
 class ReplyFigures:
     basics: str
     mtp: str | None
+    auto: str | None = None
 
     def lines(self) -> tuple[str, ...]:
-        return (self.basics,) if self.mtp is None else (self.basics, self.mtp)
+        return tuple(line for line in (self.basics, self.mtp, self.auto) if line is not None)
 
 
 def stop_reason_text(finish_reason: str) -> str:
@@ -64,6 +72,8 @@ def reply_figures(stats: DecodeStats, finish_reason: str | None) -> ReplyFigures
     )
     if stats.depth == 0:
         return ReplyFigures(basics, None)
+    if drafted_nothing(stats):  # an adaptive reply run plainly: no row of 0 % acceptances
+        return ReplyFigures(basics, None, auto_depth_line(stats))
     acceptance = " / ".join(f"{rate:.0%}" for rate in stats.acceptance_by_depth)
     mode = "Leviathan–Chen" if stats.mode == "lc" else "sample-and-compare"
     mtp = " · ".join(
@@ -78,14 +88,56 @@ def reply_figures(stats: DecodeStats, finish_reason: str | None) -> ReplyFigures
             f"{stats.tokens_per_cycle:.2f} tokens/cycle",
         )
     )
-    return ReplyFigures(basics, mtp)
+    return ReplyFigures(basics, mtp, auto_depth_line(stats))
+
+
+def drafted_nothing(stats: DecodeStats) -> bool:
+    """An adaptive reply whose every cycle drafted nothing (the policy ran it plainly)."""
+    return stats.adaptive and stats.depth > 0 and not any(stats.drafted_by_depth)
+
+
+def suggested_depth(stats: DecodeStats) -> int:
+    """The fixed depth to try when auto drafted nothing (3, or less for a shallower head)."""
+    return min(SUGGESTED_DEPTH, stats.depth) or SUGGESTED_DEPTH
+
+
+def auto_depth_line(stats: DecodeStats) -> str | None:
+    """Why an adaptive depth drafted what it did, from what it measured on this machine (None
+    for a fixed depth, or before anything was measured)."""
+    if not stats.adaptive or not stats.auto_depth_rates:
+        return None
+    plain = stats.auto_plain_rate
+    drafting = [
+        (rate, depth) for depth, rate in enumerate(stats.auto_depth_rates) if depth and rate
+    ]
+    kept = stats.auto_kept_through[: suggested_depth(stats)]
+    keeps = (
+        f"; depth {len(kept)} keeps {' / '.join(f'{share * 100:.0f}' for share in kept)} % of "
+        "its drafts"
+        if kept
+        else ""
+    )
+    if not drafting or not plain:
+        return f"Auto: drafting is still being measured on this machine{keeps}"
+    best_rate, best_depth = max(drafting)
+    measured = f"depth {best_depth} ran at {best_rate / plain:.2f}× plain decoding's speed"
+    if drafted_nothing(stats):
+        return (
+            f"Auto drafted 0: on this machine a draft costs more than it saves ({measured}){keeps}"
+        )
+    return (
+        f"Auto drafted {stats.mean_draft_depth:.2f} tokens per cycle, the fastest here "
+        f"({measured}){keeps}"
+    )
 
 
 def compact_line(stats: DecodeStats, finish_reason: str | None) -> str:
     """One short line: tokens, decode speed, MTP's tokens per cycle, and the stop reason
     unless the model simply ended its turn."""
     parts = [f"{stats.generated_tokens} tokens", f"{stats.decode_tokens_per_second:.1f} tok/s"]
-    if stats.depth:
+    if drafted_nothing(stats):
+        parts.append("MTP auto: no drafts")
+    elif stats.depth:
         parts.append(f"MTP {stats.tokens_per_cycle:.2f} tokens/cycle")
     if finish_reason is None:
         parts.append("generating…")

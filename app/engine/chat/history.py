@@ -8,8 +8,17 @@ Why it looks the way it does:
 - Each open store holds a lock file named after its session. On open, a reply still marked
   ``streaming`` whose session lock can be taken was being written by a process that died: it is
   marked ``interrupted`` (its text is kept). Another app instance's live reply is left alone.
-- The schema carries a version (``PRAGMA user_version``); a database from a newer app is refused
-  with a message instead of being half-understood, so an update never loses history.
+- A conversation is a tree (:mod:`app.engine.chat.history_schema`): Regenerate adds a version
+  beside the reply it replaces, Edit starts a branch beside the message it changes, and the
+  conversation remembers which thread is open. :meth:`HistoryStore.conversation` returns that
+  thread, each message with its versions, so everything that reads a conversation (the reply's
+  context, export, the transcript) reads one coherent thread.
+- A user message's pictures are kept with it, each picture's bytes once however many messages
+  show it (:mod:`app.engine.chat.history_schema`, version 3), and dropped with the last
+  conversation that shows them; an edited message keeps its pictures unless given others.
+- The schema carries a version (``PRAGMA user_version``); an older history is upgraded in place in
+  one transaction, and a database from a newer app is refused with a message instead of being
+  half-understood, so an update never loses history.
 """
 
 from __future__ import annotations
@@ -19,9 +28,10 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from types import EllipsisType
 from typing import Any
 
 from filelock import FileLock, Timeout
@@ -35,58 +45,28 @@ from app.engine.chat.conversation import (
     stats_from_json,
     stats_to_json,
 )
-from app.engine.errors import MtpStudioError
+from app.engine.chat.history_schema import HistoryError, prepare
+from app.engine.chat.threads import thread_of
+from app.engine.runtime.chat_format.images import ImagePart
+from app.engine.runtime.chat_format.prompting import PlacedImage
 from app.engine.runtime.core.request import GenerationResult
 from app.engine.runtime.core.stats import DecodeStats
 from app.engine.store.sqlite_file import connect_private, is_locked, locked_message
 
-SCHEMA_VERSION = 1
 HISTORY_FILE_NAME = "chat.sqlite3"
 FAILED_REASON = "failed"
 INTERRUPTED_REASON = "interrupted"
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS conversations (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    title TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    updated_at REAL NOT NULL,
-    settings TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS messages (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
-    role TEXT NOT NULL,
-    content TEXT NOT NULL,
-    state TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    model TEXT NOT NULL DEFAULT '',
-    finish_reason TEXT NOT NULL DEFAULT '',
-    stats TEXT,
-    seed INTEGER,
-    note TEXT NOT NULL DEFAULT '',
-    error TEXT NOT NULL DEFAULT '',
-    session TEXT NOT NULL DEFAULT ''
-);
-CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, id);
-CREATE TABLE IF NOT EXISTS opened_models (
-    path TEXT PRIMARY KEY,
-    opened_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS preferences (
-    name TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-"""
-
 _MESSAGE_COLUMNS = (
     "id, conversation_id, role, content, state, created_at, model, finish_reason, stats, seed, "
-    "note, error"
+    "note, error, parent_id"
 )
-
-
-class HistoryError(MtpStudioError):
-    """The chat history database cannot be opened or written."""
+_NEWEST_BELOW = """
+WITH RECURSIVE below(id) AS (
+    SELECT ? UNION ALL SELECT m.id FROM messages AS m JOIN below ON m.parent_id = below.id
+)
+SELECT MAX(id) FROM below
+"""
 
 
 class HistoryStore:
@@ -119,22 +99,17 @@ class HistoryStore:
 
     @staticmethod
     def _open(path: Path) -> sqlite3.Connection:
+        db = None
         try:
             db = connect_private(path)
-            version = db.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
+            prepare(db, path)
+        except HistoryError:
+            if db is not None:
                 db.close()
-                raise HistoryError(
-                    f"{path}: chat history version {version} is newer than this app "
-                    "understands; update MTP Studio (the history is left untouched)"
-                )
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.execute("PRAGMA foreign_keys=ON")
-            db.executescript(_SCHEMA)
-            db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-            db.commit()
+            raise
         except sqlite3.DatabaseError as exc:
+            if db is not None:
+                db.close()
             if is_locked(exc):
                 raise HistoryError(locked_message(path, "chat history")) from None
             raise HistoryError(
@@ -185,7 +160,9 @@ class HistoryStore:
         return int(cursor.lastrowid or 0)
 
     def conversations(self, search: str = "") -> list[ConversationSummary]:
-        """Newest first; ``search`` matches titles and message text, case-insensitively."""
+        """Newest first; ``search`` matches titles and message text (any version),
+        case-insensitively. The message count includes every version (counting each thread
+        took ten times as long, and the list is read whenever a message is sent)."""
         sql = (
             "SELECT c.id, c.title, c.created_at, c.updated_at, "
             "(SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) "
@@ -203,8 +180,10 @@ class HistoryStore:
         return [ConversationSummary(*row) for row in self._read(sql, args)]
 
     def conversation(self, conversation_id: int) -> Conversation:
+        """The conversation with its open thread (each message with its versions)."""
         rows = self._read(
-            "SELECT id, title, created_at, updated_at, settings FROM conversations WHERE id = ?",
+            "SELECT id, title, created_at, updated_at, settings, current_leaf FROM conversations "
+            "WHERE id = ?",
             (conversation_id,),
         )
         if not rows:
@@ -212,16 +191,18 @@ class HistoryStore:
                 f"conversation {conversation_id} is not in {self.path}; it may have been deleted "
                 "in another window"
             )
-        cid, title, created, updated, settings = rows[0]
-        messages = tuple(
-            _message(row)
+        cid, title, created, updated, settings, leaf = rows[0]
+        images = self._images_of(conversation_id)
+        messages = [
+            _message(row, images.get(row[0], ()))
             for row in self._read(
                 f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ? ORDER BY id",
                 (conversation_id,),
             )
-        )
-        summary = ConversationSummary(cid, title, created, updated, len(messages))
-        return Conversation(summary, ChatSettings.from_dict(json.loads(settings)), messages)
+        ]
+        thread = thread_of(messages, leaf)
+        summary = ConversationSummary(cid, title, created, updated, len(thread))
+        return Conversation(summary, ChatSettings.from_dict(json.loads(settings)), thread)
 
     def rename(self, conversation_id: int, title: str) -> None:
         title = title.strip()
@@ -233,6 +214,7 @@ class HistoryStore:
     def delete(self, conversation_id: int) -> None:
         with self._write() as db:
             db.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
+            db.execute("DELETE FROM images WHERE sha256 NOT IN (SELECT sha256 FROM message_images)")
 
     def save_settings(self, conversation_id: int, settings: ChatSettings) -> None:
         with self._write() as db:
@@ -243,11 +225,18 @@ class HistoryStore:
 
     # -- messages -----------------------------------------------------------------------------
 
-    def add_user_message(self, conversation_id: int, content: str) -> StoredMessage:
-        return self._insert(conversation_id, "user", content, MessageState.COMPLETE, model="")
+    def add_user_message(
+        self, conversation_id: int, content: str, images: Sequence[PlacedImage] = ()
+    ) -> StoredMessage:
+        """The user's next message, at the end of the open thread, with ``images`` at their
+        places in its text."""
+        return self._insert(
+            conversation_id, "user", content, MessageState.COMPLETE, model="", images=images
+        )
 
     def start_reply(self, conversation_id: int, model: str) -> StoredMessage:
-        """An empty assistant message in state ``streaming``, owned by this session."""
+        """An empty assistant message in state ``streaming`` at the end of the open thread,
+        owned by this session."""
         return self._insert(conversation_id, "assistant", "", MessageState.STREAMING, model=model)
 
     def save_partial(self, message_id: int, content: str, stats: DecodeStats | None) -> None:
@@ -295,42 +284,114 @@ class HistoryStore:
             )
             self._touch(db, message_id)
 
-    def edit_message(self, message_id: int, content: str) -> None:
-        """Replace a user message's text and drop everything after it (it is about to be
-        answered again)."""
-        with self._write() as db:
-            row = db.execute(
-                "SELECT conversation_id FROM messages WHERE id = ?", (message_id,)
-            ).fetchone()
-            if row is None:
-                raise HistoryError(f"message {message_id} no longer exists; reload the chat")
-            db.execute("UPDATE messages SET content = ? WHERE id = ?", (content, message_id))
-            db.execute(
-                "DELETE FROM messages WHERE conversation_id = ? AND id > ?", (row[0], message_id)
-            )
-            self._touch(db, message_id)
+    # -- versions and branches ----------------------------------------------------------------
 
-    def delete_message(self, message_id: int) -> None:
+    def answer_again(self, message_id: int) -> None:
+        """Open the thread up to ``message_id`` (a user message), so the next reply is a new
+        version beside the replies it already has; those are kept."""
         with self._write() as db:
-            self._touch(db, message_id)
-            db.execute("DELETE FROM messages WHERE id = ?", (message_id,))
+            conversation = self._conversation_of(db, message_id)
+            db.execute(
+                "UPDATE conversations SET current_leaf = ? WHERE id = ?",
+                (message_id, conversation),
+            )
+
+    def branch(
+        self, message_id: int, content: str, images: Sequence[PlacedImage] | None = None
+    ) -> StoredMessage:
+        """An edited message: a new version of ``message_id`` with ``content``, starting a
+        branch of its own; the original and everything that followed it are kept. The new
+        version shows ``images``, or when None the original's pictures (none past its end)."""
+        rows = self._read("SELECT parent_id FROM messages WHERE id = ?", (message_id,))
+        if not rows:
+            raise HistoryError(f"message {message_id} no longer exists; reload the chat")
+        with self._lock:
+            conversation = self._conversation_of(self._db, message_id)
+        if images is None:
+            original = self._images_of(conversation).get(message_id, ())
+            images = [PlacedImage(min(p.offset, len(content)), p.image) for p in original]
+        return self._insert(
+            conversation,
+            "user",
+            content,
+            MessageState.COMPLETE,
+            model="",
+            parent=rows[0][0],
+            images=images,
+        )
+
+    def _images_of(self, conversation_id: int) -> dict[int, tuple[PlacedImage, ...]]:
+        """The pictures of every message of a conversation, by message id, in place order."""
+        return _placed_images(self._read(_IMAGES_OF_CONVERSATION, (conversation_id,)))
+
+    def image_bytes(self) -> int:
+        """Bytes of the stored pictures (each counted once)."""
+        rows = self._read("SELECT COALESCE(SUM(LENGTH(data)), 0) FROM images")
+        return int(rows[0][0])
+
+    def choose_version(self, message_id: int) -> None:
+        """Open the thread through ``message_id``, down to the newest message that follows it
+        (where the user last was on that branch)."""
+        with self._write() as db:
+            conversation = self._conversation_of(db, message_id)
+            (leaf,) = db.execute(_NEWEST_BELOW, (message_id,)).fetchone()
+            db.execute(
+                "UPDATE conversations SET current_leaf = ? WHERE id = ?", (leaf, conversation)
+            )
 
     def _insert(
-        self, conversation_id: int, role: str, content: str, state: MessageState, model: str
+        self,
+        conversation_id: int,
+        role: str,
+        content: str,
+        state: MessageState,
+        model: str,
+        parent: int | EllipsisType | None = ...,
+        images: Sequence[PlacedImage] = (),
     ) -> StoredMessage:
+        """Insert a message after ``parent`` (default: the end of the open thread) and make it
+        the end of the open thread, in one transaction."""
         now = time.time()
         with self._write() as db:
+            if parent is ...:
+                parent = self._leaf(db, conversation_id)
             cursor = db.execute(
                 "INSERT INTO messages (conversation_id, role, content, state, created_at, model, "
-                "session) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (conversation_id, role, content, state.value, now, model, self.session),
+                "session, parent_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (conversation_id, role, content, state.value, now, model, self.session, parent),
             )
+            message_id = int(cursor.lastrowid or 0)
+            _place_images(db, message_id, images)
             db.execute(
-                "UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation_id)
+                "UPDATE conversations SET updated_at = ?, current_leaf = ? WHERE id = ?",
+                (now, message_id, conversation_id),
             )
         return StoredMessage(
-            int(cursor.lastrowid or 0), conversation_id, role, content, state, now, model
+            message_id, conversation_id, role, content, state, now, model, images=tuple(images)
         )
+
+    @staticmethod
+    def _leaf(db: sqlite3.Connection, conversation_id: int) -> int | None:
+        """The message the open thread ends with (the newest when none was recorded)."""
+        leaf = db.execute(
+            "SELECT m.id FROM conversations c JOIN messages m ON m.id = c.current_leaf "
+            "WHERE c.id = ?",
+            (conversation_id,),
+        ).fetchone()
+        if leaf is not None:
+            return int(leaf[0])
+        newest = db.execute(
+            "SELECT MAX(id) FROM messages WHERE conversation_id = ?", (conversation_id,)
+        ).fetchone()[0]
+        return int(newest) if newest is not None else None
+
+    def _conversation_of(self, db: sqlite3.Connection, message_id: int) -> int:
+        row = db.execute(
+            "SELECT conversation_id FROM messages WHERE id = ?", (message_id,)
+        ).fetchone()
+        if row is None:
+            raise HistoryError(f"message {message_id} no longer exists; reload the chat")
+        return int(row[0])
 
     @staticmethod
     def _touch(db: sqlite3.Connection, message_id: int) -> None:
@@ -414,8 +475,40 @@ def _stats_text(stats: DecodeStats | None) -> str | None:
     return json.dumps(stats_to_json(stats)) if stats is not None else None
 
 
-def _message(row: tuple[Any, ...]) -> StoredMessage:
-    mid, cid, role, content, state, created, model, reason, stats, seed, note, error = row
+_IMAGES_OF_CONVERSATION = (
+    "SELECT mi.message_id, mi.text_offset, i.sha256, i.media_type, i.width, i.height, i.data "
+    "FROM message_images mi JOIN images i ON i.sha256 = mi.sha256 "
+    "JOIN messages m ON m.id = mi.message_id WHERE m.conversation_id = ? "
+    "ORDER BY mi.message_id, mi.place"
+)
+
+
+def _placed_images(rows: list[tuple[Any, ...]]) -> dict[int, tuple[PlacedImage, ...]]:
+    placed: dict[int, list[PlacedImage]] = {}
+    for message_id, offset, sha256, media_type, width, height, data in rows:
+        part = ImagePart(bytes(data), media_type, width, height, sha256)
+        placed.setdefault(message_id, []).append(PlacedImage(offset, part))
+    return {message_id: tuple(images) for message_id, images in placed.items()}
+
+
+def _place_images(db: sqlite3.Connection, message_id: int, images: Sequence[PlacedImage]) -> None:
+    """Store each picture's bytes once (by the file's SHA-256) and place it in the message."""
+    for place, placed in enumerate(images):
+        part = placed.image
+        db.execute(
+            "INSERT OR IGNORE INTO images (sha256, media_type, width, height, data) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (part.sha256, part.media_type, part.width, part.height, part.data),
+        )
+        db.execute(
+            "INSERT INTO message_images (message_id, place, text_offset, sha256) "
+            "VALUES (?, ?, ?, ?)",
+            (message_id, place, placed.offset, part.sha256),
+        )
+
+
+def _message(row: tuple[Any, ...], images: tuple[PlacedImage, ...] = ()) -> StoredMessage:
+    mid, cid, role, content, state, created, model, reason, stats, seed, note, error, parent = row
     return StoredMessage(
         id=mid,
         conversation_id=cid,
@@ -429,4 +522,6 @@ def _message(row: tuple[Any, ...]) -> StoredMessage:
         seed=seed,
         note=note,
         error=error,
+        parent_id=parent,
+        images=images,
     )

@@ -16,6 +16,7 @@ from typing import Any
 
 from app.engine.bounded_json import parse_bounded_json
 from app.engine.chat.memory import MemoryEstimate, ModelShape, estimate_memory
+from app.engine.drafter.facts import DRAFTER_REASON, is_drafter_architecture, is_drafter_config
 from app.engine.errors import MtpStudioError
 from app.engine.gguf_header import GgufHeader, LongArray, read_gguf_header
 from app.engine.mtp.detect import detect_mtp
@@ -53,6 +54,14 @@ class ModelDescription:
     chat_template: str | None = None
     repo_id: str | None = None
     sidecar: Path | None = None
+    drafter: Path | None = None
+    """The separate drafter model paired with it (Gemma 4's assistant), None when none fits."""
+    drafter_bytes: int = 0
+    """The paired drafter's size on disk (its GGUF, or its folder's safetensors)."""
+    drafter_note: str | None = None
+    """Why drafters found for it were passed over (None when one fits or none was found)."""
+    is_drafter: bool = False
+    """It is itself a drafter (by architecture): never listed as a model of its own."""
     runnable_reason: str | None = None
     problem: str | None = None
     backend: BackendChoice | None = None
@@ -128,6 +137,7 @@ def _describe_gguf(path: Path, origin: str) -> ModelDescription:
     size = sum(part.stat().st_size for part in parts)
     mtp_note = summary.mtp_unavailable_reason
     shape = _gguf_shape(metadata, number)
+    drafter = is_drafter_architecture(architecture)
     return ModelDescription(
         path=path,
         kind=GGUF,
@@ -141,6 +151,10 @@ def _describe_gguf(path: Path, origin: str) -> ModelDescription:
         shape=shape,
         chat_template=template,
         backend=BackendChoice(LLAMA_CPP, GGUF_REASON),
+        is_drafter=drafter,
+        runnable_reason=DRAFTER_REASON.format(name=path.name, architecture=architecture)
+        if drafter
+        else None,
     )
 
 
@@ -218,6 +232,9 @@ def _describe_folder(path: Path, origin: str) -> ModelDescription:
         runnable_reason = None
     except MtpStudioError as exc:
         runnable_reason = str(exc)
+    drafter = is_drafter_config(config)
+    if drafter:
+        runnable_reason = DRAFTER_REASON.format(name=path.name, architecture=architecture)
     return ModelDescription(
         path=path,
         kind=HF_FOLDER,
@@ -232,6 +249,7 @@ def _describe_folder(path: Path, origin: str) -> ModelDescription:
         chat_template=_folder_template(path),
         runnable_reason=runnable_reason,
         backend=backend,
+        is_drafter=drafter,
     )
 
 

@@ -140,7 +140,8 @@ def plan_download(request: DownloadRequest, token: str | None = None) -> Downloa
         ]
     if request.quant:
         sizes = {path: file.size for path, file in by_path.items()}
-        chosen = list(gguf_files(sizes).files_for(request.quant, request.repo_id))
+        files = gguf_files(sizes)
+        chosen = list(files.files_for(request.quant, request.repo_id, request.projector))
     else:
         chosen = select(sorted(by_path), request.include)
     if not chosen and not refused:

@@ -6,8 +6,9 @@ first part and finds the others beside it), ship a vision projector (``mmproj-*.
 MTP models, either keep the head inside the file (``…-mtp.gguf``) or beside it as a separate
 ``mtp-*.gguf``. This module reads those shapes from the file names alone: every split part counts
 once, a projector or a head file is never a quantisation of its own, and choosing a quantisation
-gives every part plus the separate head file (the projector is only named, not fetched: a chat
-that is text only does not need it).
+gives every part plus the separate head file and one projector (:meth:`GgufFiles.projector_for`):
+the smallest lossless one (F16/BF16/F32: the projector is small beside the model, and a quantised
+vision encoder loses detail) unless another is asked for by label or name; ``none`` fetches none.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ QUANT_LABEL = re.compile(
     re.IGNORECASE,
 )
 HEAD_INSIDE_SUFFIX = re.compile(r"[-_.]mtp$", re.IGNORECASE)
+LOSSLESS_LABELS = ("F16", "FP16", "BF16", "F32")
+"""Projector labels that lose nothing, preferred in this order at equal size (F16 runs on every
+llama.cpp backend; BF16 not on all)."""
+NO_PROJECTOR = "none"
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,8 @@ class GgufFiles:
     quantisations: tuple[Quantisation, ...]
     head_files: tuple[str, ...]
     projectors: tuple[str, ...]
+    projector_sizes: tuple[int, ...] = ()
+    """The size of each projector, in the order of ``projectors``."""
 
     def find(self, label: str, repo_id: str = "the repo") -> Quantisation:
         """The quantisation called ``label`` (case-insensitive), or a DownloadError naming those
@@ -65,12 +72,43 @@ class GgufFiles:
         have = ", ".join(q.label for q in self.quantisations) or "no GGUF quantisation"
         raise DownloadError(f"{repo_id} has no quantisation {label!r}; it has {have}")
 
-    def files_for(self, label: str, repo_id: str = "the repo") -> tuple[str, ...]:
+    def files_for(
+        self, label: str, repo_id: str = "the repo", projector: str = ""
+    ) -> tuple[str, ...]:
         """What a download of ``label`` fetches: its files, plus the separate head file when
-        the quantisation has no head inside."""
+        the quantisation has no head inside, plus the projector :meth:`projector_for` picks."""
         quantisation = self.find(label, repo_id)
         heads = () if quantisation.head_inside else self.head_files
-        return (*quantisation.files, *heads)
+        chosen = self.projector_for(projector, repo_id)
+        return (*quantisation.files, *heads, *((chosen,) if chosen else ()))
+
+    def projector_for(self, asked: str = "", repo_id: str = "the repo") -> str | None:
+        """The projector a download of any quantisation fetches (see :func:`choose_projector`)."""
+        sizes = dict(zip(self.projectors, self.projector_sizes, strict=True))
+        return choose_projector(sizes, asked, repo_id)
+
+
+def choose_projector(
+    sizes: Mapping[str, int], asked: str = "", repo_id: str = "the repo"
+) -> str | None:
+    """Among the projectors ``sizes`` lists (path → bytes): the one ``asked`` for (its label,
+    e.g. ``Q8_0``, or its file name; ``none``: no projector), else the smallest lossless one,
+    else the largest (the least lossy there is). None when there is none or none is wanted."""
+    if asked.lower() == NO_PROJECTOR or not sizes:
+        return None
+    if asked:
+        for path in sorted(sizes):
+            if asked.lower() in (quant_label(path).lower(), _basename(path).lower()):
+                return path
+        have = ", ".join(_basename(path) for path in sorted(sizes))
+        raise DownloadError(f"{repo_id} has no projector {asked!r}; it has {have}")
+    lossless = [path for path in sizes if quant_label(path).upper() in LOSSLESS_LABELS]
+    if lossless:
+        return min(
+            lossless,
+            key=lambda path: (sizes[path], LOSSLESS_LABELS.index(quant_label(path).upper()), path),
+        )
+    return max(sizes, key=lambda path: (sizes[path], path))
 
 
 def _basename(path: str) -> str:
@@ -121,4 +159,9 @@ def gguf_files(sizes: Mapping[str, int]) -> GgufFiles:
         for label, paths in groups.items()
     ]
     quantisations.sort(key=lambda q: q.size)
-    return GgufFiles(tuple(quantisations), tuple(heads), tuple(projectors))
+    return GgufFiles(
+        tuple(quantisations),
+        tuple(heads),
+        tuple(projectors),
+        tuple(sizes[path] for path in projectors),
+    )

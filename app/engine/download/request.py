@@ -19,8 +19,10 @@ class DownloadRequest:
     ``layout`` is ``"cache"`` (the Hugging Face cache layout under ``destination``, shared with
     other tools) or ``"folder"`` (plain files under ``destination``). ``include`` holds glob
     patterns; empty means every file. ``quant`` names one GGUF quantisation instead (``Q4_K_M``):
-    its files, every part of a split one, and a separate ``mtp-*.gguf`` head file if the repo has
-    one (:mod:`app.engine.download.quantisation`).
+    its files, every part of a split one, a separate ``mtp-*.gguf`` head file if the repo has
+    one, and one vision projector if it has any: ``projector`` names it (a label or a file name;
+    ``none``: no projector; empty: the smallest lossless one); see
+    :mod:`app.engine.download.quantisation`.
     """
 
     repo_id: str
@@ -30,6 +32,7 @@ class DownloadRequest:
     include: tuple[str, ...] = ()
     layout: str = CACHE
     quant: str = ""
+    projector: str = ""
 
     def __post_init__(self) -> None:
         owner, _, name = self.repo_id.partition("/")
@@ -48,6 +51,10 @@ class DownloadRequest:
                 f"layout {self.layout!r} is unknown; use {CACHE!r} (Hugging Face cache) "
                 f"or {FOLDER!r} (plain folder)"
             )
+        if self.projector and not self.quant:
+            raise DownloadError(
+                "a projector is chosen with a quantisation: pass --quant with --projector"
+            )
         if self.quant and self.include:
             raise DownloadError(
                 "choose files either by quantisation (--quant) or by pattern (--include), not both"
@@ -64,6 +71,7 @@ class DownloadRequest:
             "include": list(self.include),
             "layout": self.layout,
             "quant": self.quant,
+            "projector": self.projector,
         }
 
     @classmethod
@@ -77,6 +85,7 @@ class DownloadRequest:
                 include=tuple(params.get("include", ())),
                 layout=params.get("layout", CACHE),
                 quant=params.get("quant", ""),
+                projector=params.get("projector", ""),
             )
         except KeyError as exc:
             raise DownloadError(

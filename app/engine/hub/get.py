@@ -18,11 +18,16 @@ How each quantisation gets its head (:attr:`GetPlan.way`):
   one file (:mod:`app.engine.graft.split` says why), graft; the grafted copy is the ready model;
 - ``sidecar paired``: an MLX or safetensors conversion with a sidecar: download both into the
   cache, where chat pairs them (:func:`app.engine.chat.sidecar.find_sidecar`);
+- ``separate drafter``: a model that drafts with a separate drafter model (Gemma 4's assistant,
+  :mod:`app.engine.hub.drafter_lookup`): one quantisation of the trunk and one of the drafter are
+  downloaded — exactly those files, never a drafter taken for a head file to graft — and the
+  pair is checked as chat will pair it (:mod:`app.engine.drafter.pairing`);
 - ``no MTP head``: downloaded, and said so.
 """
 
 from __future__ import annotations
 
+import glob
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,8 +36,14 @@ from typing import Any
 from app.engine.chat.sidecar import find_sidecar
 from app.engine.download import CACHE, DownloadJob, DownloadRequest
 from app.engine.download.job import DownloadResult
-from app.engine.download.quantisation import is_head_file, quant_label
-from app.engine.errors import DownloadError, MtpStudioError
+from app.engine.download.quantisation import (
+    NO_PROJECTOR,
+    choose_projector,
+    is_head_file,
+    quant_label,
+)
+from app.engine.drafter.pairing import check_pair, find_drafter
+from app.engine.errors import DownloadError, DrafterError, MtpStudioError
 from app.engine.gguf_header import read_gguf_header
 from app.engine.graft.download_job import SIDECAR_FILE
 from app.engine.graft.job import GraftRequest, default_output_path
@@ -40,6 +51,7 @@ from app.engine.graft.split import is_split_part, join_split_gguf, joined_name
 from app.engine.hub.fit import FITS
 from app.engine.hub.gguf_peek import mtp_blocks_in
 from app.engine.hub.search import (
+    DRAFTER,
     GGUF,
     HEAD_INSIDE,
     SEPARATE_HEAD,
@@ -65,6 +77,11 @@ class GetPlan:
     files: tuple[str, ...]
     way: str
     sidecar_repo: str | None = None
+    drafter_repo: str | None = None
+    drafter_files: tuple[str, ...] = ()
+    """The one drafter quantisation fetched beside the trunk (way ``separate drafter``)."""
+    projector: str | None = None
+    """The vision projector fetched beside the model (a GGUF repo's, when it ships any)."""
 
     @property
     def title(self) -> str:
@@ -78,6 +95,9 @@ class GetPlan:
             "files": list(self.files),
             "way": self.way,
             "sidecar_repo": self.sidecar_repo,
+            "drafter_repo": self.drafter_repo,
+            "drafter_files": list(self.drafter_files),
+            "projector": self.projector,
         }
 
     @classmethod
@@ -89,6 +109,9 @@ class GetPlan:
             files=tuple(params["files"]),
             way=str(params["way"]),
             sidecar_repo=params.get("sidecar_repo"),
+            drafter_repo=params.get("drafter_repo"),
+            drafter_files=tuple(params.get("drafter_files") or ()),
+            projector=params.get("projector"),
         )
 
 
@@ -100,25 +123,60 @@ def plan_get(
     token: str | None,
     sidecars: Mapping[str, str],
     memory_bytes: int | None,
+    drafters: Mapping[str, str] | None = None,
+    projector: str = "",
 ) -> GetPlan:
-    """The plan for ``repo_id``; ``quant`` empty: the largest quantisation that fits."""
+    """The plan for ``repo_id``; ``quant`` empty: the largest quantisation that fits;
+    ``projector``: a projector's label or name, ``none``, or empty for the smallest lossless."""
     hit = describe_repo_id(
-        repo_id, endpoint=endpoint, token=token, sidecars=sidecars, memory_bytes=memory_bytes
+        repo_id,
+        endpoint=endpoint,
+        token=token,
+        sidecars=sidecars,
+        memory_bytes=memory_bytes,
+        drafters=drafters,
     )
     if not hit.quantisations:
         raise DownloadError(f"{repo_id} holds no GGUF, MLX or safetensors model files")
-    return plan_for(hit, _chosen(hit.quantisations, quant, repo_id))
+    return plan_for(hit, _chosen(hit.quantisations, quant, repo_id), projector)
 
 
-def plan_for(hit: RepoHit, option: QuantOption) -> GetPlan:
+def plan_for(hit: RepoHit, option: QuantOption, projector: str = "") -> GetPlan:
     """The plan for one quantisation of a search hit (what the Discover page's Get runs)."""
+    chosen = (
+        choose_projector(dict.fromkeys(hit.projectors, 0), projector, hit.repo_id)
+        if projector
+        else hit.projector
+    )
+    if option.mtp == DRAFTER and hit.drafter is not None:
+        if hit.drafter.problem:
+            raise DrafterError(hit.drafter.problem)  # before anything is downloaded
+        drafter = hit.drafter.choose(option.label)
+        return GetPlan(
+            hit.repo_id,
+            hit.format,
+            option.label,
+            option.files,
+            DRAFTER,
+            drafter_repo=hit.drafter.repo_id,
+            drafter_files=drafter.files,
+            projector=chosen,
+        )
     if option.mtp in (HEAD_INSIDE, SEPARATE_HEAD):
         way = option.mtp
     elif hit.sidecar_repo:
         way = GRAFTED if hit.format == GGUF else PAIRED
     else:
         way = NO_MTP
-    return GetPlan(hit.repo_id, hit.format, option.label, option.files, way, hit.sidecar_repo)
+    return GetPlan(
+        hit.repo_id,
+        hit.format,
+        option.label,
+        option.files,
+        way,
+        hit.sidecar_repo,
+        projector=chosen,
+    )
 
 
 def _chosen(options: tuple[QuantOption, ...], quant: str, repo_id: str) -> QuantOption:
@@ -138,6 +196,9 @@ class GetResult:
     way: str
     note: str
     model: DownloadResult
+    drafter: Path | None = None
+    drafter_download: DownloadResult | None = None
+    projector: Path | None = None
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -145,6 +206,11 @@ class GetResult:
             "ready_path": str(self.ready_path),
             "way": self.way,
             "note": self.note,
+            "drafter": str(self.drafter) if self.drafter else None,
+            "drafter_downloaded_bytes": (
+                self.drafter_download.downloaded_bytes if self.drafter_download else 0
+            ),
+            "projector": str(self.projector) if self.projector else None,
         }
 
 
@@ -156,15 +222,34 @@ class GetJob:
         self.endpoint = endpoint
         self.cache_dir = Path(cache_dir)
         self.grafted_dir = Path(grafted_dir)
-        self._model = DownloadJob(self._request(plan.repo_id, quant=self._gguf_quant()))
+        self._model = DownloadJob(self._request(plan.repo_id, **self._trunk_choice()))
         self._sidecar = (
             DownloadJob(self._request(plan.sidecar_repo, include=(SIDECAR_FILE,)))
             if plan.sidecar_repo and plan.way in (GRAFTED, PAIRED)
             else None
         )
+        self._drafter = (
+            DownloadJob(self._request(plan.drafter_repo, include=_exactly(plan.drafter_files)))
+            if plan.drafter_repo and plan.way == DRAFTER
+            else None
+        )
 
-    def _gguf_quant(self) -> str:
-        return self.plan.quant if self.plan.format == GGUF else ""
+    def _trunk_choice(self) -> dict[str, Any]:
+        """Which trunk files: the quantisation's (with a separate head file and the chosen
+        projector), or, beside a drafter, exactly the quantisation's files and the projector (a
+        drafter named ``mtp-*.gguf`` is not a head file)."""
+        if self.plan.format != GGUF:
+            return {}
+        if self.plan.way == DRAFTER:
+            projector = (self.plan.projector,) if self.plan.projector else ()
+            return {"include": _exactly((*self.plan.files, *projector))}
+        return {"quant": self.plan.quant, "projector": self._projector()}
+
+    def _projector(self) -> str:
+        """The projector argument of the model's download: the plan's file, or none."""
+        if self.plan.format != GGUF:
+            return ""
+        return self.plan.projector.rsplit("/", 1)[-1] if self.plan.projector else NO_PROJECTOR
 
     def _request(self, repo_id: str, **choice: Any) -> DownloadRequest:
         return DownloadRequest(repo_id, str(self.cache_dir), self.endpoint, layout=CACHE, **choice)
@@ -178,7 +263,7 @@ class GetJob:
         }
 
     def _downloads(self) -> list[DownloadJob]:
-        return [self._model, *([self._sidecar] if self._sidecar else [])]
+        return [job for job in (self._model, self._sidecar, self._drafter) if job is not None]
 
     def pause(self) -> None:
         for download in self._downloads():
@@ -196,6 +281,17 @@ class GetJob:
         plan = self.plan
         model = self._model(ctx)
         first = model.location / plan.files[0] if plan.format == GGUF else model.location
+        projector = model.location / plan.projector if plan.projector else None
+        seen = (
+            f"; its vision projector {projector.name} is in {projector.parent}" if projector else ""
+        )
+        if plan.way == DRAFTER:
+            fetched, drafter, note = self._fetch_drafter(first, ctx)
+            result = GetResult(
+                first, plan.way, note + seen, model, drafter, fetched, projector=projector
+            )
+            ctx.emit(ResultEvent(result.summary()))
+            return result
         if plan.way == GRAFTED:
             ready, note = self._graft(first, ctx)
         elif plan.way == PAIRED:
@@ -208,9 +304,34 @@ class GetJob:
         else:
             ready = first
             note = "no MTP head: no head in the file and no catalog sidecar for its base model"
-        result = GetResult(ready, plan.way, note, model)
+        result = GetResult(ready, plan.way, note + seen, model, projector=projector)
         ctx.emit(ResultEvent(result.summary()))
         return result
+
+    def _fetch_drafter(self, trunk: Path, ctx: JobContext) -> tuple[DownloadResult, Path, str]:
+        """Download the drafter, check it fits the trunk, and say whether chat pairs them."""
+        assert self._drafter is not None
+        fetched = self._drafter(ctx)
+        drafter = fetched.location
+        if self.plan.format == GGUF:
+            drafter = fetched.location / self.plan.drafter_files[0]
+        check_pair(trunk, drafter)
+        found = find_drafter(trunk, [self.cache_dir], self.plan.repo_id)
+        if found.path is not None and found.path.resolve() == drafter.resolve():
+            return (
+                fetched,
+                drafter,
+                f"chat drafts with {drafter.name}, which it finds for the model",
+            )
+        return (
+            fetched,
+            drafter,
+            (
+                f"the drafter {drafter} is in the cache, but its repo name does not start with the "
+                "model's <base>-assistant, so chat pairs it only when the model is opened from its "
+                "catalog entry"
+            ),
+        )
 
     def _graft(self, base: Path, ctx: JobContext) -> tuple[Path, str]:
         assert self._sidecar is not None
@@ -255,6 +376,11 @@ class GetJob:
             f"the sidecar {sidecar} is in the cache, but its repo name does not follow "
             "<base-slug>-mtp, so chat pairs it only when the model is opened from its catalog entry"
         )
+
+
+def _exactly(paths: Sequence[str]) -> tuple[str, ...]:
+    """Download patterns that match exactly ``paths`` (glob characters in names escaped)."""
+    return tuple(glob.escape(path) for path in paths)
 
 
 def head_file_for(quant: str, downloaded: Sequence[str], trunk_files: Sequence[str]) -> str:

@@ -12,35 +12,33 @@ the first 64 KiB of the repo's smallest quantisation, one ranged read — declar
 ``nextn_predict_layers``; or the original release that the catalog extracts heads from); a
 separate ``mtp-*.gguf`` head file sits beside the trunk; the catalog has a sidecar for the repo's
 base model (``mtp-studio get`` grafts it); a sidecar for it is published on the Hub
-(:mod:`app.engine.hub.sidecar_lookup`, looked up only when the catalog has none); none.
+(:mod:`app.engine.hub.sidecar_lookup`, looked up only when the catalog has none); a separate
+drafter model (Gemma 4's assistant: in the repo, named by the catalog, or a ``<base>-assistant``
+repo, :mod:`app.engine.hub.drafter_lookup`), which ``get`` fetches beside the trunk; none. A repo
+that holds only a drafter is not listed: a drafter is not a model to chat with.
 """
 
 from __future__ import annotations
 
-import json
 import re
-import threading
 import time
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import httpx2
-from huggingface_hub import HfApi, hf_hub_download
-from huggingface_hub.errors import HfHubHTTPError
+from huggingface_hub import HfApi
 from huggingface_hub.hf_api import ModelInfo
 
 from app.engine.catalog import CatalogEntry
-from app.engine.chat.memory import ModelShape
-from app.engine.chat.model_files import config_shape
 from app.engine.download.quantisation import Quantisation, gguf_files
+from app.engine.drafter.facts import is_drafter_architecture, is_drafter_config
 from app.engine.errors import HubError
+from app.engine.hub.drafter_lookup import DrafterHit, drafter_files
 from app.engine.hub.failures import hub_error
 from app.engine.hub.fit import Fit, judge_fit
-from app.engine.hub.gguf_peek import remote_mtp_blocks
-from app.engine.hub.sidecar_lookup import find_hub_sidecar
+from app.engine.hub.hub_facts import HUB_FAILURES, HubFacts, architecture_in
+from app.engine.hub.repo_drafter import RepoDrafterQuery, drafter_for_repo, trunk_file
 
 GGUF = "gguf"
 MLX = "mlx"
@@ -49,12 +47,12 @@ FORMATS = (GGUF, MLX, SAFETENSORS)
 SORTS = {"downloads": "downloads", "recent": "last_modified"}
 HEAD_INSIDE = "head inside"
 SEPARATE_HEAD = "separate head file"
+DRAFTER = "separate drafter"
 SIDECAR = "sidecar in catalog"
 SIDECAR_ON_HUB = "sidecar on the Hub"
 NO_HEAD = "none"
 DEFAULT_LIMIT = 20
 PARALLEL_REQUESTS = 4
-HUB_FAILURES = (HfHubHTTPError, httpx2.HTTPError, OSError)
 _BITS = re.compile(r"(?<![A-Za-z0-9])(\d+)[-_]?bits?(?![A-Za-z0-9])", re.IGNORECASE)
 
 
@@ -105,11 +103,15 @@ class RepoHit:
     """The sidecar repo for the base model (what ``get`` grafts): the catalog's, else one
     published on the Hub; None when there is neither."""
     projectors: tuple[str, ...]
+    drafter: DrafterHit | None = None
+    """The separate drafter model ``get`` fetches beside the trunk (Gemma 4), if one is found."""
+    projector: str | None = None
+    """The projector ``get`` fetches with any quantisation (the smallest lossless one)."""
 
     @property
     def mtp(self) -> str:
         """The best MTP readiness among the quantisations."""
-        order = (HEAD_INSIDE, SEPARATE_HEAD, SIDECAR, SIDECAR_ON_HUB, NO_HEAD)
+        order = (HEAD_INSIDE, SEPARATE_HEAD, DRAFTER, SIDECAR, SIDECAR_ON_HUB, NO_HEAD)
         found = [q.mtp for q in self.quantisations] or [NO_HEAD]
         return min(found, key=order.index)
 
@@ -122,6 +124,8 @@ class RepoHit:
             "mtp": self.mtp,
             "sidecar_repo": self.sidecar_repo,
             "projectors": list(self.projectors),
+            "drafter": self.drafter.to_json() if self.drafter else None,
+            "projector": self.projector,
             "quantisations": [
                 {
                     "label": q.label,
@@ -162,8 +166,10 @@ def search_models(
     token: str | None,
     sidecars: Mapping[str, str],
     memory_bytes: int | None,
+    drafters: Mapping[str, str] | None = None,
 ) -> SearchResult:
-    """Run ``query`` against ``endpoint``; every Hub failure is one :class:`HubError`."""
+    """Run ``query`` against ``endpoint``; every Hub failure is one :class:`HubError`.
+    ``drafters``: the catalog's model repo → drafter repo (``catalog_drafters``)."""
     started = time.perf_counter()
     api = HfApi(endpoint=endpoint, token=token)
     try:
@@ -181,9 +187,10 @@ def search_models(
     facts = HubFacts(endpoint, token)
     with ThreadPoolExecutor(PARALLEL_REQUESTS) as pool:
         infos = list(pool.map(lambda model: _files_of(api, model, endpoint), listed))
-        hits = tuple(
-            pool.map(lambda info: describe_repo(info, sidecars, facts, memory_bytes), infos)
+        described = pool.map(
+            lambda info: describe_repo(info, sidecars, facts, memory_bytes, drafters or {}), infos
         )
+        hits = tuple(hit for hit in described if hit is not None)
     return SearchResult(query, hits, time.perf_counter() - started)
 
 
@@ -194,15 +201,24 @@ def describe_repo_id(
     token: str | None,
     sidecars: Mapping[str, str],
     memory_bytes: int | None,
+    drafters: Mapping[str, str] | None = None,
 ) -> RepoHit:
     """One repo described as a search hit (what ``get`` and the download wizard's quantisation
-    picker show); every Hub failure is one :class:`HubError`."""
+    picker show); every Hub failure is one :class:`HubError`, and so is a repo that holds only
+    a drafter model."""
     api = HfApi(endpoint=endpoint, token=token)
     try:
         info = api.model_info(repo_id, files_metadata=True)
     except HUB_FAILURES as exc:
         raise hub_error(exc, f"reading the files of {repo_id}", endpoint) from None
-    return describe_repo(info, sidecars, HubFacts(endpoint, token), memory_bytes)
+    hit = describe_repo(info, sidecars, HubFacts(endpoint, token), memory_bytes, drafters or {})
+    if hit is None:
+        raise HubError(
+            f"{repo_id} holds a drafter model (Gemma 4's assistant), which drafts for another "
+            "model and cannot chat on its own; get its target model instead — the drafter "
+            "comes with it"
+        )
+    return hit
 
 
 def _files_of(api: HfApi, listed: ModelInfo, endpoint: str) -> ModelInfo:
@@ -238,8 +254,10 @@ def describe_repo(
     sidecars: Mapping[str, str],
     facts: HubFacts,
     memory_bytes: int | None,
-) -> RepoHit:
-    """What a repo (its ``model_info`` with file sizes) offers, quantisation by quantisation."""
+    drafters: Mapping[str, str] | None = None,
+) -> RepoHit | None:
+    """What a repo (its ``model_info`` with file sizes) offers, quantisation by quantisation;
+    None for a repo that holds only a drafter model."""
     sizes = {s.rfilename: int(s.size or 0) for s in info.siblings or []}
     bases = base_models(info.tags or [])
     fmt = repo_format(info, sizes)
@@ -249,33 +267,56 @@ def describe_repo(
         sidecar, sidecar_kind = facts.hub_sidecar(bases, info.id), SIDECAR_ON_HUB
     shape = facts.shape(info.id if "config.json" in sizes else None, bases)
     if fmt == GGUF:
-        files = gguf_files(sizes)
+        trunk = trunk_file(sizes)
+        found = drafter_files(
+            sizes, trunk, lambda path: facts.architecture(info.id, info.sha or "", path)
+        )
+        if trunk is None or (
+            info.sha and is_drafter_architecture(facts.architecture(info.id, info.sha, trunk))
+        ):
+            return None if found or trunk is not None else _empty_hit(info, fmt, bases)
+        files = gguf_files({path: size for path, size in sizes.items() if path not in found})
         head_in_files = _heads_in_files(info, files.quantisations, facts)
+        architecture = facts.architecture(info.id, info.sha or "", trunk) if info.sha else None
+        drafter = drafter_for_repo(
+            RepoDrafterQuery(info, bases, True, architecture, trunk, found), drafters or {}, facts
+        )
+        otherwise = DRAFTER if drafter else sidecar_kind if sidecar else NO_HEAD
         options = tuple(
             QuantOption(
                 label=q.label,
                 size=q.size,
                 files=q.files,
-                mtp=_gguf_mtp(
-                    q.head_inside or head_in_files,
-                    bool(files.head_files),
-                    sidecar_kind if sidecar else NO_HEAD,
-                ),
+                mtp=_gguf_mtp(q.head_inside or head_in_files, bool(files.head_files), otherwise),
                 fit=judge_fit(q.size, shape, memory_bytes),
             )
             for q in files.quantisations
         )
-        projectors = files.projectors
+        projectors, projector = files.projectors, files.projector_for(repo_id=info.id)
     else:
+        config = facts.config(info.id) if "config.json" in sizes else None
+        if config is not None and is_drafter_config(config):
+            return None
+        own = config or next((c for b in bases if (c := facts.config(b))), None)
+        query = RepoDrafterQuery(info, bases, False, architecture_in(own), None, frozenset())
+        drafter = drafter_for_repo(query, drafters or {}, facts)
         weights = tuple(sorted(p for p in sizes if p.endswith(".safetensors")))
         size = sum(sizes[p] for p in weights)
         own_heads = info.id in sidecars and fmt == SAFETENSORS
-        mtp = HEAD_INSIDE if own_heads else sidecar_kind if sidecar else NO_HEAD
+        mtp = (
+            HEAD_INSIDE
+            if own_heads
+            else DRAFTER
+            if drafter
+            else sidecar_kind
+            if sidecar
+            else NO_HEAD
+        )
         bits = _BITS.search(info.id.rsplit("/", 1)[-1])
         label = f"{bits.group(1)}bit" if bits else "full"
         fit = judge_fit(size, shape, memory_bytes)
         options = (QuantOption(label, size, weights, mtp, fit),) if weights else ()
-        projectors = ()
+        projectors, projector = (), None
     return RepoHit(
         repo_id=info.id,
         format=fmt,
@@ -284,7 +325,13 @@ def describe_repo(
         quantisations=options,
         sidecar_repo=sidecar,
         projectors=projectors,
+        drafter=drafter,
+        projector=projector,
     )
+
+
+def _empty_hit(info: ModelInfo, fmt: str, bases: tuple[str, ...]) -> RepoHit:
+    return RepoHit(info.id, fmt, int(info.downloads or 0), bases, (), None, ())
 
 
 def _heads_in_files(
@@ -302,60 +349,3 @@ def _gguf_mtp(head_inside: bool, head_file: bool, otherwise: str) -> str:
     if head_inside:
         return HEAD_INSIDE
     return SEPARATE_HEAD if head_file else otherwise
-
-
-class HubFacts:
-    """What a search reads from the Hub besides listings: model shapes from config.json files
-    (each repo read at most once per search), GGUF headers' first kilobytes, and published
-    sidecars for base models (each set of bases looked up once per search)."""
-
-    def __init__(self, endpoint: str, token: str | None) -> None:
-        self._endpoint = endpoint
-        self._token = token
-        self._shapes: dict[str, ModelShape | None] = {}
-        self._sidecars: dict[tuple[str, ...], str | None] = {}
-        self._lock = threading.Lock()
-        self._sidecar_lock = threading.Lock()
-
-    def hub_sidecar(self, bases: tuple[str, ...], repo_id: str) -> str | None:
-        """A sidecar published on the Hub for ``bases`` (by card, then by name), or None. A
-        failed lookup counts as none found: the repo is still listed, only without a sidecar."""
-        key = bases or (repo_id,)
-        with self._sidecar_lock:
-            if key not in self._sidecars:
-                api = HfApi(endpoint=self._endpoint, token=self._token)
-                try:
-                    self._sidecars[key] = find_hub_sidecar(api, bases, repo_id)
-                except HUB_FAILURES:
-                    self._sidecars[key] = None
-            return self._sidecars[key]
-
-    def shape(self, own: str | None, bases: tuple[str, ...]) -> ModelShape | None:
-        with self._lock:
-            for repo_id in (own, *bases):
-                if repo_id is None:
-                    continue
-                if repo_id not in self._shapes:
-                    self._shapes[repo_id] = self._read(repo_id)
-                if self._shapes[repo_id] is not None:
-                    return self._shapes[repo_id]
-        return None
-
-    def mtp_blocks(self, repo_id: str, commit: str, path: str) -> int | None:
-        return remote_mtp_blocks(repo_id, commit, path, endpoint=self._endpoint, token=self._token)
-
-    def _read(self, repo_id: str) -> ModelShape | None:
-        """The shape, or None when the repo has no readable config.json (the fit is then
-        judged on file size alone and says so)."""
-        try:
-            path = hf_hub_download(
-                repo_id, "config.json", endpoint=self._endpoint, token=self._token
-            )
-            config = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (*HUB_FAILURES, ValueError):  # no config (gated, missing, damaged): size alone
-            return None
-        if not isinstance(config, dict):
-            return None
-        text = config.get("text_config")
-        shape = config_shape({**config, **(text if isinstance(text, dict) else {})})
-        return shape if shape.embedding_length else None

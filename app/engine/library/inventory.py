@@ -5,7 +5,8 @@ The models are the ones the chat's picker finds (:func:`~app.engine.chat.discove
 user opened); this module adds, per model, where it lives (cache repo and revision, models
 folder, …), its format and quantisation, the bytes it really takes on disk, its MTP status (a
 head inside, a paired sidecar, a sidecar the catalog knows but that is not downloaded, or none)
-and whether it may be deleted. Nothing here loads a model: only headers are read.
+and whether it may be deleted. A separate drafter model (Gemma 4's assistant) is never a row of
+its own: it is its target's MTP status. Nothing here loads a model: only headers are read.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ OPENED_FILE = "opened"
 
 HEAD = "head"
 SIDECAR_PAIRED = "sidecar-paired"
+DRAFTER_PAIRED = "drafter-paired"
 SIDECAR_ON_HUB = "sidecar-on-hub"
 NO_MTP = "none"
 UNREADABLE = "unreadable"
@@ -115,12 +117,14 @@ _PLACE_NAMES = {
 
 @dataclass(frozen=True)
 class MtpStatus:
-    """``kind``: a head inside (``blocks``), a paired ``sidecar`` file, a ``sidecar_repo`` the
-    catalog knows but that is not downloaded, none, or unreadable (``note`` says why)."""
+    """``kind``: a head inside (``blocks``), a paired ``sidecar`` file, a paired ``drafter``
+    model, a ``sidecar_repo`` the catalog knows but that is not downloaded, none, or unreadable
+    (``note`` says why)."""
 
     kind: str
     blocks: int = 0
     sidecar: Path | None = None
+    drafter: Path | None = None
     sidecar_repo: str | None = None
     note: str | None = None
 
@@ -131,6 +135,8 @@ class MtpStatus:
             return f"Head inside ({self.blocks} block{plural})"
         if self.kind == SIDECAR_PAIRED and self.sidecar is not None:
             return f"Sidecar paired: {self.sidecar}"
+        if self.kind == DRAFTER_PAIRED and self.drafter is not None:
+            return f"Drafter paired: {self.drafter}"
         if self.kind == SIDECAR_ON_HUB:
             return f"Sidecar not downloaded: {self.sidecar_repo}"
         if self.kind == UNREADABLE:
@@ -270,11 +276,13 @@ def mtp_status(
         return MtpStatus(HEAD, blocks=description.mtp_blocks, note=description.mtp_note)
     if description.sidecar is not None:
         return MtpStatus(SIDECAR_PAIRED, sidecar=description.sidecar)
+    if description.drafter is not None:
+        return MtpStatus(DRAFTER_PAIRED, drafter=description.drafter)
     repo_id = description.repo_id or location.repo_id
     sidecar_repo = catalog_sidecars.get(repo_id or "")
     if sidecar_repo:
         return MtpStatus(SIDECAR_ON_HUB, sidecar_repo=sidecar_repo)
-    return MtpStatus(NO_MTP, note=description.mtp_note)
+    return MtpStatus(NO_MTP, note=description.drafter_note or description.mtp_note)
 
 
 def _display_name(description: ModelDescription, location: Location) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.engine.chat.model_files import GGUF, ModelDescription
-from app.engine.download.quantisation import is_head_file, is_projector
+from app.engine.download.quantisation import choose_projector, is_head_file, is_projector
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,20 @@ def projectors_of(description: ModelDescription) -> tuple[Projector, ...]:
         for path in sorted(description.path.parent.glob("*.gguf"))
         if is_projector(path.name) and path.is_file()
     )
+
+
+def projector_beside(model: Path) -> Path | None:
+    """The projector a GGUF model is run with when none is named: of those in its folder, the
+    one a download would fetch (the smallest lossless, :func:`choose_projector`)."""
+    if model.suffix.lower() != ".gguf":
+        return None
+    sizes = {
+        path.name: _size(path)
+        for path in model.parent.glob("*.gguf")
+        if is_projector(path.name) and path.is_file()
+    }
+    chosen = choose_projector(sizes)
+    return model.parent / chosen if chosen else None
 
 
 def other_models_beside(description: ModelDescription, own_files: set[Path]) -> bool:

@@ -9,6 +9,7 @@ Studio's ``mtp`` object or llama-server's ``timings``. For vLLM, whose replies c
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 import time
@@ -113,7 +114,7 @@ class RemoteEndpoint:
     ) -> RemoteStream:
         body: dict[str, Any] = {
             "model": self.model(),
-            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "messages": [{"role": m.role, "content": wire_content(m)} for m in messages],
             "stream": True,
             "stream_options": {"include_usage": True},
             "max_tokens": max_tokens,
@@ -308,3 +309,22 @@ def _raise_for_status(response: httpx2.Response, url: str) -> None:
         404: "check the URL (it usually ends in /v1) and --remote-model",
     }.get(response.status_code, "see the server's log")
     raise RemoteError(f"{url} answered {response.status_code}: {message} — {hint}")
+
+
+def wire_content(message: ChatMessage) -> str | list[dict[str, Any]]:
+    """A message's content as OpenAI takes it: its text, or with images text and ``image_url``
+    parts (inline ``data:`` URLs) in the order they stand."""
+    if not message.images:
+        return message.content
+    parts: list[dict[str, Any]] = []
+    start = 0
+    for placed in message.images:
+        if placed.offset > start:
+            parts.append({"type": "text", "text": message.content[start : placed.offset]})
+        data = base64.b64encode(placed.image.data).decode("ascii")
+        url = f"data:{placed.image.media_type};base64,{data}"
+        parts.append({"type": "image_url", "image_url": {"url": url}})
+        start = placed.offset
+    if start < len(message.content):
+        parts.append({"type": "text", "text": message.content[start:]})
+    return parts

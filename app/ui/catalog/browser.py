@@ -17,7 +17,6 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
-    QSplitter,
     QTreeView,
     QVBoxLayout,
     QWidget,
@@ -33,11 +32,15 @@ from app.ui.catalog.proxy import ANY, WITH_SIDECAR, WITHOUT_SIDECAR, CatalogFilt
 from app.ui.catalog.status import SidecarStatusBook
 from app.ui.errors import show_error
 from app.ui.look.tones import tone_style
+from app.ui.responsive_splitter import ResponsiveSplitter
 
 READ_ONLY_REASON = (
     "The bundled catalog is read-only. Use File → New catalog… to start your own catalog file; "
     "its entries can be edited."
 )
+FILTER_CHARACTERS = 6
+SIDE_BY_SIDE_FROM = 960
+"""The page width from which the entry's detail sits beside the tree (below it when narrower)."""
 NEW_CATALOG_TEXT = "# MTP Studio catalog (see the bundled catalog for examples)\nmodels: []\n"
 
 
@@ -56,7 +59,17 @@ class CatalogBrowser(QWidget):
         self.model = CatalogTreeModel(book, self)
         self.proxy = CatalogFilterProxy(self)
         self.proxy.setSourceModel(self.model)
+        filters = self._build_filters()
+        self._build_views(filters)
+        self.tree.selectionModel().selectionChanged.connect(self._on_selection)
+        for signal in (self.proxy.rowsInserted, self.proxy.rowsRemoved, self.proxy.modelReset):
+            signal.connect(self._update_empty_state)
+        self.proxy.layoutChanged.connect(self._update_empty_state)
+        for signal in (self.proxy.rowsInserted, self.proxy.modelReset, self.proxy.layoutChanged):
+            signal.connect(self._span_groups)
 
+    def _build_filters(self) -> QHBoxLayout:
+        """The search box and the tier, quantisation and sidecar filters above the tree."""
         self.search_edit = QLineEdit()
         self.search_edit.setPlaceholderText("Search models, repos, quants…")
         self.search_edit.setClearButtonEnabled(True)
@@ -82,9 +95,15 @@ class CatalogBrowser(QWidget):
         filters = QHBoxLayout()
         filters.addWidget(self.search_edit, 1)
         for combo in (self.tier_combo, self.quant_combo, self.sidecar_combo):
-            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+            combo.setSizeAdjustPolicy(
+                QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+            )
+            combo.setMinimumContentsLength(FILTER_CHARACTERS)  # leaves the search box room
             filters.addWidget(combo)
+        return filters
 
+    def _build_views(self, filters: QHBoxLayout) -> None:
+        """The tree of entries (with the file problems above it) beside the entry's detail."""
         self.file_banner = QLabel()
         self.file_banner.setWordWrap(True)
         self.file_banner.setStyleSheet(tone_style("error"))
@@ -107,7 +126,7 @@ class CatalogBrowser(QWidget):
         for column, width in COLUMN_WIDTHS.items():
             header.resizeSection(column, width)
         header.setMinimumSectionSize(60)
-        self.detail = EntryDetail(book)
+        self.detail = EntryDetail(self.book)
         self.detail.edit_requested.connect(self.edit_entry)
 
         left = QWidget()
@@ -117,7 +136,7 @@ class CatalogBrowser(QWidget):
         left_layout.addWidget(self.file_banner)
         left_layout.addWidget(self.tree, 1)
         left_layout.addWidget(self.empty_label)
-        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter = ResponsiveSplitter(SIDE_BY_SIDE_FROM)
         self.splitter.addWidget(left)
         self.splitter.addWidget(self.detail)
         self.splitter.setStretchFactor(0, 3)
@@ -126,13 +145,6 @@ class CatalogBrowser(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addWidget(self.splitter)
-
-        self.tree.selectionModel().selectionChanged.connect(self._on_selection)
-        for signal in (self.proxy.rowsInserted, self.proxy.rowsRemoved, self.proxy.modelReset):
-            signal.connect(self._update_empty_state)
-        self.proxy.layoutChanged.connect(self._update_empty_state)
-        for signal in (self.proxy.rowsInserted, self.proxy.modelReset, self.proxy.layoutChanged):
-            signal.connect(self._span_groups)
 
     # -- files --------------------------------------------------------------------------------
 
@@ -284,7 +296,7 @@ class CatalogBrowser(QWidget):
         self.book.refresh(self.model.sidecar_repos())
         if selected:
             self.select_key(selected)
-        self._on_selection()
+        self.refresh_detail()
         self.catalog_changed.emit()
 
     def _fill_filter(self, combo: QComboBox, all_label: str, field: str) -> None:
@@ -303,6 +315,10 @@ class CatalogBrowser(QWidget):
     def _on_selection(
         self, _selected: QItemSelection | None = None, _deselected: QItemSelection | None = None
     ) -> None:
+        self.refresh_detail()
+
+    def refresh_detail(self) -> None:
+        """Show the selected entry again (the Hub or the chat's availability changed)."""
         node = self.selected_node()
         reason = ""
         if node is not None and node.row.location.file == default_catalog_path():

@@ -25,7 +25,6 @@ from app.ui.catalog.model import EntryNode, sidecar_text
 from app.ui.catalog.status import SidecarStatusBook
 from app.ui.look.tones import tone_style
 
-CHAT_UNAVAILABLE = "Chat is not part of this version yet."
 REPO_FIELDS = ("source_model", "hf_repo", "mtp_source_repo", "mtp_sidecar_repo")
 LABELS = {
     "source_model": "Source model",
@@ -36,6 +35,7 @@ LABELS = {
     "hf_repo": "Model repo",
     "mtp_source_repo": "MTP source repo",
     "mtp_sidecar_repo": "Sidecar repo",
+    "drafter_repo": "Drafter repo",
     "hf_collection": "Collection",
 }
 
@@ -61,7 +61,6 @@ class EntryDetail(QWidget):
         self._book = book
         self._node: EntryNode | None = None
         self._editable_reason = ""
-        self.chat_available = False
 
         self.title = QLabel()
         self.title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -113,6 +112,11 @@ class EntryDetail(QWidget):
         scroll.setWidgetResizable(True)
         scroll.setWidget(self.content)
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        # as wide as its buttons need, so a narrow window squeezes the tree (which scrolls)
+        # and never cuts the pane's buttons off on the right
+        bar = scroll.verticalScrollBar().sizeHint().width()
+        self.setMinimumWidth(self.content.minimumSizeHint().width() + bar)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.empty_label)
@@ -193,7 +197,7 @@ class EntryDetail(QWidget):
         self._enable(self.download_model_button, model_reason)
         sidecar_reason = "" if node.has_sidecar else no_sidecar_reason(node.key)
         self._enable(self.download_sidecar_button, sidecar_reason)
-        self._enable(self.chat_button, "" if self.chat_available else CHAT_UNAVAILABLE)
+        self._enable(self.chat_button, errors_reason if has_errors else "")
         self._enable(self.edit_button, self._editable_reason)
 
     @staticmethod

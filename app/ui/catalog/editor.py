@@ -35,6 +35,7 @@ HINTS = {
     "hf_repo": "owner/name the converted model is published to",
     "mtp_source_repo": "canonical release with the MTP heads (set with the sidecar repo)",
     "mtp_sidecar_repo": "owner/<base-slug>-mtp (set with the source repo)",
+    "drafter_repo": "optional: a separate drafter model, e.g. google/gemma-4-E2B-it-assistant",
     "hf_collection": "optional collection slug owner/slug",
     "public_repos": "optional, comma-separated: other publishers' GGUF / MLX repos of it",
 }

@@ -20,20 +20,18 @@ intact; the next message starts a fresh worker.
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShowEvent
-from PySide6.QtWidgets import QMainWindow, QScrollArea, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QResizeEvent, QShowEvent
+from PySide6.QtWidgets import QHBoxLayout, QMainWindow, QScrollArea, QVBoxLayout, QWidget
 
 from app.engine.chat.connections import CONNECTIONS_FILE_NAME, ConnectionStore
-from app.engine.chat.history import HISTORY_FILE_NAME, HistoryStore
+from app.engine.chat.conversation import context_in_use
+from app.engine.chat.history import HISTORY_FILE_NAME
 from app.engine.chat.model_files import ModelDescription
-from app.engine.errors import MtpStudioError
 from app.engine.runtime.core.demo_model import MODELS_DIR
 from app.engine.settings import AppDirs, Settings
-from app.engine.store import JobStore
 from app.ui.chat.bridges.remote_bridge import RemoteBridge
 from app.ui.chat.bridges.reply_target import ReplyTarget
 from app.ui.chat.bridges.runtime_bridge import RuntimeBridge
@@ -42,6 +40,7 @@ from app.ui.chat.controls.conversation_control import ConversationControl
 from app.ui.chat.controls.convert_action import ConvertAction
 from app.ui.chat.controls.graft_action import GraftAction
 from app.ui.chat.controls.model_choice import ModelChoice
+from app.ui.chat.controls.preset_control import PresetControl
 from app.ui.chat.controls.remote_connections import RemoteConnections
 from app.ui.chat.controls.remote_controls import RemoteControls
 from app.ui.chat.controls.reply_control import ReplyControl
@@ -50,11 +49,14 @@ from app.ui.chat.widgets.backend_probe import show_backend
 from app.ui.chat.widgets.banner import Banner
 from app.ui.chat.widgets.composer import Composer
 from app.ui.chat.widgets.connect_dialog import ConnectDialog
+from app.ui.chat.widgets.context_meter import ContextMeter
 from app.ui.chat.widgets.conversation_list import ConversationList
 from app.ui.chat.widgets.model_bar import ModelBar
 from app.ui.chat.widgets.settings_panel import SettingsPanel
+from app.ui.chat.widgets.side_panels import ChatSplitter, SidePanels
 from app.ui.chat.widgets.template_dialog import show_template
 from app.ui.jobs.runner import JobRunner
+from app.ui.stores import open_history, open_job_store
 
 
 class ChatWindow(QMainWindow):
@@ -80,7 +82,7 @@ class ChatWindow(QMainWindow):
         self._closed = False
         self._started = False
         self._own_jobs = jobs is None
-        self.jobs = jobs if jobs is not None else JobRunner(_open_job_store(dirs), self)
+        self.jobs = jobs if jobs is not None else JobRunner(open_job_store(dirs)[0], self)
         self.graft = GraftAction(self.jobs, dirs.grafted_models, self)
         self.convert = ConvertAction(self.jobs, dirs.converted_models, self)
 
@@ -89,11 +91,30 @@ class ChatWindow(QMainWindow):
         self.transcript = TranscriptView()
         self.banner = Banner()
         self.composer = Composer()
+        self.context_meter = ContextMeter()
         self.settings_panel = SettingsPanel()
         self.remote_controls = RemoteControls(self.settings_panel, self.composer)
         self._lay_out()
-
         self.target = ReplyTarget()
+        self._build_controls(dirs, settings, demo_dir)
+        self._connect()
+        self._add_shortcuts(embedded)
+
+        recent = self.store.conversations()
+        if recent:
+            self.open_conversation(recent[0].id)
+        else:
+            self.conversation_control.show(None)
+        if not embedded:
+            self._start()
+        if history_problem is not None:
+            self.banner.show_text(history_problem)
+
+    def _build_controls(self, dirs: AppDirs, settings: Settings, demo_dir: Path) -> None:
+        """One object per job: the local model, the servers, the conversations, the replies,
+        the prompt presets."""
+        closed = self._is_closed
+        shared = {"target": self.target, "bar": self.model_bar, "banner": self.banner}
         self.model_choice = ModelChoice(
             self,
             dirs=dirs,
@@ -101,27 +122,23 @@ class ChatWindow(QMainWindow):
             demo_dir=demo_dir,
             store=self.store,
             bridge=self.bridge,
-            target=self.target,
-            bar=self.model_bar,
-            banner=self.banner,
             transcript=self.transcript,
             panel=self.settings_panel,
             remote_controls=self.remote_controls,
             graft=self.graft,
             convert=self.convert,
-            is_closed=lambda: self._closed,
+            is_closed=closed,
+            **shared,
         )
         self.remote_connections = RemoteConnections(
             self,
             store=self.connection_store,
             bridge=self.bridge,
             remote_bridge=self.remote_bridge,
-            target=self.target,
-            bar=self.model_bar,
-            banner=self.banner,
             transcript=self.transcript,
             remote_controls=self.remote_controls,
-            is_closed=lambda: self._closed,
+            is_closed=closed,
+            **shared,
         )
         self.conversation_control = ConversationControl(
             self,
@@ -143,23 +160,21 @@ class ChatWindow(QMainWindow):
             bridge=self.bridge,
             remote_bridge=self.remote_bridge,
             remote_controls=self.remote_controls,
-            is_closed=lambda: self._closed,
+            is_closed=closed,
         )
+        self.presets = PresetControl(self, self.store, self.settings_panel)
+
+    def _connect(self) -> None:
         self.settings_panel.show_template_requested.connect(
             lambda: show_template(self, self.target.model)
         )
         self.replies.drafting_stopped.connect(self.model_bar.set_drafting_stopped)
-        self._add_shortcuts()
-
-        recent = self.store.conversations()
-        if recent:
-            self.open_conversation(recent[0].id)
-        else:
-            self.conversation_control.show(None)
-        if not embedded:
-            self._start()
-        if history_problem is not None:
-            self.banner.show_text(history_problem)
+        self.conversation_control.changed.connect(self.show_context_use)
+        self.bridge.loaded.connect(self.show_context_use)  # a bound slot: dropped with the window
+        self.settings_panel.changed.connect(self.show_context_use)
+        self.context_meter.drop_oldest_requested.connect(
+            lambda: self.settings_panel.drop_oldest.setChecked(True)
+        )
 
     def _lay_out(self) -> None:
         middle = QWidget()
@@ -167,18 +182,27 @@ class ChatWindow(QMainWindow):
         middle_layout.setContentsMargins(0, 0, 0, 0)
         middle_layout.addWidget(self.transcript, 1)
         middle_layout.addWidget(self.banner)
+        meter_row = QHBoxLayout()
+        meter_row.setContentsMargins(12, 4, 12, 0)
+        meter_row.addWidget(self.context_meter)
+        middle_layout.addLayout(meter_row)
         middle_layout.addWidget(self.composer)
-        settings_scroll = QScrollArea()
-        settings_scroll.setWidgetResizable(True)
-        settings_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        settings_scroll.setWidget(self.settings_panel)
-        settings_scroll.setMinimumWidth(250)  # with the sidebar, the page fits a 1024-px screen
-        self.splitter = QSplitter()
+        self.settings_scroll = QScrollArea()
+        self.settings_scroll.setWidgetResizable(True)
+        self.settings_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.settings_scroll.setWidget(self.settings_panel)
+        # as wide as the panel needs, so nothing in it is cut or scrolls sideways
+        bar_width = self.settings_scroll.verticalScrollBar().sizeHint().width()
+        self.settings_scroll.setMinimumWidth(
+            self.settings_panel.minimumSizeHint().width() + bar_width + 4
+        )
+        self.splitter = ChatSplitter()
+        self.splitter.setChildrenCollapsible(False)
         self.splitter.addWidget(self.conversations)
         self.splitter.addWidget(middle)
-        self.splitter.addWidget(settings_scroll)
+        self.splitter.addWidget(self.settings_scroll)
         self.splitter.setStretchFactor(1, 1)
-        self.splitter.setSizes([250, 780, 320])
+        self.splitter.setSizes([230, 780, self.settings_scroll.minimumWidth()])
         central = QWidget()
         layout = QVBoxLayout(central)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -186,16 +210,26 @@ class ChatWindow(QMainWindow):
         layout.addWidget(self.model_bar)
         layout.addWidget(self.splitter, 1)
         self.setCentralWidget(central)
+        self.side_panels = SidePanels(
+            self.conversations,
+            self.model_bar.conversations_toggle,
+            self.settings_scroll,
+            self.model_bar.settings_toggle,
+        )
 
-    def _add_shortcuts(self) -> None:
-        for text, keys, slot in (
-            ("New conversation", QKeySequence.StandardKey.New, self.new_conversation),
+    def _add_shortcuts(self, embedded: bool) -> None:
+        shortcuts = [
             (
                 "Search conversations",
                 QKeySequence.StandardKey.Find,
                 self.conversations.search.setFocus,
-            ),
-        ):
+            )
+        ]
+        if not embedded:  # embedded, the main window's File → New conversation has Ctrl+N
+            shortcuts.append(
+                ("New conversation", QKeySequence.StandardKey.New, self.new_conversation)
+            )
+        for text, keys, slot in shortcuts:
             action = QAction(text, self)
             action.setShortcut(QKeySequence(keys))
             # only while the chat has focus: embedded, the main window's pages have their own
@@ -217,16 +251,32 @@ class ChatWindow(QMainWindow):
         """Whether it has looked for models (and so may have started an inference worker)."""
         return self._started
 
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self.side_panels.fit(event.size().width())
+
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
         if not self._started:
             self._start()
 
+    def show_context_use(self, *_changed: object) -> None:
+        """The context meter for the open conversation and the model that answers."""
+        conversation = self.conversation_control.current
+        info = self.target.info if self.target.remote is None else None
+        self.context_meter.show_use(
+            context_in_use(conversation.messages) if conversation else None,
+            info.context_length if info is not None else None,
+            drop_oldest=self.settings_panel.drop_oldest.isChecked(),
+        )
+
     # -- what the main window and the tests drive ---------------------------------------------
 
     def apply_settings(self, settings: Settings) -> None:
-        """Settings were saved: new load options reach the model bar and the loaded model."""
-        self.model_choice.apply_settings(settings)
+        """Settings were saved: new load options reach the model bar and the loaded model; a
+        new models folder is searched (once the chat has looked for models at all)."""
+        if self.model_choice.apply_settings(settings) and self._started:
+            self.model_choice.rescan_models()
 
     @property
     def streaming(self) -> bool:
@@ -286,6 +336,9 @@ class ChatWindow(QMainWindow):
 
     # -- closing ------------------------------------------------------------------------------
 
+    def _is_closed(self) -> bool:
+        return self._closed
+
     @property
     def closed(self) -> bool:
         """True once the window was closed: its worker and history are being shut down."""
@@ -311,24 +364,3 @@ class ChatWindow(QMainWindow):
             self.jobs.shutdown()
             self.jobs.store.close()
         self.remote_bridge.shutdown(then=lambda: self.bridge.shutdown(then=self.store.close))
-
-
-def open_history(path: Path) -> tuple[HistoryStore, str | None]:
-    """The chat history, or a temporary one (and why) when it cannot be opened."""
-    try:
-        return HistoryStore(path), None
-    except MtpStudioError as exc:
-        fallback = Path(tempfile.mkdtemp(prefix="mtp-studio-chat-")) / HISTORY_FILE_NAME
-        return HistoryStore(fallback), (
-            f"{exc}\nThis session's conversations are kept in {fallback} instead and will not "
-            "appear after a restart."
-        )
-
-
-def _open_job_store(dirs: AppDirs) -> JobStore:
-    """The job history (shared with the main window), or a temporary one when it cannot open."""
-    try:
-        dirs.data.mkdir(parents=True, exist_ok=True)
-        return JobStore(dirs.job_database)
-    except (MtpStudioError, OSError):
-        return JobStore(Path(tempfile.mkdtemp(prefix="mtp-studio-jobs-")) / "jobs.sqlite3")

@@ -23,6 +23,7 @@ from app.engine.transfer_rate import TransferRate, format_duration
 from app.engine.units import format_bytes, format_rate
 from app.ui.column_table import ColumnTableModel, ModelIndex
 from app.ui.jobs.runner import JobRunner
+from app.ui.wording import in_window_words
 
 COLUMNS = ("Job", "State", "Stage", "Progress", "Speed", "Time left", "Started")
 PROGRESS_COLUMN = COLUMNS.index("Progress")
@@ -145,7 +146,7 @@ class JobTableModel(ColumnTableModel):
         if role == PROGRESS_ROLE:
             return row.percent
         if role == Qt.ItemDataRole.ToolTipRole:
-            return row.error or row.record.spec.title
+            return in_window_words(row.error) if row.error else row.record.spec.title
         if role != Qt.ItemDataRole.DisplayRole:
             return None
         started = row.record.started_at or row.record.created_at

@@ -1,7 +1,8 @@
 """The job monitor: every job of this user (history included), its progress, log and actions.
 
 Actions work on the selected job: cancel, pause/resume (downloads), retry (failed, cancelled or
-interrupted jobs — a download resumes from its partial files), and show files.
+interrupted jobs — a download resumes from its partial files), show files, and Chat for a job that
+made a model ready to run (a Get, a graft, a conversion).
 
 The table spans the page's width above the selected job's details, so a job's name ("Download
 org/name (all files)") shows whole: beside the details, six columns of at least 70 px left the
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QModelIndex, QRect, Qt, QUrl
+from PySide6.QtCore import QModelIndex, QRect, Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QPainter
 from PySide6.QtWidgets import (
     QApplication,
@@ -32,10 +33,12 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.errors import MtpStudioError
+from app.engine.store import JobState
 from app.engine.store.kinds import FACTORIES
 from app.ui.errors import show_error
 from app.ui.jobs.model import JOB_ID_ROLE, PROGRESS_COLUMN, PROGRESS_ROLE, JobRow, JobTableModel
 from app.ui.jobs.progress import JobProgressView
+from app.ui.jobs.results import chat_model
 from app.ui.jobs.runner import JobRunner
 
 MIN_COLUMN_WIDTH = 40
@@ -68,7 +71,10 @@ def files_location(row: JobRow) -> Path | None:
 
 
 class JobMonitor(QWidget):
-    """Table of jobs above the selected job's progress, log and action buttons."""
+    """Table of jobs above the selected job's progress, log and action buttons;
+    ``chat_requested(path)`` when the user asks to chat with the model a job made."""
+
+    chat_requested = Signal(Path)
 
     def __init__(self, runner: JobRunner, jobs: JobTableModel, parent: QWidget | None = None):
         super().__init__(parent)
@@ -94,15 +100,20 @@ class JobMonitor(QWidget):
         self.pause_button = QPushButton("Pause")
         self.retry_button = QPushButton("Retry")
         self.files_button = QPushButton("Show files")
+        self.chat_button = QPushButton("Chat")
+        self.chat_button.setToolTip("Chat with the model this job made ready")
+        self.chat_button.setProperty("primary", True)
         self.cancel_button.clicked.connect(self._cancel)
         self.pause_button.clicked.connect(self._toggle_pause)
         self.retry_button.clicked.connect(self._retry)
         self.files_button.clicked.connect(self._show_files)
+        self.chat_button.clicked.connect(self._chat)
         buttons = QHBoxLayout()
         for button in (self.cancel_button, self.pause_button, self.retry_button):
             buttons.addWidget(button)
         buttons.addStretch(1)
         buttons.addWidget(self.files_button)
+        buttons.addWidget(self.chat_button)
 
         details = QWidget()
         details_layout = QVBoxLayout(details)
@@ -159,6 +170,18 @@ class JobMonitor(QWidget):
             "" if row is None or known_kind else f"{row.record.spec.kind} jobs cannot be re-run"
         )
         self.files_button.setEnabled(row is not None and files_location(row) is not None)
+        self.chat_button.setVisible(self._ready_model(row) is not None)
+
+    @staticmethod
+    def _ready_model(row: JobRow | None) -> Path | None:
+        if row is None or row.state is not JobState.SUCCEEDED:
+            return None
+        return chat_model(row.record.spec.kind, row.result)
+
+    def _chat(self) -> None:
+        model = self._ready_model(self.selected_job())
+        if model is not None:
+            self.chat_requested.emit(model)
 
     def _cancel(self) -> None:
         row = self.selected_job()

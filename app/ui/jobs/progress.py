@@ -18,21 +18,15 @@ from PySide6.QtWidgets import QLabel, QPlainTextEdit, QProgressBar, QVBoxLayout,
 from app.engine.jobs import JobEvent, ProgressEvent
 from app.engine.store import JobState, StoredEvent
 from app.ui.jobs.model import JobRow, JobTableModel, state_text
+from app.ui.jobs.results import result_line
 from app.ui.jobs.runner import JobRunner
 from app.ui.look.tones import tone_style
+from app.ui.wording import in_window_words
 
 NOTHING_SELECTED = (
     "No job selected. Downloads and publishes appear in the list with their progress, and stay "
     "there after a restart."
 )
-RESULT_LINKS = ("commit_url", "location", "repo_url")
-
-
-def result_line(summary: dict) -> str:
-    """A result in one line: its outcome and where to look (commit, folder or repo)."""
-    outcome = summary.get("outcome", "done")
-    where = next((str(summary[key]) for key in RESULT_LINKS if summary.get(key)), "")
-    return f"{outcome} — {where}" if where else str(outcome)
 
 
 def log_line(event: StoredEvent) -> str:
@@ -41,7 +35,7 @@ def log_line(event: StoredEvent) -> str:
         return f"{stamp} ✔ {result_line(json.loads(event.text))}"
     prefix = {"stage": "▸ ", "error": "✖ "}.get(event.kind, "  ")
     marker = "⚠ " if event.level == "warning" else ""
-    return f"{stamp} {prefix}{marker}{event.text}"
+    return f"{stamp} {prefix}{marker}{in_window_words(event.text)}"
 
 
 class JobProgressView(QWidget):
@@ -123,7 +117,8 @@ class JobProgressView(QWidget):
         if running_stage:
             headline += f" — {html.escape(row.stage)}"
         if row.error:
-            headline += f"<br><span style='{tone_style('error')}'>{html.escape(row.error)}</span>"
+            error = html.escape(in_window_words(row.error))
+            headline += f"<br><span style='{tone_style('error')}'>{error}</span>"
         self.stage_label.setText(headline)
         self.bar.setValue(row.percent)
         figures = [row.amount_text(), row.speed_text()]

@@ -19,6 +19,7 @@ from app.engine.errors import JobCancelled, MtpStudioError
 from app.engine.jobs import CancelToken, JobContext, JobEvent, ProgressEvent
 from app.engine.store import JobSpec, JobState, JobStore, run_recorded
 from app.engine.store.kinds import JobFunction, Pausable, build_job
+from app.ui.wording import in_window_words
 
 log = logging.getLogger(__name__)
 
@@ -175,4 +176,4 @@ class JobRunner(QObject):
             self.job_events.emit(job_id, events)
         for job_id, outcome in finished:
             self._running.pop(job_id, None)
-            self.job_finished.emit(job_id, outcome.state.value, outcome.message)
+            self.job_finished.emit(job_id, outcome.state.value, in_window_words(outcome.message))

@@ -15,7 +15,6 @@ that owns those jobs.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -39,7 +38,6 @@ from PySide6.QtWidgets import (
 from app.engine.chat.history import HistoryStore
 from app.engine.chat.model_files import ModelDescription, describe_model
 from app.engine.convert.fp8_check import is_fp8_refusal
-from app.engine.errors import MtpStudioError
 from app.engine.library.deletion import DeletePlan, delete, plan_delete
 from app.engine.library.inventory import (
     OPENED_FILE,
@@ -51,12 +49,14 @@ from app.engine.library.inventory import (
     build_inventory,
 )
 from app.engine.runtime.core.demo_model import MODELS_DIR
-from app.engine.settings import AppDirs, Settings, SettingsStore, hf_hub_cache
+from app.engine.settings import AppDirs, Settings, hf_hub_cache
 from app.engine.units import format_bytes
 from app.ui.background import run_in_background
 from app.ui.errors import readable
+from app.ui.icons import icon
 from app.ui.library.discover import DiscoverPanel
 from app.ui.library.table import MODEL_ROLE, LibraryFilter, LibraryTableModel
+from app.ui.wording import in_window_words
 
 EMPTY_TEXT = "No models yet — download one from the Catalog or chat with the bundled demo."
 
@@ -70,11 +70,13 @@ class LibraryPage(QWidget):
     graft_requested = Signal(Path, Path)
     download_sidecar_requested = Signal(str)
     get_requested = Signal(object)
+    models_changed = Signal(list)
+    """Every model the last scan found (``LibraryModel``), for the Server page's picker."""
 
     def __init__(
         self,
         dirs: AppDirs,
-        settings: Settings,
+        settings: Callable[[], Settings],
         history: HistoryStore,
         parent: QWidget | None = None,
         *,
@@ -84,7 +86,6 @@ class LibraryPage(QWidget):
         self.setObjectName("libraryPage")
         self._dirs = dirs
         self._settings = settings
-        self._settings_store = SettingsStore(dirs.settings_file)
         self._history = history
         self._demo_dir = demo_dir
         self._catalog_sidecars: dict[str, str] = {}
@@ -97,7 +98,31 @@ class LibraryPage(QWidget):
         self.scanning = False
         self.confirmation: QMessageBox | None = None
         self.menu: QMenu | None = None
+        self._build_top()
+        self.discover = DiscoverPanel(settings, dirs.grafted_models)
+        self.discover.hide()
+        self._build_table()
+        buttons = self._build_actions()
+        self._add_icons()
+        top = QHBoxLayout()
+        top.addWidget(self.search, 1)
+        top.addWidget(self.refresh_button)
+        top.addWidget(self.discover_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(20, 16, 20, 8)
+        layout.setSpacing(10)
+        layout.addWidget(self.title)
+        layout.addWidget(self.subtitle)
+        layout.addLayout(top)
+        layout.addWidget(self.discover, 1)
+        layout.addWidget(self.stack, 1)
+        layout.addLayout(buttons)
+        layout.addWidget(self.status)
+        self._connect()
+        self._update_actions()
+        self.refresh()
 
+    def _build_top(self) -> None:
         self.title = QLabel("Models")
         self.title.setObjectName("pageTitle")
         self.subtitle = QLabel()
@@ -112,9 +137,8 @@ class LibraryPage(QWidget):
         self.discover_button.setToolTip(
             "Search the Hub for a model's GGUF / MLX conversions and get one ready for MTP"
         )
-        self.discover = DiscoverPanel(lambda: self._settings, dirs.grafted_models)
-        self.discover.hide()
 
+    def _build_table(self) -> None:
         self.table_model = LibraryTableModel(self)
         self.proxy = LibraryFilter(self.table_model, self)
         self.table = QTableView()
@@ -141,6 +165,8 @@ class LibraryPage(QWidget):
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
+    def _build_actions(self) -> QHBoxLayout:
+        """The selected model's actions, as buttons under the table (and its context menu)."""
         self.chat_action = QAction("Chat", self)
         self.graft_action = QAction("Add MTP head from sidecar…", self)
         self.download_action = QAction("Download sidecar", self)
@@ -163,31 +189,30 @@ class LibraryPage(QWidget):
             self.buttons[action] = button
             buttons.addWidget(button)
         buttons.addStretch(1)
+        return buttons
 
-        top = QHBoxLayout()
-        top.addWidget(self.search, 1)
-        top.addWidget(self.refresh_button)
-        top.addWidget(self.discover_button)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(20, 16, 20, 8)
-        layout.setSpacing(10)
-        layout.addWidget(self.title)
-        layout.addWidget(self.subtitle)
-        layout.addLayout(top)
-        layout.addWidget(self.discover, 1)
-        layout.addWidget(self.stack, 1)
-        layout.addLayout(buttons)
-        layout.addWidget(self.status)
-
-        self._connect()
-        self._update_actions()
-        self.refresh()
+    def _add_icons(self) -> None:
+        for action, name in (
+            (self.chat_action, "chat"),
+            (self.graft_action, "graft"),
+            (self.download_action, "download"),
+            (self.reveal_action, "folder"),
+            (self.delete_action, "trash"),
+        ):
+            action.setIcon(icon(name))
+            self.buttons[action].setIcon(icon(name))
+        for action in (self.reveal_action, self.delete_action):  # icon-only: the tooltip
+            button = self.buttons[action]  # and the context menu say what they do
+            button.setText("")
+            button.setAccessibleName(action.text())
+        self.refresh_button.setIcon(icon("refresh"))
 
     def _connect(self) -> None:
         self.search.textChanged.connect(self.proxy.setFilterFixedString)
         self.refresh_button.clicked.connect(self.refresh)
         self.discover_button.toggled.connect(self.discover.setVisible)
         self.discover.get_requested.connect(self.get_requested)
+        self.discover.chat_requested.connect(self.chat_requested)
         self.table.selectionModel().selectionChanged.connect(lambda *_: self._update_actions())
         self.proxy.modelReset.connect(self._update_actions)
         self.proxy.layoutChanged.connect(self._update_actions)
@@ -200,6 +225,11 @@ class LibraryPage(QWidget):
         self.delete_action.triggered.connect(self.ask_delete)
 
     # -- public API ---------------------------------------------------------------------------
+
+    def show_discover(self) -> None:
+        """Open the Discover panel with the focus in its search box."""
+        self.discover_button.setChecked(True)
+        self.discover.query.setFocus()
 
     @property
     def models(self) -> list[LibraryModel]:
@@ -218,7 +248,7 @@ class LibraryPage(QWidget):
 
     def _on_opened(self, description: ModelDescription) -> None:
         if description.problem is not None:
-            self.status.setText(f"Not added: {description.problem}")
+            self.status.setText(f"Not added: {in_window_words(description.problem)}")
             return
         self._history.remember_model(description.path)
         self.refresh()
@@ -227,11 +257,9 @@ class LibraryPage(QWidget):
         self.status.setText(f"Not added: {readable(exc)}")
 
     def sources(self) -> LibrarySources:
-        """Where to look, with the models folder as currently saved in Settings."""
-        with contextlib.suppress(MtpStudioError):  # the main window reports a broken file
-            self._settings = self._settings_store.load()
+        """Where to look, with the models folder as saved in Settings now."""
         roots = LibraryRoots(
-            self._settings.models_path(), hf_hub_cache(), self._dirs.grafted_models
+            self._settings().models_path(), hf_hub_cache(), self._dirs.grafted_models
         )
         return LibrarySources(
             roots=roots,
@@ -280,6 +308,7 @@ class LibraryPage(QWidget):
         selected = self.selected_model()
         wanted = self._select_after_scan or (selected.path if selected is not None else None)
         self.table_model.set_models(list(inventory.models))
+        self.models_changed.emit(list(inventory.models))
         if not self._sized and inventory.models:
             self.table.resizeColumnsToContents()
             self._sized = True
@@ -311,6 +340,7 @@ class LibraryPage(QWidget):
         if model is not None and model.mtp.kind == SIDECAR_ON_HUB:
             self.download_action.setToolTip(f"Download {model.mtp.sidecar_repo}")
         reason = model.description.problem or model.description.runnable_reason if model else None
+        reason = in_window_words(reason) if reason else None
         self.chat_action.setToolTip(reason or "")
         self.buttons[self.chat_action].setToolTip(reason or "")
 

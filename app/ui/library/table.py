@@ -19,8 +19,9 @@ from PySide6.QtCore import (
 
 from app.engine.library.inventory import SIDECAR_PAIRED, LibraryModel
 from app.engine.units import format_bytes
-from app.ui.chat.widgets.model_bar import sidecar_label
+from app.ui.chat.widgets.model_text import sidecar_label
 from app.ui.column_table import ColumnTableModel, ModelIndex
+from app.ui.wording import in_window_words
 
 COLUMNS = ("Name", "Format", "Quantisation", "Size", "MTP", "Location")
 SIZE_COLUMN = COLUMNS.index("Size")
@@ -93,7 +94,7 @@ class LibraryTableModel(ColumnTableModel):
         if model.mtp.sidecar is not None:
             lines.append(f"Sidecar: {model.mtp.sidecar}")
         if model.mtp.note:
-            lines.append(model.mtp.note)
+            lines.append(in_window_words(model.mtp.note))
         lines.extend(vision_lines(model))
         return "\n".join(lines)
 

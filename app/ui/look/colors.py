@@ -39,8 +39,6 @@ class SchemeColors:
     accent_text: str  # text on the accent
     link: str
     link_visited: str
-    tooltip_base: str
-    tooltip_text: str
     disabled_text: str
     disabled_button: str
     disabled_accent: str  # a disabled primary button: a faded accent ...
@@ -72,8 +70,6 @@ LIGHT = SchemeColors(
     accent_text="#ffffff",
     link="#2451d6",
     link_visited="#6f42c1",
-    tooltip_base="#1d2127",
-    tooltip_text="#f3f4f6",
     disabled_text="#9aa1ab",
     disabled_button="#eceef1",
     disabled_accent="#b4c4f2",
@@ -105,8 +101,6 @@ DARK = SchemeColors(
     accent_text="#ffffff",
     link="#8ab4ff",
     link_visited="#c4a7ff",
-    tooltip_base="#313338",
-    tooltip_text="#e8e9ec",
     disabled_text="#6b7079",
     disabled_button="#24262a",
     disabled_accent="#252f4b",
@@ -144,8 +138,8 @@ def build_palette(colors: SchemeColors) -> QPalette:
         role.Accent: colors.accent,
         role.Link: colors.link,
         role.LinkVisited: colors.link_visited,
-        role.ToolTipBase: colors.tooltip_base,
-        role.ToolTipText: colors.tooltip_text,
+        role.ToolTipBase: colors.base,  # a tooltip is a small card: base and text, as the
+        role.ToolTipText: colors.text,  # stylesheet draws it (readable in both schemes)
     }
     disabled = {
         role.WindowText: colors.disabled_text,

@@ -6,6 +6,13 @@ decided here once. Colours are ``palette(...)`` references wherever a palette ro
 same rules serve light and dark; the few colours a palette has no role for (hover tint, status
 tones) come from the scheme's :class:`~app.ui.look.colors.SchemeColors`. Font sizes of headings
 are derived from the base font, so they scale with the user's font choice.
+
+Two renderings of the one sheet (see :mod:`app.ui.look.theme` for why): :func:`window_stylesheet`
+with the scheme's exact colours, set on each window, and :func:`shared_stylesheet`, the same rules
+with those few colours replaced by the nearest palette roles, set once on the application for
+what no window holds (tooltips, a message box without a parent). A tooltip is drawn in the base
+and text colours: Qt's style sheets have no ``palette(tool-tip-base)``, and the rule that named
+it painted tooltips blank in the light scheme and faint in the dark one.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ CONTROLS = RESOURCES / "icons" / "controls"
 _SHEET = Template(
     """
 QToolTip {
-    background: palette(tool-tip-base); color: palette(tool-tip-text);
+    background: palette(base); color: palette(text);
     border: 1px solid palette(mid); border-radius: 6px; padding: 5px 8px;
 }
 
@@ -45,6 +52,7 @@ QDoubleSpinBox:disabled, QComboBox:disabled {
     background: palette(window); border-color: palette(midlight);
 }
 QTextEdit[readOnly="true"], QPlainTextEdit[readOnly="true"] { border-color: palette(midlight); }
+QTextBrowser[fitted="true"] { border: none; background: transparent; padding: 0; }
 QComboBox { padding-right: 24px; }
 QComboBox::drop-down {
     subcontrol-origin: padding; subcontrol-position: center right; width: 24px; border: none;
@@ -165,9 +173,16 @@ QLabel#badge {
     background: palette(highlight); color: palette(highlighted-text); font-weight: 600;
     font-size: ${badge_pt}pt; border-radius: ${badge_radius}px; padding: 2px 9px;
 }
+QLabel#replySummary, QLabel#replyFigures, QLabel#replyPrompt, QLabel#replySpeed,
+QLabel#codeLanguage, QLabel#versionLabel { color: palette(placeholder-text); }
+QLabel#mtpBadge {
+    background: palette(highlight); color: palette(highlighted-text); font-weight: 600;
+    border-radius: 8px; padding: 1px 8px;
+}
+QLabel[tone="muted"] { color: palette(placeholder-text); }
+QLabel[tone="warning"] { color: $warning; }
 QLabel[tone="error"] { color: $error; }
 QLabel[tone="success"] { color: $success; }
-QLabel[tone="warning"] { color: $warning; }
 
 QGroupBox {
     border: 1px solid palette(midlight); border-radius: 10px; margin-top: 18px;
@@ -237,13 +252,23 @@ def _css_color(value: str) -> str:
     return f"rgba({color.red()}, {color.green()}, {color.blue()}, {color.alpha()})"
 
 
-def application_stylesheet(colors: SchemeColors, base_point_size: float) -> str:
+SHARED_COLOURS = {
+    "hover": "palette(midlight)",
+    "accent_hover": "palette(highlight)",
+    "disabled_accent": "palette(midlight)",
+    "disabled_accent_text": "palette(placeholder-text)",
+    "strong_border": "palette(dark)",
+    "error": "palette(bright-text)",
+    "success": "palette(link)",
+    "warning": "palette(link-visited)",
+}
+"""What the shared sheet draws instead of a scheme's own colours (nearest palette roles)."""
+
+
+def window_stylesheet(colors: SchemeColors, base_point_size: float) -> str:
     """The sheet for one scheme, with headings sized from ``base_point_size`` (the app font)."""
-    return _SHEET.substitute(
-        chevron_down=(CONTROLS / "chevron-down.svg").as_posix(),
-        chevron_up=(CONTROLS / "chevron-up.svg").as_posix(),
-        check_mark=(CONTROLS / "check.svg").as_posix(),
-        radio_dot=(CONTROLS / "dot.svg").as_posix(),
+    return _render(
+        base_point_size,
         hover=_css_color(colors.hover),
         accent_hover=colors.accent_hover,
         disabled_accent=colors.disabled_accent,
@@ -252,9 +277,24 @@ def application_stylesheet(colors: SchemeColors, base_point_size: float) -> str:
         error=colors.error,
         success=colors.success,
         warning=colors.warning,
+    )
+
+
+def shared_stylesheet(base_point_size: float) -> str:
+    """The sheet with palette roles only: the same for every scheme, so it is set once."""
+    return _render(base_point_size, **SHARED_COLOURS)
+
+
+def _render(base_point_size: float, **colours: str) -> str:
+    return _SHEET.substitute(
+        chevron_down=(CONTROLS / "chevron-down.svg").as_posix(),
+        chevron_up=(CONTROLS / "chevron-up.svg").as_posix(),
+        check_mark=(CONTROLS / "check.svg").as_posix(),
+        radio_dot=(CONTROLS / "dot.svg").as_posix(),
         title_pt=round(base_point_size * 1.7, 1),
         subtitle_pt=round(base_point_size * 1.05, 1),
         section_pt=round(base_point_size * 1.2, 1),
         badge_pt=round(base_point_size * 0.9, 1),
         badge_radius=round(base_point_size),
+        **colours,
     )

@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication, QProcess, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QProcess, Qt, QTimer, Signal
 from PySide6.QtGui import QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import (
     QComboBox,
@@ -62,7 +62,8 @@ MIN_TEXT_BOX_HEIGHT = 44
 
 class ServerPanel(QWidget):
     """Model, port and depth; Start/Stop; both APIs' URLs and client snippets, each with a Copy
-    button; the live request log."""
+    button; the live request log. The model is picked from the GGUF models the Models page
+    found (:meth:`set_models`) or a file chosen with Browse…; the bundled demo is the default."""
 
     url_changed = Signal(str)  # "" while no server listens
     request_logged = Signal(object)  # RequestLogEntry
@@ -74,27 +75,13 @@ class ServerPanel(QWidget):
         self._stopping = False
         self.url = ""
         self.requests_served = 0
-
-        self.model_edit = QLineEdit(self._default_model())
-        self.model_edit.setPlaceholderText("a .gguf model")
-        browse = QPushButton("Browse…")
-        browse.clicked.connect(self._browse)
-        model_row = QHBoxLayout()
-        model_row.addWidget(self.model_edit, 1)
-        model_row.addWidget(browse)
-        self.port_spin = QSpinBox()
-        self.port_spin.setRange(1, 65535)
-        self.port_spin.setValue(DEFAULT_PORT)
-        self.depth_spin = QSpinBox()
-        self.depth_spin.setRange(AUTO_DEPTH_VALUE, MAX_DRAFT_DEPTH)
-        self.depth_spin.setSpecialValueText(AUTO_DEPTH_TEXT)
-        self.depth_spin.setValue(AUTO_DEPTH_VALUE)
-        self.depth_spin.setToolTip(
-            f"MTP tokens drafted per cycle. Auto chooses 0 to {AUTO_MAX_DEPTH} before each cycle "
-            "from the measured acceptance and speed, and remembers it per model; 0 = plain "
-            "decoding. A request's own mtp_depth overrides it."
-        )
-
+        form = QFormLayout()
+        form.addRow("Model", self._build_model_row())
+        form.addRow("Port", self._build_port())
+        form.addRow("MTP depth", self._build_depth())
+        form.addRow("OpenAI URL", self._build_urls())
+        form.addRow("Anthropic URL", self._anthropic_row)
+        form.addRow("Client", self._build_snippets())
         self.start_button = QPushButton("Start")
         self.start_button.setProperty("primary", True)
         self.start_button.clicked.connect(self.start)
@@ -105,7 +92,61 @@ class ServerPanel(QWidget):
         buttons.addWidget(self.start_button)
         buttons.addWidget(self.stop_button)
         buttons.addStretch(1)
+        self.status_label = QLabel("Stopped")
+        self.figures_label = QLabel("No requests yet")
+        self.log_view = QPlainTextEdit()
+        self.log_view.setReadOnly(True)
+        self.log_view.setMaximumBlockCount(LOG_LINES)
+        self.log_view.setMinimumHeight(MIN_TEXT_BOX_HEIGHT)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.snippet_view)
+        layout.addLayout(buttons)
+        layout.addWidget(self.status_label)
+        layout.addWidget(self.figures_label)
+        layout.addWidget(self.log_view, 1)
+        application = QCoreApplication.instance()
+        if application is not None:
+            application.aboutToQuit.connect(self.shutdown)
 
+    def _build_model_row(self) -> QHBoxLayout:
+        self.model_picker = QComboBox()
+        self.model_picker.setObjectName("serverModel")
+        self.model_picker.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        )
+        self.model_picker.setMinimumContentsLength(20)
+        self.model_picker.setPlaceholderText("Choose a .gguf model")
+        demo = self._default_model()
+        if demo is not None:
+            self.add_model(demo, f"{demo.name} (bundled demo)")
+        browse = QPushButton("Browse…")
+        browse.setToolTip("Serve another .gguf file")
+        browse.clicked.connect(self._browse)
+        model_row = QHBoxLayout()
+        model_row.addWidget(self.model_picker, 1)
+        model_row.addWidget(browse)
+        return model_row
+
+    def _build_port(self) -> QSpinBox:
+        self.port_spin = QSpinBox()
+        self.port_spin.setRange(1, 65535)
+        self.port_spin.setValue(DEFAULT_PORT)
+        return self.port_spin
+
+    def _build_depth(self) -> QSpinBox:
+        self.depth_spin = QSpinBox()
+        self.depth_spin.setRange(AUTO_DEPTH_VALUE, MAX_DRAFT_DEPTH)
+        self.depth_spin.setSpecialValueText(AUTO_DEPTH_TEXT)
+        self.depth_spin.setValue(AUTO_DEPTH_VALUE)
+        self.depth_spin.setToolTip(
+            f"MTP tokens drafted per cycle. Auto chooses 0 to {AUTO_MAX_DEPTH} before each cycle "
+            "from the measured acceptance and speed, and remembers it per model; 0 = plain "
+            "decoding. A request's own mtp_depth overrides it."
+        )
+        return self.depth_spin
+
+    def _build_urls(self) -> QHBoxLayout:
         self.url_edit = QLineEdit()
         self.url_edit.setReadOnly(True)
         self.url_edit.setPlaceholderText("not running")
@@ -126,10 +167,12 @@ class ServerPanel(QWidget):
         self.copy_anthropic_button.clicked.connect(
             lambda: QGuiApplication.clipboard().setText(self.anthropic_url_edit.text())
         )
-        anthropic_row = QHBoxLayout()
-        anthropic_row.addWidget(self.anthropic_url_edit, 1)
-        anthropic_row.addWidget(self.copy_anthropic_button)
+        self._anthropic_row = QHBoxLayout()
+        self._anthropic_row.addWidget(self.anthropic_url_edit, 1)
+        self._anthropic_row.addWidget(self.copy_anthropic_button)
+        return url_row
 
+    def _build_snippets(self) -> QHBoxLayout:
         self.snippets: tuple[ClientSnippet, ...] = ()
         self.snippet_choice = QComboBox()
         self.snippet_choice.currentIndexChanged.connect(self._show_snippet)
@@ -149,31 +192,34 @@ class ServerPanel(QWidget):
         snippet_row = QHBoxLayout()
         snippet_row.addWidget(self.snippet_choice, 1)
         snippet_row.addWidget(self.copy_snippet_button)
+        return snippet_row
 
-        self.status_label = QLabel("Stopped")
-        self.figures_label = QLabel("No requests yet")
-        self.log_view = QPlainTextEdit()
-        self.log_view.setReadOnly(True)
-        self.log_view.setMaximumBlockCount(LOG_LINES)
-        self.log_view.setMinimumHeight(MIN_TEXT_BOX_HEIGHT)
+    # -- the model to serve -------------------------------------------------------------------
 
-        form = QFormLayout()
-        form.addRow("Model", model_row)
-        form.addRow("Port", self.port_spin)
-        form.addRow("MTP depth", self.depth_spin)
-        form.addRow("OpenAI URL", url_row)
-        form.addRow("Anthropic URL", anthropic_row)
-        form.addRow("Client", snippet_row)
-        layout = QVBoxLayout(self)
-        layout.addLayout(form)
-        layout.addWidget(self.snippet_view)
-        layout.addLayout(buttons)
-        layout.addWidget(self.status_label)
-        layout.addWidget(self.figures_label)
-        layout.addWidget(self.log_view, 1)
-        application = QCoreApplication.instance()
-        if application is not None:
-            application.aboutToQuit.connect(self.shutdown)
+    def set_models(self, models: list[tuple[str, Path]]) -> None:
+        """The GGUF models on disk (``(name, path)``); the chosen one stays chosen."""
+        chosen = self.model_path()
+        for name, path in models:
+            self.add_model(path, name)
+        if chosen is not None:
+            self.choose_model(chosen)
+
+    def add_model(self, path: Path, name: str = "") -> None:
+        """List ``path`` (once) under ``name`` (its file name by default)."""
+        if self.model_picker.findData(str(path)) < 0:
+            self.model_picker.addItem(name or path.name, str(path))
+            self.model_picker.setItemData(
+                self.model_picker.count() - 1, str(path), Qt.ItemDataRole.ToolTipRole
+            )
+        if self.model_picker.currentIndex() < 0:
+            self.choose_model(path)
+
+    def choose_model(self, path: Path) -> None:
+        self.model_picker.setCurrentIndex(self.model_picker.findData(str(path)))
+
+    def model_path(self) -> Path | None:
+        data = self.model_picker.currentData()
+        return Path(data) if isinstance(data, str) else None
 
     @property
     def running(self) -> bool:
@@ -187,9 +233,10 @@ class ServerPanel(QWidget):
     def start(self) -> None:
         if self._process is not None:
             return
-        model = Path(self.model_edit.text().strip())
-        if not model.is_file():
-            self.status_label.setText(f"No model at {model}: choose a .gguf file")
+        model = self.model_path()
+        if model is None or not model.is_file():
+            where = f"at {model}" if model is not None else "chosen"
+            self.status_label.setText(f"No model {where}: choose a .gguf file")
             return
         program, *arguments = serve_command(
             "--model",
@@ -300,7 +347,7 @@ class ServerPanel(QWidget):
         self.stop_button.setEnabled(running)
         for button in (self.copy_button, self.copy_anthropic_button):
             button.setEnabled(False)
-        for widget in (self.model_edit, self.port_spin, self.depth_spin):
+        for widget in (self.model_picker, self.port_spin, self.depth_spin):
             widget.setEnabled(not running)
 
     def _kill_if_running(self, process: QProcess) -> None:
@@ -328,11 +375,12 @@ class ServerPanel(QWidget):
     def _browse(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Model to serve", "", "GGUF models (*.gguf)")
         if path:
-            self.model_edit.setText(path)
+            self.add_model(Path(path))
+            self.choose_model(Path(path))
 
     @staticmethod
-    def _default_model() -> str:
+    def _default_model() -> Path | None:
         try:
-            return str(demo_model_path())
+            return demo_model_path()
         except RuntimeBackendError:
-            return ""
+            return None

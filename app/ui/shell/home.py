@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QFrame,
     QGridLayout,
@@ -26,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.chat.conversation import ConversationSummary
+from app.ui.icons import icon
 from app.ui.jobs.model import JobTableModel, state_text
 
 RECENT_LIMIT = 6
@@ -58,50 +60,7 @@ class HomePage(QWidget):
         explained.setObjectName("pageSubtitle")
         explained.setWordWrap(True)
 
-        self.demo_button = _primary("Chat with the demo model")
-        self.demo_button.clicked.connect(self.demo_chat_requested)
-        self.catalog_button = QPushButton("Browse the catalog")
-        self.catalog_button.clicked.connect(self.catalog_requested)
-        self.download_button = QPushButton("Download a model…")
-        self.download_button.clicked.connect(self.download_requested)
-        self.models_button = QPushButton("My models")
-        self.models_button.clicked.connect(self.models_requested)
-        self.sign_in_button = QPushButton("Sign in…")
-        self.sign_in_button.clicked.connect(self.sign_in_requested)
-        self.account = QLabel()
-        self.account.setObjectName("muted")
-        self.account.setWordWrap(True)
-
-        cards = QGridLayout()
-        cards.setSpacing(16)
-        cards.addWidget(
-            _card(
-                "Try it now",
-                "A tiny model ships with the app: chat with it offline and watch MTP draft.",
-                [self.demo_button],
-            ),
-            0,
-            0,
-        )
-        cards.addWidget(
-            _card(
-                "Get a model",
-                "Pick a model from the catalog, download it with its MTP sidecar, or manage "
-                "what is already on disk.",
-                [self.catalog_button, self.download_button, self.models_button],
-            ),
-            0,
-            1,
-        )
-        publish_card = _card(
-            "Publish sidecars",
-            "Re-extract the MTP heads converters strip and share them on the Hugging Face Hub.",
-            [self.sign_in_button],
-        )
-        publish_card.layout().insertWidget(2, self.account)  # type: ignore[union-attr]
-        cards.addWidget(publish_card, 0, 2)
-        for column in range(3):
-            cards.setColumnStretch(column, 1)
+        cards = self._build_cards()
 
         self.conversations = _recent_list("No conversations yet.")
         self.conversations.itemActivated.connect(self._conversation_activated)
@@ -135,6 +94,63 @@ class HomePage(QWidget):
         for signal in (jobs.rowsInserted, jobs.dataChanged, jobs.modelReset, jobs.rowsRemoved):
             signal.connect(self.show_jobs)
         self.show_jobs()
+
+    def _build_cards(self) -> QGridLayout:
+        """The three starts: try the demo, get a model, publish sidecars."""
+        self.demo_button = _primary("Chat with the demo model")
+        self.demo_button.clicked.connect(self.demo_chat_requested)
+        self.catalog_button = QPushButton("Browse the catalog")
+        self.catalog_button.clicked.connect(self.catalog_requested)
+        self.download_button = QPushButton("Download a model…")
+        self.download_button.setToolTip("Search the Hub for a model and get it ready for MTP")
+        self.download_button.clicked.connect(self.download_requested)
+        self.models_button = QPushButton("My models")
+        self.models_button.clicked.connect(self.models_requested)
+        self.sign_in_button = QPushButton("Sign in…")
+        self.sign_in_button.clicked.connect(self.sign_in_requested)
+        self.account = QLabel()
+        self.account.setObjectName("muted")
+        self.account.setWordWrap(True)
+        self.demo_button.setIcon(icon("chat", QPalette.ColorRole.HighlightedText))
+        for button, name in (
+            (self.catalog_button, "catalog"),
+            (self.download_button, "download"),
+            (self.models_button, "models"),
+            (self.sign_in_button, "key"),
+        ):
+            button.setIcon(icon(name))
+
+        cards = QGridLayout()
+        cards.setSpacing(16)
+        cards.addWidget(
+            _card(
+                "Try it now",
+                "A tiny model ships with the app: chat with it offline and watch MTP draft.",
+                [self.demo_button],
+            ),
+            0,
+            0,
+        )
+        cards.addWidget(
+            _card(
+                "Get a model",
+                "Pick a model from the catalog, download it with its MTP sidecar, or manage "
+                "what is already on disk.",
+                [self.catalog_button, self.download_button, self.models_button],
+            ),
+            0,
+            1,
+        )
+        publish_card = _card(
+            "Publish sidecars",
+            "Re-extract the MTP heads converters strip and share them on the Hugging Face Hub.",
+            [self.sign_in_button],
+        )
+        publish_card.layout().insertWidget(2, self.account)  # type: ignore[union-attr]
+        cards.addWidget(publish_card, 0, 2)
+        for column in range(3):
+            cards.setColumnStretch(column, 1)
+        return cards
 
     def set_account(self, text: str, signed_in: bool) -> None:
         self.account.setText(text)

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QHeaderView,
     QLabel,
+    QMenuBar,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -23,8 +24,24 @@ from PySide6.QtWidgets import (
 WIDGET_KEYS: tuple[tuple[str, str, str], ...] = (
     ("Chat", "Send the message", "Enter"),
     ("Chat", "New line in the message", "Shift+Enter"),
+    ("Chat", "Leave the message box", "Tab"),
     ("Chat", "Stop the reply", "Esc"),
 )
+
+
+def shortcut_groups(
+    menus: QMenuBar, page_actions: list[QAction], chat_actions: list[QAction]
+) -> dict[str, list[QAction]]:
+    """Every action with a shortcut, by where it works: the pages, each menu, the chat."""
+    groups: dict[str, list[QAction]] = {"Pages": page_actions}
+    for menu_action in menus.actions():
+        menu = menu_action.menu()
+        if menu is not None:
+            actions = [action for action in menu.actions() if action not in page_actions]
+            groups[menu_action.text().replace("&", "")] = actions
+    if chat_actions:
+        groups["Chat"] = chat_actions
+    return groups
 
 
 def shortcut_rows(groups: dict[str, list[QAction]]) -> list[tuple[str, str, str]]:

@@ -23,6 +23,10 @@ class WindowState:
         self.path = path
         self._settings = QSettings(str(path), QSettings.Format.IniFormat)
 
+    def has_geometry(self) -> bool:
+        """Whether a window size and place were saved (False on a first run)."""
+        return isinstance(self._settings.value(GEOMETRY), QByteArray)
+
     def restore(self, window: QMainWindow, splitters: dict[str, QSplitter]) -> str:
         """Restore geometry and splitters; return the saved page ("" when none was saved)."""
         geometry = self._settings.value(GEOMETRY)

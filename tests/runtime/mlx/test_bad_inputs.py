@@ -13,13 +13,18 @@ from pathlib import Path
 import mlx.core as mx
 import pytest
 
-from app.engine.errors import RuntimeBackendError
+from app.engine.errors import ImageError, RuntimeBackendError
 from app.engine.runtime.backends import choice as backends
+from app.engine.runtime.backends.mlx.backend import MlxBackend
+from app.engine.runtime.chat_format.images import ImageLimits, read_image
+from app.engine.runtime.chat_format.prompting import ChatMessage, PlacedImage
 from app.engine.runtime.core.request import GenerationRequest
 from app.engine.runtime.process.client import RuntimeClient
 from app.engine.runtime.sampling.sampler import SamplerSettings
+from app.engine.runtime.speculative.generation import generate
 from tests.runtime.mlx.conftest import SETTINGS, MlxDemo
 from tests.runtime.mlx.tiny_models import DEEPSEEK_V3, LLAMA, write_nextn_sidecar, write_tiny_folder
+from tests.vision.conftest import picture
 
 REQUEST = GenerationRequest(
     prompt="The sea", max_tokens=4, sampler=SamplerSettings(temperature=0.0), mtp_depth=2
@@ -109,3 +114,19 @@ def test_without_mlx_a_folder_says_what_to_install(
             backends.choose_backend("auto", mlx_demo.four_bit)
     finally:
         backends.mlx_device.cache_clear()
+
+
+def test_a_picture_on_mlx_is_refused_in_one_line_saying_where_pictures_work(
+    four_bit: MlxBackend,
+) -> None:
+    shown = read_image(picture(64, 64), ImageLimits(), "picture")
+    request = GenerationRequest(
+        messages=(ChatMessage("user", "What is it?", images=(PlacedImage(0, shown),)),),
+        max_tokens=4,
+    )
+    assert not four_bit.info.reads_images
+    with pytest.raises(ImageError) as refused:
+        generate(four_bit, request, emit=lambda _c: None, cancelled=lambda: False)
+    message = str(refused.value)
+    assert message.startswith("the MLX backend reads no images yet") and "\n" not in message
+    assert "mmproj-*.gguf on llama.cpp" in message

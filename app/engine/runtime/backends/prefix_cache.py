@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.engine.runtime.backends.image_cells import outside_image
+
 CHECKPOINT_INTERVAL = 1024
 """Tokens between checkpoints inside a long prompt of a recurrent model: an edit deep in a long
 conversation recomputes at most this many tokens before the edit."""
@@ -58,7 +60,8 @@ def resume_point(
     still leaves a token of ``prompt`` to compute *and* matches one more token than it keeps
     (the MTP head's row for the first kept-after position pairs that token with the trunk's
     state before it, so the head keeps one row more than the trunk): anywhere for a trunk that
-    trims (``rewindable``), the latest checkpoint at or before that point otherwise.
+    trims (``rewindable``; never inside an image), the latest checkpoint at or before that
+    point otherwise (checkpoints are taken between images, never inside one).
     """
     if common is None:
         common = common_prefix_length(cached, prompt)
@@ -68,7 +71,7 @@ def resume_point(
     if limit <= 0:
         return 0
     if rewindable:
-        return limit
+        return outside_image(prompt, limit)  # an image is kept or dropped whole
     return max((point for point in checkpoints if point <= limit), default=0)
 
 

@@ -5,7 +5,9 @@ is: same model, same prompts, same sampling, same thread count, same machine at 
 So ``bench decode --vs-llama-server PATH`` starts one llama-server per configuration — plain
 decoding, and ``--spec-type draft-mtp --spec-draft-n-max K`` for each depth — all at once on
 local ports (an idle server only waits), and the benchmark sends every prompt to each of them
-right after running it through its own modes. The figures come from each reply's ``timings``:
+right after running it through its own modes. A model that drafts with a separate drafter model
+(Gemma 4's assistant) gets it as ``--model-draft D`` beside ``--spec-type draft-mtp``: the same
+pair as ours. The figures come from each reply's ``timings``:
 ``predicted_n`` / ``predicted_ms`` (decode only, like ours) and, with drafting,
 ``draft_n`` / ``draft_n_accepted``.
 
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from app.engine.errors import RuntimeBackendError
+from app.engine.remote.client import wire_content
 from app.engine.runtime.chat_format.prompting import ChatMessage
 from app.engine.runtime.sampling.sampler import SamplerSettings
 
@@ -146,10 +149,14 @@ class LlamaServer:
         batch_threads: int = 0,
         context: int = 0,
         p_min: float = 0.0,
+        projector: Path | None = None,
+        drafter: Path | None = None,
     ) -> None:
         """``threads`` for a step and ``batch_threads`` for a prompt's batches (0: the same), as
         ours run; ``context`` 0: llama-server's default context (the model's trained one);
-        ``p_min`` > 0: drafting stops at a token whose draft probability is below it."""
+        ``p_min`` > 0: drafting stops at a token whose draft probability is below it;
+        ``projector``: a vision projector (``--mmproj``) for requests with images; ``drafter``:
+        the separate drafter model drafting runs with."""
         self.depth = depth
         self.p_min = p_min
         self.label = "llama-server plain" if depth == 0 else f"llama-server MTP K={depth}"
@@ -171,8 +178,12 @@ class LlamaServer:
             command += ["-c", str(context)]
         if depth:
             command += ["--spec-type", "draft-mtp", "--spec-draft-n-max", str(depth)]
+            if drafter is not None:
+                command += ["--model-draft", str(drafter)]
         if p_min:
             command += ["--spec-draft-p-min", str(p_min)]
+        if projector is not None:
+            command += ["--mmproj", str(projector)]
         # llama-server logs a lot: into a file, since an unread pipe would fill and stall it.
         self._log = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115 (closed in close())
         self._process = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT)
@@ -201,9 +212,19 @@ class LlamaServer:
         )
 
     def reply(
-        self, prompt: str, sampler: SamplerSettings, max_tokens: int, *, record: bool = True
+        self,
+        prompt: str | Sequence[ChatMessage],
+        sampler: SamplerSettings,
+        max_tokens: int,
+        *,
+        record: bool = True,
     ) -> ServerReply:
-        body = _chat_body([{"role": "user", "content": prompt}], sampler, max_tokens)
+        """The figures of a whole reply to ``prompt`` (one user message's text, or a
+        conversation whose images go as ``image_url`` parts)."""
+        if isinstance(prompt, str):
+            prompt = [ChatMessage("user", prompt)]
+        history = [{"role": m.role, "content": wire_content(m)} for m in prompt]
+        body = _chat_body(history, sampler, max_tokens)
         try:
             with self._post(body) as response:
                 answer = json.loads(response.read())
@@ -219,7 +240,7 @@ class LlamaServer:
     ) -> PromptTimings:
         """Stream the reply to a whole conversation, prompt cache on: how its prompt was taken
         in (the ``timings`` of the last event) and when the first event came."""
-        history = [{"role": m.role, "content": m.content} for m in messages]
+        history = [{"role": m.role, "content": wire_content(m)} for m in messages]
         body = {**_chat_body(history, sampler, max_tokens), "stream": True}
         first_event, timings = 0.0, None
         started = time.perf_counter()
@@ -296,6 +317,7 @@ class LlamaServerPool:
         depths: Sequence[int],
         threads: int,
         batch_threads: int = 0,
+        drafter: Path | None = None,
     ) -> None:
         if not binary.is_file():
             raise RuntimeBackendError(
@@ -307,7 +329,12 @@ class LlamaServerPool:
             for depth in (0, *depths):
                 self.servers.append(
                     LlamaServer(
-                        binary, model, depth=depth, threads=threads, batch_threads=batch_threads
+                        binary,
+                        model,
+                        depth=depth,
+                        threads=threads,
+                        batch_threads=batch_threads,
+                        drafter=drafter,
                     )
                 )
             self.servers.append(
@@ -318,6 +345,7 @@ class LlamaServerPool:
                     threads=threads,
                     batch_threads=batch_threads,
                     p_min=PUBLISHED_P_MIN,
+                    drafter=drafter,
                 )
             )
             for server in self.servers:
@@ -343,7 +371,7 @@ class LlamaServerPool:
 
 
 def _chat_body(
-    messages: list[dict[str, str]], sampler: SamplerSettings, max_tokens: int
+    messages: list[dict[str, Any]], sampler: SamplerSettings, max_tokens: int
 ) -> dict[str, Any]:
     return {
         "messages": messages,

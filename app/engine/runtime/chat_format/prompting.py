@@ -6,6 +6,13 @@ the variables templates expect (``messages``, ``add_generation_prompt``, ``bos_t
 ``eos_token``, ``raise_exception``, ``strftime_now``, and ``tools`` when the request offers
 tools). A model without a template gets the plain text of its messages, with a note.
 
+Images stand in a message's text at character offsets (:class:`PlacedImage`); the text itself holds
+no trace of them, so nothing a user types can pose as an image. Rendering for a model with a
+vision projector writes the projector's marker at each image's place (``image_marker``), which
+keeps every template working — templates only see strings — and lets llama.cpp's multimodal
+library put the model's own image tokens there; for a model without one, an image is refused with
+the reason, never dropped.
+
 Tool turns (an assistant message with ``tool_calls``, ``tool`` result messages) go to a template
 that handles tools as Hugging Face passes them. A template that never mentions tools (the demo
 model's) gets them in the Hermes/Qwen convention instead: the tools described in a system note,
@@ -25,7 +32,8 @@ from typing import NoReturn
 import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from app.engine.errors import RuntimeBackendError
+from app.engine.errors import ImageError, RuntimeBackendError
+from app.engine.runtime.chat_format.images import ImagePart
 from app.engine.runtime.chat_format.tools import CALL_CLOSE, CALL_OPEN, ToolCall, ToolSpec
 
 TOOLS_NOTE = """# Tools
@@ -45,15 +53,49 @@ For each function call, return a json object with function name and arguments wi
 
 
 @dataclass(frozen=True)
+class PlacedImage:
+    """An image standing in a message's text before the character at ``offset``."""
+
+    offset: int
+    image: ImagePart
+
+
+@dataclass(frozen=True)
 class ChatMessage:
     """One turn. An assistant turn may carry ``tool_calls``; a ``tool`` turn answers the call
-    ``tool_call_id`` (of the function ``name``)."""
+    ``tool_call_id`` (of the function ``name``). ``images``: pictures in the text, by offset
+    (ascending; several may share one)."""
 
     role: str
     content: str
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
+    images: tuple[PlacedImage, ...] = ()
+
+    def __post_init__(self) -> None:
+        offsets = [placed.offset for placed in self.images]
+        if offsets != sorted(offsets) or any(not 0 <= o <= len(self.content) for o in offsets):
+            raise ValueError(f"image offsets {offsets} do not fit a text of {len(self.content)}")
+
+    def text_with(self, marker: str) -> str:
+        """The text with ``marker`` written at each image's place."""
+        pieces, start = [], 0
+        for placed in self.images:
+            pieces += [self.content[start : placed.offset], marker]
+            start = placed.offset
+        return "".join([*pieces, self.content[start:]])
+
+    def moved(self, role: str, content: str, shift: int) -> ChatMessage:
+        """A plain ``role`` turn of ``content``, which holds this turn's text from ``shift``
+        on: this turn's images move with their text."""
+        images = tuple(PlacedImage(p.offset + shift, p.image) for p in self.images)
+        return ChatMessage(role, content, images=images)
+
+
+def images_of(messages: Sequence[ChatMessage]) -> tuple[ImagePart, ...]:
+    """Every image of the conversation, in the order a rendered prompt shows them."""
+    return tuple(placed.image for message in messages for placed in message.images)
 
 
 def _raise_exception(message: str) -> NoReturn:
@@ -91,18 +133,27 @@ def render_chat(
     model_name: str,
     add_generation_prompt: bool = True,
     tools: Sequence[ToolSpec] = (),
+    image_marker: str | None = None,
 ) -> str:
     """The prompt text for ``messages``, followed by the assistant turn's opening unless
-    ``add_generation_prompt`` is False; ``tools`` are offered to the model."""
+    ``add_generation_prompt`` is False; ``tools`` are offered to the model; each image is
+    written as ``image_marker`` (a model without a vision projector has none: images are
+    refused)."""
+    if image_marker is None and images_of(messages):
+        raise ImageError(
+            f"{model_name} has no vision projector (an mmproj-*.gguf file beside the model), so "
+            "it cannot read images: send text only, or load a vision model with its projector"
+        )
     if template is None or not handles_tools(template):
         messages = hermes_messages(messages, tools)
         tools = ()
+    marker = image_marker or ""
     if template is None:
-        return "\n".join(message.content for message in messages)
+        return "\n".join(message.text_with(marker) for message in messages)
     extra = {"tools": [tool.as_template_value() for tool in tools]} if tools else {}
     try:
         return _compiled(template).render(
-            messages=[_template_value(message) for message in messages],
+            messages=[_template_value(message, marker) for message in messages],
             add_generation_prompt=add_generation_prompt,
             **special_tokens,
             **extra,
@@ -119,8 +170,8 @@ def handles_tools(template: str) -> bool:
     return "tools" in template and "tool_calls" in template
 
 
-def _template_value(message: ChatMessage) -> dict[str, object]:
-    value: dict[str, object] = {"role": message.role, "content": message.content}
+def _template_value(message: ChatMessage, image_marker: str) -> dict[str, object]:
+    value: dict[str, object] = {"role": message.role, "content": message.text_with(image_marker)}
     if message.tool_calls:
         value["tool_calls"] = [
             {
@@ -149,19 +200,23 @@ def hermes_messages(
     messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]
 ) -> list[ChatMessage]:
     """Tool turns as plain text turns in the Hermes/Qwen convention, for a template that has
-    no tool support; ``tools`` become a system note (joined to the first system message)."""
+    no tool support; ``tools`` become a system note (joined to the first system message).
+    Images keep their places in the rewritten texts."""
     plain: list[ChatMessage] = []
     for message in messages:
         if message.role == "tool":
-            response = f"<tool_response>\n{message.content}\n</tool_response>"
-            if (
-                plain
-                and plain[-1].role == "user"
-                and plain[-1].content.endswith("</tool_response>")
-            ):
-                plain[-1] = ChatMessage("user", f"{plain[-1].content}\n{response}")
+            opening = "<tool_response>\n"
+            response = f"{opening}{message.content}\n</tool_response>"
+            before = plain[-1] if plain else None
+            if before and before.role == "user" and before.content.endswith("</tool_response>"):
+                joined = message.moved(
+                    "user", f"{before.content}\n{response}", len(before.content) + 1 + len(opening)
+                )
+                plain[-1] = ChatMessage(
+                    "user", joined.content, images=before.images + joined.images
+                )
             else:
-                plain.append(ChatMessage("user", response))
+                plain.append(message.moved("user", response, len(opening)))
         elif message.tool_calls:
             blocks = [
                 f'{CALL_OPEN}\n{{"name": {json.dumps(call.name)}, "arguments": '
@@ -169,15 +224,15 @@ def hermes_messages(
                 for call in message.tool_calls
             ]
             text = "\n".join([message.content, *blocks] if message.content else blocks)
-            plain.append(ChatMessage(message.role, text))
+            plain.append(message.moved(message.role, text, 0))
         else:
-            plain.append(ChatMessage(message.role, message.content))
+            plain.append(message.moved(message.role, message.content, 0))
     if tools:
         note = TOOLS_NOTE.format(
             tools="\n".join(json.dumps(tool.as_template_value()) for tool in tools)
         )
         if plain and plain[0].role == "system":
-            plain[0] = ChatMessage("system", f"{plain[0].content}\n\n{note}")
+            plain[0] = plain[0].moved("system", f"{plain[0].content}\n\n{note}", 0)
         else:
             plain.insert(0, ChatMessage("system", note))
     return plain

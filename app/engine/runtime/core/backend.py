@@ -8,6 +8,10 @@ Positions: the backend's trunk holds ``committed_length`` tokens. The most recen
 ("last") is never in the trunk yet: ``verify`` (or ``step``) feeds it together with what follows.
 The backend also keeps what the MTP head needs (the trunk's hidden state for the last committed
 position and the head's own cache); ``rollback`` decides which verified rows become committed.
+
+A model that reads images takes them in the prompt: an image counts as the KV cells it fills
+(``committed_length`` and the context window count cells), while the backend keeps the positions
+apart (an image may advance the position by fewer than its cells; docs/vision.md).
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from app.engine.runtime.core.cpu_threads import ThreadChoice
 
 if TYPE_CHECKING:  # imported by the backends that build one, on first use
     import llguidance
+
+    from app.engine.runtime.chat_format.images import ImagePart
 
 
 @dataclass(frozen=True)
@@ -52,11 +58,26 @@ class LoadSettings:
     state_cache_mib: int = DEFAULT_STATE_CACHE_MIB
     """Memory for the states kept between requests (checkpoints inside a conversation and
     whole saved conversations) so a later prompt that shares a prefix prefills only the rest."""
+    projector: Path | None = None
+    """The vision projector (``mmproj-*.gguf``) loaded with the model; None: no images. The
+    client fills it in from beside the model (``--mmproj FILE`` names another) unless
+    ``images`` is False."""
+    images: bool = True
+    """Look for the projector beside the model when none is named (False: text only)."""
+    image_max_tokens: int | None = None
+    """At most this many tokens per image (None: the projector's own limit)."""
+    drafter: Path | None = None
+    """A separate drafter model to draft with (Gemma 4's assistant: a GGUF for a GGUF model, a
+    folder for a model folder; docs/drafters.md), checked against the model before anything
+    loads. None: the drafter found beside the model (its folder or an ``MTP/`` subfolder), if
+    any, for a model that takes one."""
 
 
 @dataclass(frozen=True)
 class ModelInfo:
-    """What a loaded model offers. ``mtp_unavailable_reason`` is None when MTP can run."""
+    """What a loaded model offers. ``mtp_unavailable_reason`` is None when MTP can run;
+    ``cpu_variant`` names the CPU code a portable llama.cpp build picked (None: native code, or
+    another backend)."""
 
     path: Path
     backend: str
@@ -70,10 +91,22 @@ class ModelInfo:
     has_chat_template: bool
     threads: ThreadChoice | None = None
     """The CPU threads the backend runs with (None where it does not choose them: MLX)."""
+    projector: Path | None = None
+    """The vision projector loaded with the model (None: it reads no images)."""
+    images_unavailable_reason: str | None = None
+    """Why the model reads no images (one line for the user), when it does not."""
+    drafter: Path | None = None
+    """The separate drafter model that drafts for it (None: its own MTP head, or none)."""
+    cpu_variant: str | None = None
+    """The CPU code a portable llama.cpp build picked (None: native code, or another backend)."""
 
     @property
     def mtp_available(self) -> bool:
         return self.mtp_unavailable_reason is None
+
+    @property
+    def reads_images(self) -> bool:
+        return self.projector is not None
 
     def require_room(self, held: int, more: int) -> None:
         """Refuse ``more`` tokens after ``held`` when they would not fit the context window."""
@@ -115,6 +148,8 @@ class PrefixReuse:
     reused_tokens: int = 0
     computed_tokens: int = 0
     source: str = ""
+    images_encoded: int = 0
+    """Images run through the vision encoder (an image in the reused prefix is not)."""
 
 
 DraftChooser = Callable[[int, np.ndarray], int]
@@ -158,6 +193,19 @@ class DecodeBackend(ABC):
     @abstractmethod
     def bos_token_id(self) -> int | None:
         """The token a prompt must start with (BOS), or None when the model adds none."""
+
+    @property
+    def image_marker(self) -> str | None:
+        """What stands for an image in a rendered prompt (None: the model reads no images)."""
+        return None
+
+    def tokenize_with_images(self, text: str, images: Sequence[ImagePart]) -> list[int]:
+        """``text`` (special tokens parsed) with ``images`` at its :attr:`image_marker` places, as
+        the cells a prefill takes: text token ids, and for each image one negative pseudo-id per
+        cell it fills (``backends/image_cells.py``); BOS first when the model wants one."""
+        raise RuntimeBackendError(
+            self.info.images_unavailable_reason or f"{self.info.path.name} reads no images"
+        )
 
     def grammar_tokenizer(self) -> llguidance.LLTokenizer:
         """The vocabulary as llguidance sees it (built once, then kept), for constrained

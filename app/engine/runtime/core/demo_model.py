@@ -13,6 +13,12 @@ from app.engine.errors import RuntimeBackendError
 
 DEMO_MODEL_FILENAME = "demo-mtp.gguf"
 MODELS_DIR = Path(__file__).resolve().parents[4] / "resources" / "models"
+DEMO_VISION_DIR = MODELS_DIR / "demo-vision"
+"""The vision demo (``tools/make_vision_model.py``): a small Qwen3.5 trunk with its MTP block and
+the projector of an untrained vision tower, in a folder of their own (a projector belongs to every
+GGUF model in its folder)."""
+DEMO_VISION_MODEL = DEMO_VISION_DIR / "demo-vision-Q8_0.gguf"
+DEMO_VISION_PROJECTOR = DEMO_VISION_DIR / "mmproj-demo-vision-F16.gguf"
 
 
 def demo_model_path(models_dir: Path = MODELS_DIR) -> Path:

@@ -56,6 +56,9 @@ class GenerationRequest:
     tools: tuple[ToolSpec, ...] = ()
     tool_choice: ToolChoice = field(default_factory=ToolChoice)
     constraint: OutputConstraint | None = None
+    trim_history: bool = False
+    """Leave out the oldest turns when the conversation no longer fits the context
+    (:mod:`~app.engine.runtime.speculative.history_fit`) instead of failing."""
 
     def __post_init__(self) -> None:
         if bool(self.messages) == (self.prompt is not None):

@@ -130,6 +130,16 @@ class DecodeStats:
             return None
         return self.model_seconds / self.generated_tokens
 
+    auto_plain_rate: float = 0.0
+    """An adaptive depth's estimate of plain decoding's tokens per second here (0: none)."""
+    auto_depth_rates: tuple[float, ...] = ()
+    """An adaptive depth's expected tokens per second drafting 0..K per cycle (0: not timed)."""
+    auto_kept_through: tuple[float, ...] = ()
+    """An adaptive depth's estimated share of cycles whose drafts are kept through depth 1..K."""
+    prompt_images_encoded: int = 0
+    """Images of the prompt run through the vision encoder (one kept from an earlier request
+    with the prefix is not)."""
+
     @property
     def acceptance_by_depth(self) -> tuple[float, ...]:
         return tuple(
@@ -207,8 +217,8 @@ class DecodeStats:
     def to_dict(self) -> dict[str, Any]:
         """Every recorded and derived figure, JSON-serialisable."""
         data = asdict(self)
-        data["drafted_by_depth"] = list(self.drafted_by_depth)
-        data["accepted_by_depth"] = list(self.accepted_by_depth)
+        for name in TUPLE_FIELDS:
+            data[name] = list(getattr(self, name))
         data.update(
             acceptance_by_depth=list(self.acceptance_by_depth),
             mean_accepted_length=self.mean_accepted_length,
@@ -226,6 +236,10 @@ class DecodeStats:
             expected_speedup=self.expected_speedup,
         )
         return data
+
+
+TUPLE_FIELDS = ("drafted_by_depth", "accepted_by_depth", "auto_depth_rates", "auto_kept_through")
+"""The fields that are tuples (lists in JSON)."""
 
 
 def combined_stats(requests: Sequence[DecodeStats]) -> DecodeStats:
@@ -258,6 +272,7 @@ def combined_stats(requests: Sequence[DecodeStats]) -> DecodeStats:
         prompt_reused_tokens=total("prompt_reused_tokens"),
         confidence_stops=total("confidence_stops"),
         model_seconds=total("model_seconds"),
+        prompt_images_encoded=total("prompt_images_encoded"),
     )
 
 
@@ -281,6 +296,10 @@ class StatsRecorder:
     adaptive: bool = False
     prompt_reused_tokens: int = 0
     confidence_stops: int = 0
+    auto_plain_rate: float = 0.0
+    auto_depth_rates: tuple[float, ...] = ()
+    auto_kept_through: tuple[float, ...] = ()
+    prompt_images_encoded: int = 0
     clock: Callable[[], float] = time.perf_counter
     """The backend's cycle clock; decode time is also kept on it (``decode_clock_seconds``)."""
     compute_seconds: Callable[[], float] = lambda: 0.0
@@ -330,6 +349,10 @@ class StatsRecorder:
             prompt_reused_tokens=self.prompt_reused_tokens,
             confidence_stops=self.confidence_stops,
             model_seconds=self.compute_seconds() - self._compute_at_prefill,
+            auto_plain_rate=self.auto_plain_rate,
+            auto_depth_rates=self.auto_depth_rates,
+            auto_kept_through=self.auto_kept_through,
+            prompt_images_encoded=self.prompt_images_encoded,
         )
 
     def cost_ratio(self) -> float:

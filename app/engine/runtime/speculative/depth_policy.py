@@ -79,6 +79,7 @@ from __future__ import annotations
 import logging
 import statistics
 from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -110,8 +111,26 @@ SETTLED = 8  # confirmations after which FIRST_CHECK_TOKENS × 2^n exceeds every
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class DepthEstimate:
+    """What an adaptive depth knows about this model on this machine, for a reply's Details.
+
+    ``plain``: tokens per second of plain decoding (0 until measured or estimated);
+    ``rates[k]``: expected tokens per second drafting k tokens per cycle (0 until a cycle at k was
+    timed); ``kept_through[j - 1]``: the share of cycles whose drafts are kept through depth j.
+    """
+
+    plain: float
+    rates: tuple[float, ...]
+    kept_through: tuple[float, ...]
+
+
 class DepthPolicy(Protocol):
     """Picks each cycle's draft depth and learns from the cycle's outcome."""
+
+    def estimate(self) -> DepthEstimate | None:
+        """What the policy measured so far (None: a fixed depth measures nothing)."""
+        ...
 
     @property
     def drafts_this_request(self) -> bool:
@@ -137,6 +156,9 @@ class FixedDepth:
 
     def __init__(self, depth: int) -> None:
         self._depth = depth
+
+    def estimate(self) -> DepthEstimate | None:
+        return None
 
     @property
     def drafts_this_request(self) -> bool:
@@ -295,22 +317,36 @@ class AdaptiveDepth:
             return True, False, best / plain
         return False, True, plain / best
 
+    def kept_through(self) -> list[float]:
+        """The share of cycles whose drafts are kept through depth 1..max_depth: the running
+        product of each depth's acceptance a_j, whose prior is a_{j−1}."""
+        kept: list[float] = []
+        product, acceptance = 1.0, 0.5  # the prior of a_1
+        for depth in range(1, self.max_depth + 1):
+            acceptance = (self._kept[depth] + PRIOR_WEIGHT * acceptance) / (
+                self._trials[depth] + PRIOR_WEIGHT
+            )
+            product *= acceptance
+            kept.append(product)
+        return kept
+
     def tokens_per_second(self) -> list[float | None]:
         """Expected tokens per second at each depth 0..max_depth (None until a cycle at it was
-        timed), with a_j's prior a_{j−1} and the running product, all in one pass."""
+        timed): 1 + the kept-through shares up to it, over its fastest timed cycle."""
+        kept = self.kept_through()
         rates: list[float | None] = []
-        tokens = kept_through = 1.0
-        acceptance = 0.5  # the prior of a_1
         for depth in range(self.max_depth + 1):
-            if depth:
-                acceptance = (self._kept[depth] + PRIOR_WEIGHT * acceptance) / (
-                    self._trials[depth] + PRIOR_WEIGHT
-                )
-                kept_through *= acceptance
-                tokens += kept_through
             timed = self._timed.get(depth)
+            tokens = 1.0 + sum(kept[:depth])
             rates.append(tokens / timed.fastest(self._observed) if timed else None)
         return rates
+
+    def estimate(self) -> DepthEstimate:
+        return DepthEstimate(
+            plain=self.plain_tokens_per_second() or 0.0,
+            rates=tuple(rate or 0.0 for rate in self.tokens_per_second()),
+            kept_through=tuple(self.kept_through()),
+        )
 
     def best_depth(self, limit: int) -> int:
         return self._best(self.tokens_per_second(), limit)

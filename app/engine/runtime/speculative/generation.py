@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.engine.errors import RuntimeBackendError
+from app.engine.errors import ImageError, RuntimeBackendError
 from app.engine.runtime.chat_format.constraint import GrammarState, masked
 from app.engine.runtime.chat_format.detokenizer import StreamingDetokenizer
-from app.engine.runtime.chat_format.prompting import render_chat
+from app.engine.runtime.chat_format.prompting import ChatMessage, images_of, render_chat
 from app.engine.runtime.chat_format.tools import NONE, ToolSpec, forced_call_constraint
 from app.engine.runtime.core.backend import DecodeBackend
 from app.engine.runtime.core.request import GenerationRequest, GenerationResult, TokenChunk
@@ -30,6 +30,7 @@ from app.engine.runtime.sampling.sampler import sample
 from app.engine.runtime.speculative.cycle import SpeculativeDecoder
 from app.engine.runtime.speculative.depth_policy import DepthPolicies, DepthPolicy
 from app.engine.runtime.speculative.draft_health import DraftWatch
+from app.engine.runtime.speculative.history_fit import fit_history, left_out_note
 
 LANE_SWITCH_TOKENS = 256
 """An adaptive depth's check of the losing way (plain vs drafting) waits for a request that
@@ -78,21 +79,9 @@ def next_token(
 
 
 def prompt_tokens(backend: DecodeBackend, request: GenerationRequest) -> list[int]:
-    """The prompt as token ids: chat template applied, BOS added when the model wants one."""
-    if request.messages:
-        text = render_chat(
-            backend.chat_template,
-            request.messages,
-            special_tokens=backend.special_token_texts,
-            model_name=backend.info.path.name,
-            tools=offered_tools(request),
-        )
-        tokens = backend.tokenize(text, parse_special=True)
-    else:
-        tokens = backend.tokenize(request.prompt or "", parse_special=False)
-    bos = backend.bos_token_id
-    if bos is not None and (not tokens or tokens[0] != bos):
-        tokens.insert(0, bos)
+    """The prompt as token ids: chat template applied, BOS added when the model wants one; an
+    image stands as the cells it fills (:meth:`DecodeBackend.tokenize_with_images`)."""
+    tokens = _prompt_token_ids(backend, request)
     if not tokens:
         raise RuntimeBackendError("the prompt is empty: type a message or pass --prompt TEXT")
     context = backend.info.context_length
@@ -102,6 +91,49 @@ def prompt_tokens(backend: DecodeBackend, request: GenerationRequest) -> list[in
             f"{backend.info.path.name} is {context} tokens; shorten the prompt or load the model "
             "with a larger context (--ctx)"
         )
+    return tokens
+
+
+def _prompt_token_ids(backend: DecodeBackend, request: GenerationRequest) -> list[int]:
+    if request.messages:
+        return _rendered_tokens(backend, request, request.messages)
+    tokens = backend.tokenize(request.prompt or "", parse_special=False)
+    bos = backend.bos_token_id
+    if bos is not None and (not tokens or tokens[0] != bos):
+        tokens.insert(0, bos)
+    return tokens
+
+
+def _rendered_tokens(
+    backend: DecodeBackend,
+    request: GenerationRequest,
+    messages: Sequence[ChatMessage],
+    *,
+    add_generation_prompt: bool = True,
+) -> list[int]:
+    """``messages`` rendered with the model's template and turned into cells (text tokens, and
+    an image's cells where a picture stands), BOS first when the model wants one."""
+    images = images_of(messages)
+    if images and backend.image_marker is None:
+        raise ImageError(
+            backend.info.images_unavailable_reason
+            or f"{backend.info.path.name} cannot read images: send text only"
+        )
+    text = render_chat(
+        backend.chat_template,
+        messages,
+        special_tokens=backend.special_token_texts,
+        model_name=backend.info.path.name,
+        add_generation_prompt=add_generation_prompt,
+        tools=offered_tools(request),
+        image_marker=backend.image_marker,
+    )
+    if images:
+        return backend.tokenize_with_images(text, images)
+    tokens = backend.tokenize(text, parse_special=True)
+    bos = backend.bos_token_id
+    if bos is not None and (not tokens or tokens[0] != bos):
+        tokens.insert(0, bos)
     return tokens
 
 
@@ -117,18 +149,7 @@ def last_user_message_start(
     users = [index for index, message in enumerate(messages) if message.role == "user"]
     if not users or users[-1] == 0 or backend.chat_template is None:
         return ()
-    before = render_chat(
-        backend.chat_template,
-        messages[: users[-1]],
-        special_tokens=backend.special_token_texts,
-        model_name=backend.info.path.name,
-        add_generation_prompt=False,
-        tools=offered_tools(request),
-    )
-    prefix = backend.tokenize(before, parse_special=True)
-    bos = backend.bos_token_id
-    if bos is not None and (not prefix or prefix[0] != bos):
-        prefix.insert(0, bos)
+    prefix = _rendered_tokens(backend, request, messages[: users[-1]], add_generation_prompt=False)
     if 0 < len(prefix) < len(tokens) and list(tokens[: len(prefix)]) == prefix:
         return (len(prefix),)
     return ()
@@ -332,8 +353,14 @@ def generate(
     each reply, so the write is neither in the reply's wait nor in its timings); without it
     each request starts afresh.
     """
+    started = time.perf_counter()  # an image's preparation counts in the time to first token
+    context = backend.info.context_length
+    request, left_out = fit_history(
+        request, lambda fitted: len(_prompt_token_ids(backend, fitted)), context
+    )
     tokens = prompt_tokens(backend, request)
     grammar = grammar_state(backend, request)
+    trimmed = left_out_note(left_out, context) if left_out else None
     policies = depth_policies or DepthPolicies(remember=False)
     choice = _choose_depth(backend, request, policies, tokens)
     seed = request.sampler.seed if request.sampler.seed is not None else secrets.randbits(63)
@@ -345,6 +372,7 @@ def generate(
         adaptive=request.adaptive_depth and choice.depth > 0,
         clock=backend.cycle_clock,
         compute_seconds=lambda: backend.compute_seconds,
+        started_at=started,
     )
     output = _Output(backend, request, recorder, emit, chunk_interval)
     logits = backend.prefill(
@@ -353,6 +381,7 @@ def generate(
         keep_at=last_user_message_start(backend, request, tokens),
     )
     recorder.prompt_reused_tokens = backend.last_prefix_reuse.reused_tokens
+    recorder.prompt_images_encoded = backend.last_prefix_reuse.images_encoded
     recorder.prefill_done()
     last = next_token(logits, grammar, request, rng)
     look_for_cancel = output.commit((last,))
@@ -374,6 +403,7 @@ def generate(
         backend.reset()  # a step that failed half-way leaves a state nothing may reuse
         raise
     watch = choice.watch
+    _record_estimate(recorder, choice)
     return GenerationResult(
         text="".join(output.text_parts),
         token_ids=tuple(output.token_ids),
@@ -381,6 +411,21 @@ def generate(
         finish_reason=output.finish_reason,
         stats=recorder.snapshot(),
         seed=seed,
-        note=choice.note or (watch.reason if choice.depth > 0 else None),
+        note=_joined(trimmed, choice.note or (watch.reason if choice.depth > 0 else None)),
         kept_state_bytes=backend.kept_state_bytes,
     )
+
+
+def _record_estimate(recorder: StatsRecorder, choice: _DepthChoice) -> None:
+    """What an adaptive depth chose from, for the reply's Details (nothing for a fixed one)."""
+    estimate = choice.policy.estimate() if choice.depth > 0 else None
+    if estimate is not None:
+        recorder.auto_plain_rate = estimate.plain
+        recorder.auto_depth_rates = estimate.rates
+        recorder.auto_kept_through = estimate.kept_through
+
+
+def _joined(*notes: str | None) -> str | None:
+    """The notes that are set, as one (None when none is)."""
+    present = [note for note in notes if note]
+    return " ".join(present) if present else None

@@ -3,8 +3,10 @@
 A message's ``content`` is a string or a list of blocks. ``text`` blocks are joined; an assistant
 turn's ``tool_use`` blocks become its tool calls; a user turn's ``tool_result`` blocks each become
 a ``tool`` turn answering the call they name (a result marked ``is_error`` says so), with the
-user's own text, if any, as a user turn after them. Blocks this server cannot run (images,
-documents, …) are refused with a 400 naming the block, never dropped.
+user's own text, if any, as a user turn after them. ``image`` blocks (a ``base64`` source, or a
+``url`` one under the same rules as OpenAI's image URLs, :mod:`app.engine.server.core.images`)
+stand where they are in a user turn's text or a tool result's. Blocks this server cannot run
+(documents, …) are refused with a 400 naming the block, never dropped.
 """
 
 from __future__ import annotations
@@ -13,16 +15,23 @@ import json
 from typing import Any
 
 from app.engine.runtime import ToolCall
-from app.engine.runtime.chat_format.prompting import ChatMessage
+from app.engine.runtime.chat_format.images import ImagePart
+from app.engine.runtime.chat_format.prompting import ChatMessage, PlacedImage
 from app.engine.server.core.api_errors import bad_request
 from app.engine.server.core.echo import echo
+from app.engine.server.core.images import RequestImages
 
 ANTHROPIC_ROLES = ("user", "assistant")
-TEXT_BLOCK, TOOL_USE_BLOCK, TOOL_RESULT_BLOCK = "text", "tool_use", "tool_result"
+TEXT_BLOCK, TOOL_USE_BLOCK, TOOL_RESULT_BLOCK, IMAGE_BLOCK = (
+    "text",
+    "tool_use",
+    "tool_result",
+    "image",
+)
 ERROR_RESULT_PREFIX = "Error: "
 
 
-def conversation_turns(raw_messages: list[Any]) -> tuple[ChatMessage, ...]:
+def conversation_turns(raw_messages: list[Any], images: RequestImages) -> tuple[ChatMessage, ...]:
     """The turns of ``messages``, each ``tool_result`` matched to the ``tool_use`` it answers."""
     turns: list[ChatMessage] = []
     called: dict[str, str] = {}  # tool_use id → tool name
@@ -41,8 +50,10 @@ def conversation_turns(raw_messages: list[Any]) -> tuple[ChatMessage, ...]:
         if isinstance(content, str):
             turns.append(ChatMessage(role, content))
         elif isinstance(content, list):
-            read = _assistant_blocks if role == "assistant" else _user_blocks
-            turns.extend(read(content, f"{where}.content", called))
+            if role == "assistant":
+                turns.extend(_assistant_blocks(content, f"{where}.content", called))
+            else:
+                turns.extend(_user_blocks(content, f"{where}.content", called, images))
         else:
             raise bad_request(
                 f"'{where}.content' must be a string or a list of content blocks",
@@ -70,18 +81,54 @@ def _assistant_blocks(blocks: list[Any], where: str, called: dict[str, str]) -> 
     return [ChatMessage("assistant", "".join(texts), tool_calls=tuple(calls))]
 
 
-def _user_blocks(blocks: list[Any], where: str, called: dict[str, str]) -> list[ChatMessage]:
+def _user_blocks(
+    blocks: list[Any], where: str, called: dict[str, str], images: RequestImages
+) -> list[ChatMessage]:
     results: list[ChatMessage] = []
-    texts: list[str] = []
+    own: list[Any] = []
     for number, block in enumerate(blocks):
         here = f"{where}[{number}]"
         if _kind(block) == TOOL_RESULT_BLOCK:
-            results.append(_tool_result(block, here, called))
+            results.append(_tool_result(block, here, called, images))
         else:
-            texts.append(_text(block, here, also=TOOL_RESULT_BLOCK))
-    if texts or not results:
-        results.append(ChatMessage("user", "".join(texts)))
+            own.append((block, here))
+    if own or not results:
+        text, placed = _text_and_images(own, images, also=TOOL_RESULT_BLOCK)
+        results.append(ChatMessage("user", text, images=placed))
     return results
+
+
+def _text_and_images(
+    blocks: list[tuple[Any, str]], images: RequestImages, *, also: str, separator: str = ""
+) -> tuple[str, tuple[PlacedImage, ...]]:
+    """Text blocks joined by ``separator``, with image blocks at their places."""
+    texts: list[str] = []
+    placed: list[PlacedImage] = []
+    length = 0
+    for block, here in blocks:
+        if _kind(block) == IMAGE_BLOCK:
+            placed.append(PlacedImage(length, _image(block, here, images)))
+            continue
+        text = _text(block, here, also=f"{IMAGE_BLOCK} and {also}")
+        if texts:
+            length += len(separator)
+        texts.append(text)
+        length += len(text)
+    return separator.join(texts), tuple(placed)
+
+
+def _image(block: dict[str, Any], where: str, images: RequestImages) -> ImagePart:
+    source = block.get("source")
+    kind = source.get("type") if isinstance(source, dict) else None
+    if kind == "base64":
+        return images.from_base64(source.get("data"), source.get("media_type"), f"{where}.source")
+    if kind == "url":
+        return images.from_url(source.get("url"), f"{where}.source.url")
+    raise bad_request(
+        f'\'{where}.source\' must be {{"type": "base64", "media_type": ..., "data": ...}} '
+        f'or {{"type": "url", "url": ...}}, got a source of type {echo(kind)}',
+        f"{where}.source",
+    )
 
 
 def _kind(block: Any) -> Any:
@@ -113,7 +160,9 @@ def _tool_use(block: dict[str, Any], where: str) -> ToolCall:
     return ToolCall(call_id, name, json.dumps(arguments))
 
 
-def _tool_result(block: dict[str, Any], where: str, called: dict[str, str]) -> ChatMessage:
+def _tool_result(
+    block: dict[str, Any], where: str, called: dict[str, str], images: RequestImages
+) -> ChatMessage:
     call_id = block.get("tool_use_id")
     if not isinstance(call_id, str) or call_id not in called:
         raise bad_request(
@@ -121,13 +170,20 @@ def _tool_result(block: dict[str, Any], where: str, called: dict[str, str]) -> C
             "assistant turn; send the id of the call this result answers",
             f"{where}.tool_use_id",
         )
-    content = block.get("content", "")
+    content, placed = block.get("content", ""), ()
     if isinstance(content, list):
-        content = text_of_blocks(content, f"{where}.content", separator="\n")
+        numbered = [(item, f"{where}.content[{n}]") for n, item in enumerate(content)]
+        content, placed = _text_and_images(numbered, images, also="text", separator="\n")
     if not isinstance(content, str):
         raise bad_request(
-            f"'{where}.content' must be a string or a list of text blocks", f"{where}.content"
+            f"'{where}.content' must be a string or a list of text and image blocks",
+            f"{where}.content",
         )
-    if block.get("is_error") is True:
-        content = ERROR_RESULT_PREFIX + content
-    return ChatMessage("tool", content, tool_call_id=call_id, name=called[call_id])
+    prefix = ERROR_RESULT_PREFIX if block.get("is_error") is True else ""
+    return ChatMessage(
+        "tool",
+        prefix + content,
+        tool_call_id=call_id,
+        name=called[call_id],
+        images=tuple(PlacedImage(p.offset + len(prefix), p.image) for p in placed),
+    )

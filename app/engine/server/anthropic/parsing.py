@@ -18,6 +18,7 @@ from app.engine.server.anthropic.content import conversation_turns, text_of_bloc
 from app.engine.server.anthropic.tools import tool_fields
 from app.engine.server.core.api_errors import bad_request
 from app.engine.server.core.echo import echo
+from app.engine.server.core.images import RequestImages
 from app.engine.server.core.request_fields import (
     ParsedRequest,
     RequestDefaults,
@@ -28,9 +29,11 @@ from app.engine.server.core.request_fields import (
 )
 
 
-def parse_messages_body(body: Any, defaults: RequestDefaults) -> ParsedRequest:
+def parse_messages_body(
+    body: Any, defaults: RequestDefaults, images: RequestImages
+) -> ParsedRequest:
     body = json_object(body)
-    source = {"messages": _conversation(body), **tool_fields(body)}
+    source = {"messages": _conversation(body, images), **tool_fields(body)}
     return ParsedRequest(
         model=model_name(body),
         generation=generation_fields(body, source, defaults, "max_tokens"),
@@ -40,19 +43,19 @@ def parse_messages_body(body: Any, defaults: RequestDefaults) -> ParsedRequest:
     )
 
 
-def parse_count_tokens_body(body: Any) -> dict[str, Any]:
+def parse_count_tokens_body(body: Any, images: RequestImages) -> dict[str, Any]:
     """The :class:`GenerationRequest` fields of the conversation ``/v1/messages/count_tokens``
     measures (the same fields as a message: system, messages, tools)."""
     body = json_object(body)
-    return {"messages": _conversation(body), **tool_fields(body)}
+    return {"messages": _conversation(body, images), **tool_fields(body)}
 
 
-def _conversation(body: dict[str, Any]) -> tuple[ChatMessage, ...]:
+def _conversation(body: dict[str, Any], images: RequestImages) -> tuple[ChatMessage, ...]:
     raw_messages = body.get("messages")
     if not isinstance(raw_messages, list) or not raw_messages:
         raise bad_request("'messages' must be a non-empty array of messages", "messages")
     system = _system(body.get("system"))
-    turns = conversation_turns(raw_messages)
+    turns = conversation_turns(raw_messages, images)
     return ((ChatMessage("system", system),) if system else ()) + turns
 
 

@@ -43,7 +43,9 @@ class AnthropicRoutes:
         server = self._server
         request.state.logged = False
         started = time.monotonic()
-        parsed = parse_messages_body(await server.body(request), server.request_defaults)
+        body = await server.body(request)
+        images = await server.request_images(body)
+        parsed = parse_messages_body(body, server.request_defaults, images)
         job, first = await server.start(request, parsed)
         message_id = anthropic_replies.new_message_id()
         if parsed.stream:
@@ -60,7 +62,8 @@ class AnthropicRoutes:
     async def count_tokens(self, request: Request) -> Response:
         """``{"input_tokens": N}``: the prompt prefilled, one token generated and dropped."""
         server = self._server
-        conversation = parse_count_tokens_body(await server.body(request))
+        body = await server.body(request)
+        conversation = parse_count_tokens_body(body, await server.request_images(body))
         probe = GenerationRequest(
             **conversation, max_tokens=1, sampler=SamplerSettings(seed=0), mtp_depth=0
         )

@@ -1,9 +1,11 @@
 """Ready-to-paste client set-ups for a running server: what the Server page shows and copies.
 
 A new user's first question after "Start" is "how do I call it?": each :class:`ClientSnippet` is
-a complete, runnable answer for one client (OpenAI's Python client, Anthropic's, Claude Code's
-environment variables), with this server's URLs and model filled in. The API key is never written
-into a snippet: a keyed server gets a placeholder the user replaces.
+a complete, runnable answer for one client (curl, which any shell has; OpenAI's Python client;
+Anthropic's; Claude Code's environment variables), with this server's URLs and model filled in.
+A snippet that needs a package says how to install it on its first line (a bare ``python`` has
+no ``openai`` module: pasted as it was, the snippet failed with ``No module named 'openai'``).
+The API key is never written into a snippet: a keyed server gets a placeholder the user replaces.
 """
 
 from __future__ import annotations
@@ -31,7 +33,17 @@ def client_snippets(
 ) -> tuple[ClientSnippet, ...]:
     key = KEY_PLACEHOLDER if key_required else NO_KEY
     base = anthropic_base_url(openai_url)
-    openai_python = f'''from openai import OpenAI
+    body = (
+        f'{{"model": "{model_id}", "max_tokens": 256, '
+        '"messages": [{"role": "user", "content": "Hello!"}]}'
+    )
+    curl = f"""curl -s {openai_url}/chat/completions \\
+  -H "Content-Type: application/json" \\
+  -H "Authorization: Bearer {key}" \\
+  -d '{body}'
+"""
+    openai_python = f'''# needs the openai package: pip install openai
+from openai import OpenAI
 
 client = OpenAI(base_url="{openai_url}", api_key="{key}")
 reply = client.chat.completions.create(
@@ -42,7 +54,8 @@ reply = client.chat.completions.create(
 print(reply.choices[0].message.content)
 print(reply.model_extra["mtp"]["acceptance_by_depth"])  # MTP statistics
 '''
-    anthropic_python = f'''from anthropic import Anthropic
+    anthropic_python = f'''# needs the anthropic package: pip install anthropic
+from anthropic import Anthropic
 
 client = Anthropic(base_url="{base}", api_key="{key}")
 message = client.messages.create(
@@ -52,12 +65,14 @@ message = client.messages.create(
 )
 print(message.content[0].text)
 '''
-    claude_code = f"""export ANTHROPIC_BASE_URL={base}
+    claude_code = f"""# needs Claude Code: npm install -g @anthropic-ai/claude-code
+export ANTHROPIC_BASE_URL={base}
 export ANTHROPIC_AUTH_TOKEN={key}
 export ANTHROPIC_MODEL={model_id}
 claude
 """
     return (
+        ClientSnippet("curl (any shell)", "sh", curl),
         ClientSnippet("OpenAI (Python)", "python", openai_python),
         ClientSnippet("Anthropic (Python)", "python", anthropic_python),
         ClientSnippet("Claude Code (shell)", "sh", claude_code),

@@ -7,12 +7,13 @@ who finds the port, so binding anything but a loopback address requires an API k
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.engine.errors import ServerError
 from app.engine.runtime.speculative.depth_policy import DEFAULT_MTP_DEPTH
 from app.engine.server.core.depth import DepthSetting, check_depth_setting
+from app.engine.server.core.images import ImageRules
 
 LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost"})
 DEFAULT_HOST = "127.0.0.1"
@@ -27,7 +28,9 @@ class ServerConfig:
     ``queue_size``: requests that may wait behind the running one before a 503.
     ``default_max_tokens``: for a request that sets none; None lets it fill the context.
     ``max_body_bytes``: larger request bodies get a 413. ``cors_origins``: web origins whose
-    pages may call the server from a browser (none by default)."""
+    pages may call the server from a browser (none by default). ``images``: what a request's
+    images may be (whether the model reads them at all is the loaded model's
+    :attr:`~app.engine.runtime.core.backend.ModelInfo.reads_images`)."""
 
     model_path: Path
     model_id: str
@@ -39,6 +42,7 @@ class ServerConfig:
     default_max_tokens: int | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY_MIB * 2**20
     cors_origins: tuple[str, ...] = ()
+    images: ImageRules = field(default_factory=ImageRules)
 
     def __post_init__(self) -> None:
         check_bind(self.host, self.api_key)
@@ -51,6 +55,8 @@ class ServerConfig:
             raise ServerError(f"--max-tokens {self.default_max_tokens} is invalid: use 1 or more")
         if self.max_body_bytes < 2**20:
             raise ServerError("--max-body-mib must be 1 or more")
+        if self.images.max_images < 0:
+            raise ServerError(f"--max-images {self.images.max_images} is invalid: use 0 or more")
 
     @property
     def url(self) -> str:

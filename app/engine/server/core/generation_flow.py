@@ -114,6 +114,8 @@ async def wait_for_disconnect(request: Request) -> None:
 
 
 def generation_failed(failure: JobFailed) -> ApiError:
+    if failure.unrunnable:  # nothing wrong with the request: this server cannot serve any
+        return ApiError(503, failure.message, type_="server_error")
     if failure.user_error:
         return ApiError(400, failure.message)
     return ApiError(

@@ -4,7 +4,8 @@ The runtime's worker runs one generation at a time, so HTTP requests queue here.
 :class:`RuntimeClient` and runs the jobs in arrival order; each job streams its chunks back to the
 request's event loop. A full queue refuses at once (the handler answers 503 with Retry-After) and
 a cancelled job (its client went away) leaves the queue at once, freeing its place, or is stopped
-if running.
+if running. A worker killed by an illegal instruction fails its job and is reported through
+``on_unrunnable`` (``serve`` stops with it): every later job would crash the same way.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from app.engine.errors import MtpStudioError
+from app.engine.errors import MtpStudioError, UnrunnableBuildError
 from app.engine.runtime.core.request import GenerationRequest, GenerationResult, TokenChunk
 from app.engine.runtime.process.client import GenerationStream, RuntimeClient
 
@@ -28,10 +29,12 @@ RECENT_DURATIONS = 16
 
 @dataclass(frozen=True)
 class JobFailed:
-    """The generation could not run: ``user_error`` False means a bug in the server or runtime."""
+    """The generation could not run: ``user_error`` False means a bug in the server or runtime;
+    ``unrunnable``: the inference library cannot run on this machine (the server stops)."""
 
     message: str
     user_error: bool
+    unrunnable: bool = False
 
 
 JobEvent = TokenChunk | GenerationResult | JobFailed
@@ -93,6 +96,7 @@ class Scheduler:
         client: RuntimeClient,
         queue_size: int,
         on_finished: Callable[[GenerationResult], None] | None = None,
+        on_unrunnable: Callable[[UnrunnableBuildError], None] | None = None,
     ) -> None:
         self._client = client
         self._queue_size = queue_size
@@ -100,6 +104,7 @@ class Scheduler:
         self._changed = threading.Condition()
         self._stopping = False
         self._on_finished = on_finished
+        self._on_unrunnable = on_unrunnable
         self._recent_seconds: deque[float] = deque(maxlen=RECENT_DURATIONS)
         self._running: Job | None = None
         self._thread = threading.Thread(target=self._run, name="mtp-studio-scheduler", daemon=True)
@@ -176,6 +181,11 @@ class Scheduler:
             for chunk in stream:
                 job._post(chunk)
             result = stream.wait()
+        except UnrunnableBuildError as exc:
+            job._post(JobFailed(str(exc), user_error=True, unrunnable=True))
+            if self._on_unrunnable is not None:
+                self._on_unrunnable(exc)
+            return
         except MtpStudioError as exc:
             job._post(JobFailed(str(exc), user_error=True))
             return

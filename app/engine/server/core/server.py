@@ -17,14 +17,17 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from app.engine.runtime.chat_format.prompting import images_of
 from app.engine.runtime.core.backend import ModelInfo
 from app.engine.runtime.core.request import MAX_DRAFT_DEPTH, GenerationResult
-from app.engine.server.core.api_errors import ApiError, bad_api_key, queue_full
+from app.engine.server.core.api_errors import ApiError, bad_api_key, bad_request, queue_full
 from app.engine.server.core.body import json_body
 from app.engine.server.core.config import ServerConfig
 from app.engine.server.core.echo import clean
 from app.engine.server.core.generation_flow import CLIENT_GONE_STATUS, ClientGone, first_event
+from app.engine.server.core.images import RequestImages, remote_urls
 from app.engine.server.core.metrics import CONTENT_TYPE, ServerMetrics
+from app.engine.server.core.remote_images import fetch_images
 from app.engine.server.core.request_fields import ParsedRequest, RequestDefaults
 from app.engine.server.core.request_log import RequestLogEntry
 from app.engine.server.core.scheduler import Job, JobEvent, QueueFull, Scheduler
@@ -57,6 +60,8 @@ class ApiServer:
             max_depth=model_info.max_draft_depth if model_info.mtp_available else MAX_DRAFT_DEPTH,
         )
         self.started = int(time.time())
+        self.image_refusal = _image_refusal(model_info)
+        """Why this server cannot take images (None when the model reads them)."""
 
     # --- plumbing -------------------------------------------------------------------------
 
@@ -126,8 +131,24 @@ class ApiServer:
     async def body(self, request: Request) -> Any:
         return await json_body(request, self.config.max_body_bytes)
 
+    async def request_images(self, body: Any) -> RequestImages:
+        """The reader of the body's images, with its remote URLs fetched when they are allowed."""
+        rules = self.config.images
+        if not rules.allow_remote:
+            return RequestImages(rules)
+        urls = remote_urls(body)
+        if len(urls) > rules.max_images:
+            raise bad_request(
+                f"the request names {len(urls)} image URLs; a request may hold at most "
+                f"{rules.max_images} images",
+                "messages",
+            )
+        return RequestImages(rules, await fetch_images(urls, rules.limits.max_bytes))
+
     async def start(self, request: Request, parsed: ParsedRequest) -> tuple[Job, JobEvent]:
         """Queue the generation and wait for its first event (see :func:`first_event`)."""
+        if self.image_refusal and images_of(parsed.generation.messages):
+            raise bad_request(self.image_refusal, "messages")
         try:
             job = self.scheduler.submit(parsed.generation)
         except QueueFull as full:
@@ -150,3 +171,10 @@ class ApiServer:
     async def metrics_text(self, request: Request) -> Response:
         request.state.logged = True
         return Response(self.metrics.render(), media_type=CONTENT_TYPE)
+
+
+def _image_refusal(model_info: ModelInfo) -> str | None:
+    if model_info.reads_images:
+        return None
+    reason = model_info.images_unavailable_reason or f"{model_info.path.name} reads no images"
+    return f"{reason}: send text only"

@@ -2,17 +2,20 @@
 
 The fields both APIs share (length, sampling, seed, ``mtp_depth``, stop strings) are read by
 :mod:`app.engine.server.core.request_fields`; this module reads OpenAI's own: ``messages`` or
-``prompt``, ``stream_options``, the tool fields (:mod:`.tool_fields`). Fields the runtime cannot
-honour (``logprobs``, the penalties, ``n`` > 1) are refused, never silently ignored.
+``prompt``, ``stream_options``, the tool fields (:mod:`.tool_fields`). A user message's content
+may be a list of ``text`` and ``image_url`` parts (:mod:`app.engine.server.core.images`; an
+image's ``detail`` hint is not used: the projector sizes every image itself). Fields the runtime
+cannot honour (``logprobs``, the penalties, ``n`` > 1) are refused, never silently ignored.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from app.engine.runtime.chat_format.prompting import ChatMessage
+from app.engine.runtime.chat_format.prompting import ChatMessage, PlacedImage
 from app.engine.server.core.api_errors import bad_request, unsupported
 from app.engine.server.core.echo import echo
+from app.engine.server.core.images import RequestImages, image_url_of
 from app.engine.server.core.request_fields import (
     ParsedRequest,
     RequestDefaults,
@@ -29,12 +32,12 @@ ROLE_ALIASES = {"developer": "system"}  # OpenAI's newer name for the system tur
 REFUSED_PENALTIES = ("presence_penalty", "frequency_penalty")
 
 
-def parse_chat_body(body: Any, defaults: RequestDefaults) -> ParsedRequest:
+def parse_chat_body(body: Any, defaults: RequestDefaults, images: RequestImages) -> ParsedRequest:
     body = json_object(body)
     raw_messages = body.get("messages")
     if not isinstance(raw_messages, list) or not raw_messages:
         raise bad_request("'messages' must be a non-empty array of messages", "messages")
-    messages = tuple(_message(item, index) for index, item in enumerate(raw_messages))
+    messages = tuple(_message(item, index, images) for index, item in enumerate(raw_messages))
     return _parsed(body, {"messages": messages}, defaults)
 
 
@@ -89,7 +92,7 @@ def _refuse_unsupported(body: dict[str, Any]) -> None:
             )
 
 
-def _message(item: Any, index: int) -> ChatMessage:
+def _message(item: Any, index: int, images: RequestImages) -> ChatMessage:
     where = f"messages[{index}]"
     if not isinstance(item, dict):
         raise bad_request(f"'{where}' must be an object with 'role' and 'content'", where)
@@ -101,11 +104,33 @@ def _message(item: Any, index: int) -> ChatMessage:
             f"'{where}.role' is {echo(role)}: use one of {', '.join(CHAT_ROLES)}", f"{where}.role"
         )
     content = item.get("content")
-    if isinstance(content, list):  # OpenAI's content parts: only text parts can be served
-        texts = [part.get("text") for part in content if isinstance(part, dict)]
-        if not all(isinstance(text, str) for text in texts) or len(texts) != len(content):
-            raise bad_request(f"'{where}.content' may hold only text parts", f"{where}.content")
-        content = "".join(texts)
+    role = ROLE_ALIASES.get(role, role)
+    if isinstance(content, list):
+        return _parts(role, content, f"{where}.content", images)
     if not isinstance(content, str):
         raise bad_request(f"'{where}.content' must be a string", f"{where}.content")
-    return ChatMessage(ROLE_ALIASES.get(role, role), content)
+    return ChatMessage(role, content)
+
+
+def _parts(role: str, parts: list[Any], where: str, images: RequestImages) -> ChatMessage:
+    """OpenAI's content parts: text, and images in user messages."""
+    text: list[str] = []
+    placed: list[PlacedImage] = []
+    length = 0
+    for position, part in enumerate(parts):
+        here = f"{where}[{position}]"
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "image_url" and role == "user":
+            image = images.from_url(image_url_of(part), f"{here}.image_url.url")
+            placed.append(PlacedImage(length, image))
+        elif kind == "text" and isinstance(part.get("text"), str):
+            text.append(part["text"])
+            length += len(part["text"])
+        else:
+            readable = "text and image_url parts" if role == "user" else "text parts"
+            raise bad_request(
+                f"'{here}' is a part of type {echo(kind)}: {role} messages may hold only "
+                f"{readable}",
+                here,
+            )
+    return ChatMessage(role, "".join(text), images=tuple(placed))

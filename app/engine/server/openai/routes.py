@@ -66,8 +66,13 @@ class OpenAiRoutes:
     async def _generate(self, request: Request, *, chat: bool) -> Response:
         request.state.logged = False
         started = time.monotonic()
-        parse = parse_chat_body if chat else parse_completion_body
-        parsed = parse(await self._server.body(request), self._server.request_defaults)
+        body = await self._server.body(request)
+        defaults = self._server.request_defaults
+        if chat:
+            images = await self._server.request_images(body)
+            parsed = parse_chat_body(body, defaults, images)
+        else:
+            parsed = parse_completion_body(body, defaults)
         job, first = await self._server.start(request, parsed)
         reply_id = replies.new_id("chatcmpl" if chat else "cmpl")
         if parsed.stream:

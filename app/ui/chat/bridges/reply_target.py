@@ -40,6 +40,10 @@ class ReplyTarget:
         """``connection``'s server is being checked; no local model answers any more."""
         self.remote, self.model, self.info, self.state = connection, None, None, "loading"
 
+    def unload(self) -> None:
+        """The local model is being unloaded: it stays chosen, but nothing answers."""
+        self.info, self.state = None, "none"
+
     @property
     def loaded_model(self) -> Path | None:
         """The local model loading or loaded in the worker, if any."""
@@ -77,5 +81,7 @@ class ReplyTarget:
             bar.set_load_state(f"Ready: {self.info.path.name}")
         elif self.state == "failed":
             bar.set_load_state("Could not load the model", error=True)
+        elif self.model is not None:
+            bar.set_load_state(f"{self.model.name} is not loaded: choose it again to load it")
         else:
             bar.set_load_state("No model loaded")

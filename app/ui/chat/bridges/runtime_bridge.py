@@ -34,10 +34,18 @@ from app.ui.errors import readable
 
 log = logging.getLogger(__name__)
 
-CRASH_ADVICE = (
-    "The conversation is kept. Send a message or press Regenerate to try again; if it keeps "
-    "happening, choose a smaller model or lower Max tokens."
+CRASH_ADVICE = "The conversation is kept. Send a message or press Regenerate to try again."
+OUT_OF_MEMORY_ADVICE = (
+    " If it keeps happening the machine may be short of memory: choose a smaller model, or a "
+    "smaller Context window in Settings."
 )
+"""Only for a worker the system killed (SIGKILL: the out-of-memory killer, most often); a
+worker that died by SIGILL, say, needs another build, not a smaller model."""
+
+
+def crash_advice(message: str) -> str:
+    """What to do after the worker died with ``message`` (its cause is in the message)."""
+    return CRASH_ADVICE + (OUT_OF_MEMORY_ADVICE if "SIGKILL" in message else "")
 
 
 class ReplyTicket(QObject):
@@ -173,16 +181,23 @@ class _Load:
     sidecar: Path | None
 
 
+@dataclass(frozen=True)
+class _Unload:
+    """Stop the worker (its memory goes back to the system); the next load starts a new one."""
+
+
 class RuntimeBridge(ReplyBridge):
     """Loads models and runs generations off the GUI thread.
 
     ``loading(path)`` when a worker starts loading (also when a fresh worker replaces a crashed
-    one), ``loaded(ModelInfo)`` when it is ready, ``load_failed(message)`` when it cannot load.
+    one), ``loaded(ModelInfo)`` when it is ready, ``load_failed(message)`` when it cannot load,
+    ``unloaded`` once :meth:`unload` has stopped the worker.
     """
 
     loading = Signal(object)
     loaded = Signal(object)
     load_failed = Signal(str)
+    unloaded = Signal()
 
     def __init__(self) -> None:
         self._client: RuntimeClient | None = None
@@ -200,9 +215,19 @@ class RuntimeBridge(ReplyBridge):
         self.stop()
         self._commands.put(_Load(Path(path), settings, sidecar))
 
+    def unload(self) -> None:
+        """Stop the running reply and the worker; no model is loaded afterwards."""
+        self.stop()
+        self._commands.put(_Unload())
+
     # -- the bridge thread --------------------------------------------------------------------
 
     def _handle(self, command: object) -> None:
+        if isinstance(command, _Unload):
+            self._release()
+            self._path = None
+            self.unloaded.emit()
+            return
         assert isinstance(command, _Load)
         self._load(command)
 
@@ -257,7 +282,7 @@ class RuntimeBridge(ReplyBridge):
         except Exception as exc:
             message = _message(exc, "generating")
             worker_died = client.info is None
-            self._fail(ticket, f"{message}\n{CRASH_ADVICE}" if worker_died else message)
+            self._fail(ticket, f"{message}\n{crash_advice(message)}" if worker_died else message)
             return
         result = stream.result
         assert result is not None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMainWindow, QMessageBox
 
 from app.engine.chat.conversation import ChatSettings, Conversation, StoredMessage, title_from
@@ -29,7 +29,10 @@ EXPORT_MESSAGE_MS = 8000
 
 
 class ConversationControl(QObject):
-    """Opens, lists, renames, deletes and exports the conversations shown in ``window``."""
+    """Opens, lists, renames, deletes and exports the conversations shown in ``window``;
+    ``changed`` after the open conversation (or what is known of it) changed."""
+
+    changed = Signal()
 
     def __init__(
         self,
@@ -89,6 +92,7 @@ class ConversationControl(QObject):
             self._panel.set_settings(conversation.settings)
         self._update_title()
         self.refresh_list()
+        self.changed.emit()
 
     def reload(self) -> None:
         """Show the open conversation again as stored (after its messages changed)."""
@@ -115,6 +119,7 @@ class ConversationControl(QObject):
         if self.current is not None:
             self.current = self._store.conversation(self.current.id)
             self.refresh_list()
+            self.changed.emit()
 
     def refresh_list(self) -> None:
         current = self.current.id if self.current is not None else None

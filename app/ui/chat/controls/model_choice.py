@@ -13,7 +13,6 @@ it here (a job; the copy opens when it is done), or find a converted repo on the
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,22 +24,23 @@ from app.engine.chat.discovery import (
     ModelSources,
     default_model_roots,
     discover_models,
+    with_drafter,
     with_sidecar,
 )
 from app.engine.chat.history import HistoryStore
 from app.engine.chat.model_files import DEMO, ModelDescription, describe_model
 from app.engine.convert.fp8_check import is_fp8_refusal, model_name
-from app.engine.errors import MtpStudioError
 from app.engine.runtime.backends.choice import MLX
 from app.engine.runtime.core.backend import LoadSettings, ModelInfo
 from app.engine.runtime.core.demo_model import DEMO_MODEL_FILENAME
-from app.engine.settings import AppDirs, Settings, SettingsStore, hf_hub_cache
+from app.engine.settings import AppDirs, Settings, hf_hub_cache
 from app.ui.background import run_in_background
 from app.ui.chat.bridges.reply_target import ReplyTarget
 from app.ui.chat.bridges.runtime_bridge import RuntimeBridge
 from app.ui.chat.controls.convert_action import ConvertAction
 from app.ui.chat.controls.graft_action import GraftAction
 from app.ui.chat.controls.remote_controls import RemoteControls
+from app.ui.chat.controls.worker_memory import WorkerMemory
 from app.ui.chat.transcript.column import TranscriptView
 from app.ui.chat.widgets.banner import Banner
 from app.ui.chat.widgets.model_bar import ModelBar
@@ -76,7 +76,6 @@ class ModelChoice(QObject):
         super().__init__(parent)
         self._parent = parent
         self._dirs = dirs
-        self._settings_store = SettingsStore(dirs.settings_file)
         self._app_settings = settings
         self._demo_dir = demo_dir
         self._store = store
@@ -92,9 +91,15 @@ class ModelChoice(QObject):
         self._catalog_sidecars: dict[str, str] = {}
         self._loaded_with: LoadSettings | None = None
         self._wanted_repo: str | None = None
-
+        self.memory = WorkerMemory(lambda: bridge.worker_pid, bar.set_memory_in_use, self)
         bar.set_load_options(settings.load_options)
+        self._connect(bar, graft, convert, bridge)
+
+    def _connect(
+        self, bar: ModelBar, graft: GraftAction, convert: ConvertAction, bridge: RuntimeBridge
+    ) -> None:
         bar.model_chosen.connect(self.choose_model)
+        bar.unload_requested.connect(self.unload)
         bar.open_file_requested.connect(self._ask_model_file)
         bar.open_folder_requested.connect(self._ask_model_folder)
         bar.refresh_requested.connect(self.rescan_models)
@@ -102,22 +107,21 @@ class ModelChoice(QObject):
         bar.graft_cancel_requested.connect(graft.cancel)
         graft.started.connect(lambda: bar.set_grafting(True))
         graft.progress.connect(bar.set_graft_progress)
-        graft.grafted.connect(self._on_grafted)
+        graft.succeeded.connect(self._on_grafted)
         graft.failed.connect(self._on_graft_failed)
         convert.started.connect(self._on_convert_started)
         convert.progress.connect(self._on_convert_progress)
-        convert.converted.connect(self._on_converted)
+        convert.succeeded.connect(self._on_converted)
         convert.failed.connect(self._on_convert_failed)
         bridge.loading.connect(self._on_loading)
         bridge.loaded.connect(self._on_loaded)
         bridge.load_failed.connect(self._on_load_failed)
+        bridge.unloaded.connect(self._on_unloaded)
 
     # -- finding models -----------------------------------------------------------------------
 
     def model_sources(self) -> ModelSources:
-        """Where to look for models, with the models folder as currently saved in Settings."""
-        with contextlib.suppress(MtpStudioError):  # the main window reports a broken file
-            self.apply_settings(self._settings_store.load())
+        """Where to look for models, with the models folder of the settings applied last."""
         roots = (
             *default_model_roots(self._app_settings.models_path(), hf_hub_cache()),
             self._dirs.grafted_models,
@@ -173,7 +177,8 @@ class ModelChoice(QObject):
 
     def open_model(self, path: Path) -> ModelDescription:
         """Describe, remember and load the GGUF file or model folder at ``path``."""
-        description = with_sidecar(describe_model(Path(path)), self.model_sources())
+        sources = self.model_sources()
+        description = with_drafter(with_sidecar(describe_model(Path(path)), sources), sources)
         if description.problem is None:
             self._store.remember_model(description.path)
         models = [m for m in self._bar.models if m.path != description.path]
@@ -202,15 +207,33 @@ class ModelChoice(QObject):
         sidecar = model.sidecar if model.backend is not None and model.backend.name == MLX else None
         self._bridge.load(model.path, settings, sidecar)
 
-    def apply_settings(self, settings: Settings) -> None:
+    def unload(self) -> None:
+        """Stop the worker: its memory goes back; choosing a model (or this one) loads again."""
+        if self._target.loaded_model is None:
+            return
+        self._target.unload()
+        self._loaded_with = None
+        self._bar.set_load_state("Unloading…", busy=True)
+        self._bar.set_unloadable(False)
+        self._bridge.unload()
+
+    def _on_unloaded(self) -> None:
+        self.memory.follow(False)
+        if not self._is_closed() and self._target.remote is None:
+            self._target.show_state(self._bar)
+
+    def apply_settings(self, settings: Settings) -> bool:
         """Settings were saved: the model bar estimates memory for the new load options, and a
-        loaded local model is loaded again with them (the next reply uses them)."""
+        loaded local model is loaded again with them (the next reply uses them). True when the
+        models folder moved (the caller looks for models again)."""
         changed = settings.load_options != self._app_settings.load_options
+        moved = settings.models_path() != self._app_settings.models_path()
         self._app_settings = settings
         self._bar.set_load_options(settings.load_options)
         model = self._target.model
         if changed and self._target.loaded_model is not None and model is not None:
             self.choose_model(model)
+        return moved
 
     def want_repo(self, repo_id: str, sidecar_repo: str | None = None) -> None:
         """Prefer the downloaded model of ``repo_id`` (a catalog entry, whose MTP sidecar is
@@ -235,10 +258,19 @@ class ModelChoice(QObject):
             self.rescan_models()
 
     def use_demo_model(self) -> None:
-        """Load the bundled demo model (what "Chat with the demo model" means)."""
+        """Load the bundled demo model (what "Chat with the demo model" means), shown as the
+        picker's choice."""
         demo = self._demo_dir / DEMO_MODEL_FILENAME
         self._wanted_repo = None
-        self.choose_model(with_sidecar(describe_model(demo, DEMO), self.model_sources()))
+        description = with_sidecar(describe_model(demo, DEMO), self.model_sources())
+        models = self._bar.models
+        paths = [model.path for model in models]
+        if description.path in paths:
+            models[paths.index(description.path)] = description
+        else:
+            models.insert(0, description)
+        self._bar.set_models(models, description)
+        self.choose_model(description)
 
     def _ask_model_file(self) -> None:
         dialog = QFileDialog(
@@ -272,6 +304,7 @@ class ModelChoice(QObject):
             return
         self._target.state = "loading"
         self._bar.set_load_state(f"Loading {Path(path).name}…", busy=True)
+        self._bar.set_unloadable(True)
         self._transcript.prepare_code_highlighting()
 
     def _on_loaded(self, info: ModelInfo) -> None:
@@ -282,6 +315,7 @@ class ModelChoice(QObject):
         self._target.state = "ready"
         self._transcript.set_speed_model(model.name if model else "", info.path, info.backend)
         self._bar.set_load_state(f"Ready: {info.path.name}")
+        self.memory.follow(True)
         template = model.chat_template if model is not None else None
         self._panel.set_model_capabilities(
             info.max_draft_depth, info.mtp_unavailable_reason, template
@@ -294,6 +328,8 @@ class ModelChoice(QObject):
         model = self._target.model
         name = model.name if model is not None else "the model"
         self._bar.set_load_state(f"Could not load {name}", error=True)
+        self._bar.set_unloadable(False)
+        self.memory.follow(False)
         self.show_problem(message, model.path if model is not None else None)
 
     # -- a way forward ------------------------------------------------------------------------

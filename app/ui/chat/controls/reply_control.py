@@ -1,5 +1,9 @@
 """The replies of the chat window: sending a message, regenerating the last reply, editing a
-message and answering it again, stopping a reply, and Compare.
+message and answering it again, paging through versions, stopping a reply, and Compare.
+
+Nothing is thrown away: Regenerate adds a version beside the reply (‹ 2/2 ›), Edit sends the
+changed message as a new version beside the original, which keeps what followed it, and "Try MTP
+depth 3" on a reply auto ran without drafts answers again at that depth, as another version.
 
 A reply streams from the worker process (or a remote server) through its bridge as a
 :class:`ReplyTicket`; the :class:`ReplyRecorder` writes it into the history as it streams, so the
@@ -87,6 +91,8 @@ class ReplyControl(QObject):
         composer.compare_requested.connect(self.open_compare)
         transcript.edit_submitted.connect(self.edit_and_resend)
         transcript.regenerate_requested.connect(self.regenerate)
+        transcript.version_chosen.connect(self.choose_version)
+        transcript.depth_requested.connect(self.try_depth)
 
     @property
     def streaming(self) -> bool:
@@ -106,20 +112,38 @@ class ReplyControl(QObject):
         return True
 
     def regenerate(self, message_id: int) -> None:
-        """Answer the last user message again (the old reply is replaced)."""
-        if self.streaming or self._conversations.current is None or not self._can_generate():
+        """Answer the message before reply ``message_id`` again: a new version of the reply."""
+        conversation = self._conversations.current
+        if self.streaming or conversation is None or not self._can_generate():
             return
-        self._store.delete_message(message_id)
+        reply = next((m for m in conversation.messages if m.id == message_id), None)
+        if reply is None or reply.parent_id is None:
+            return
+        self._store.answer_again(reply.parent_id)
         self._conversations.reload()
         self._start_reply()
 
     def edit_and_resend(self, message_id: int, text: str) -> None:
-        """Replace a user message, drop what followed it, and answer it again."""
+        """Send ``text`` as a new version of user message ``message_id`` and answer it; the
+        original and what followed it stay as the other version."""
         if self.streaming or self._conversations.current is None or not self._can_generate(text):
             return
-        self._store.edit_message(message_id, text)
+        self._store.branch(message_id, text)
         self._conversations.reload()
         self._start_reply()
+
+    def choose_version(self, message_id: int) -> None:
+        """Show version ``message_id`` of a message, with what followed it."""
+        if self.streaming or self._conversations.current is None:
+            return
+        self._store.choose_version(message_id)
+        self._conversations.reload()
+
+    def try_depth(self, message_id: int, depth: int) -> None:
+        """Draft ``depth`` tokens per cycle from now on, and answer reply ``message_id``'s
+        question again with it."""
+        self._panel.use_depth(depth)
+        self.regenerate(message_id)
 
     def stop(self) -> None:
         """Stop the streaming reply; its text so far stays as the reply."""
@@ -177,6 +201,8 @@ class ReplyControl(QObject):
         if self._conversations.current is not None and not self._is_closed():
             self._conversations.reread()
             self._transcript.update_regenerate()
+            if self._conversations.current is not None:
+                self._transcript.update_versions(self._conversations.current.messages)
 
     def _set_streaming(self, streaming: bool) -> None:
         self._composer.set_streaming(streaming)

@@ -109,7 +109,6 @@ class CodeBlock(QFrame):
         self.setAutoFillBackground(True)
         self.language_label = QLabel()
         self.language_label.setObjectName("codeLanguage")
-        self.language_label.setStyleSheet("color: palette(placeholder-text);")
         self.copy_button = QToolButton()
         self.copy_button.setObjectName("copyCode")
         self.copy_button.setText("Copy")

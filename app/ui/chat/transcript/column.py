@@ -8,7 +8,8 @@ model's plain replies as its measured plain speed (:meth:`record_plain_reply`) a
 speed to the replies that model wrote, which show their "MTP ×N faster" badge from it.
 
 Its messages' actions come out as the transcript's own signals (``edit_submitted``,
-``regenerate_requested``), so whoever answers them connects once, not to every message.
+``regenerate_requested``, ``version_chosen``, ``depth_requested``), so whoever answers them
+connects once, not to every message.
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ class TranscriptView(QScrollArea):
     """A user message was edited: its id and new text."""
     regenerate_requested = Signal(int)
     """The last reply (its id) should be answered again."""
+    version_chosen = Signal(int)
+    """Another version of a message (its id) should be shown, with what followed it."""
+    depth_requested = Signal(int, int)
+    """A reply (its id) should be answered again drafting this many tokens per cycle."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -83,6 +88,8 @@ class TranscriptView(QScrollArea):
         widget = MessageWidget(role, model)
         widget.edit_submitted.connect(self.edit_submitted)
         widget.regenerate_requested.connect(self.regenerate_requested)
+        widget.version_chosen.connect(self.version_chosen)
+        widget.depth_requested.connect(self.depth_requested)
         self._layout.insertWidget(self._layout.count() - 1, widget)
         self.messages.append(widget)
         self._show_plain_speed([widget])
@@ -101,6 +108,12 @@ class TranscriptView(QScrollArea):
             self._layout.removeWidget(widget)
             widget.hide()
             widget.deleteLater()
+
+    def update_versions(self, messages: tuple[StoredMessage, ...]) -> None:
+        """Each shown message's versions, as stored now (after a reply added one)."""
+        for widget, message in zip(self.messages, messages, strict=False):
+            if widget.message_id == message.id:
+                widget.show_versions(message.versions)
 
     def update_regenerate(self) -> None:
         """Only the last reply can be regenerated."""

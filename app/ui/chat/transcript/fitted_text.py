@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser, QWidget
 class FittedTextView(QTextBrowser):
     def __init__(self, parent: QWidget | None = None, *, margin: int) -> None:
         super().__init__(parent)
+        self.setProperty("fitted", True)  # the stylesheet draws it without the inputs' border
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import html
 import time
+from dataclasses import replace
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import (
@@ -43,14 +44,22 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.chat.conversation import ASSISTANT, USER, MessageState, StoredMessage
-from app.engine.chat.figures import badge_text, compact_line, reply_figures, speedup_line
+from app.engine.chat.figures import (
+    auto_depth_line,
+    badge_text,
+    compact_line,
+    drafted_nothing,
+    reply_figures,
+    speedup_line,
+    suggested_depth,
+)
 from app.engine.chat.history import FAILED_REASON
 from app.engine.chat.plain_speed import PlainSpeed, speedup
 from app.engine.runtime.core.request import GenerationResult
 from app.engine.runtime.core.stats import DecodeStats
 from app.ui.chat.transcript.prompt_figures import prompt_line
 from app.ui.chat.transcript.reply_body import ReplyBody
-from app.ui.look.tones import tone_style
+from app.ui.wording import in_window_words
 
 RENDER_INTERVAL_MS = 60
 BUBBLE_WIDTH_SHARE = 0.75
@@ -61,10 +70,6 @@ BUBBLE_MIN_WIDTH = 60
 BUBBLE_STRETCH = 100
 BUBBLE_RADIUS = 12
 BUBBLE_TINT_ALPHA = 46
-BADGE_STYLE = (
-    "background: palette(highlight); color: palette(highlighted-text); border-radius: 8px; "
-    "padding: 1px 8px; font-weight: bold;"
-)
 RENDER_BUDGET_SHARE = 0.25
 """A re-render may use at most this share of the GUI thread while a reply streams."""
 INTERRUPTED_TEXT = "Interrupted: the app stopped while this reply was being written."
@@ -72,16 +77,23 @@ INTERRUPTED_TEXT = "Interrupted: the app stopped while this reply was being writ
 
 class MessageWidget(QFrame):
     """Shows one message; a streaming reply is fed with :meth:`append` and closed with
-    :meth:`finish` or :meth:`fail`."""
+    :meth:`finish` or :meth:`fail`.
+
+    Signals: ``edit_submitted(id, text)``, ``regenerate_requested(id)``, ``version_chosen(id)``
+    (‹ › between a message's versions) and ``depth_requested(id, depth)`` ("Try MTP depth 3" on
+    a reply auto ran without drafts)."""
 
     edit_submitted = Signal(int, str)
     regenerate_requested = Signal(int)
+    version_chosen = Signal(int)
+    depth_requested = Signal(int, int)
 
     def __init__(self, role: str, model: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.role = role
         self.model = model
         self.message_id = 0
+        self.versions: tuple[int, ...] = ()
         self.setObjectName("userMessage" if role == USER else "assistantMessage")
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.header = QLabel(f"<b>{html.escape(model) if model else 'Assistant'}</b>")
@@ -90,14 +102,46 @@ class MessageWidget(QFrame):
         self.header.setVisible(role == ASSISTANT)
         self.body = ReplyBody()
         self.bubble = Bubble(self.body) if role == USER else None
+        self._build_figures()
+        self._build_actions()
+        self.edit_area: QWidget | None = None  # built on the first Edit
+        self._layout = QVBoxLayout(self)
+        self._layout.setContentsMargins(4, 4, 4, 4)
+        self._layout.setSpacing(4)
+        self._layout.addWidget(self.header)
+        if self.bubble is not None:
+            row = QHBoxLayout()
+            row.setContentsMargins(0, 0, 0, 0)
+            row.addStretch(1)
+            row.addWidget(self.bubble, BUBBLE_STRETCH)  # up to its maximum width, then the spacer
+            self._layout.addLayout(row)
+        else:
+            self._layout.addWidget(self.body)
+        notice_row = QHBoxLayout()  # a notice and, for a reply auto ran plainly, what to try
+        notice_row.setContentsMargins(0, 0, 0, 0)
+        notice_row.addWidget(self.notice, 1)
+        notice_row.addWidget(self.try_depth_button, 0, Qt.AlignmentFlag.AlignTop)
+        self._edit_at = self._layout.count()  # where an editor goes, under the message
+        self._layout.addLayout(notice_row)
+        self._layout.addLayout(self._actions)
+        self._layout.addWidget(self.details)
 
+        self._text = ""
+        self._streaming = False
+        self._stats: DecodeStats | None = None
+        self._plain_speed: PlainSpeed | None = None
+        self._speed_measurable = False
+        self._render_cost = 0.0
+        self._render_timer = QTimer(self)
+        self._render_timer.setSingleShot(True)
+        self._render_timer.timeout.connect(self._render)
+
+    def _build_figures(self) -> None:
         self.summary = QLabel()
         self.summary.setObjectName("replySummary")
         self.summary.setWordWrap(True)
-        self.summary.setStyleSheet("color: palette(placeholder-text);")
         self.badge = QLabel()
         self.badge.setObjectName("mtpBadge")
-        self.badge.setStyleSheet(BADGE_STYLE)
         self.badge.hide()
         self.details_button = _tool_button("Details", "Show every figure of this reply")
         self.details_button.setCheckable(True)
@@ -111,9 +155,8 @@ class MessageWidget(QFrame):
         details_layout = QVBoxLayout(self.details)
         details_layout.setContentsMargins(0, 0, 0, 0)
         details_layout.setSpacing(2)
-        details_layout.addWidget(self.figures)
-        details_layout.addWidget(self.prompt)
-        details_layout.addWidget(self.speed)
+        for label in (self.figures, self.prompt, self.speed):
+            details_layout.addWidget(label)
         self.details.hide()
         self.details_button.toggled.connect(self.details.setVisible)
         self.details_button.hide()
@@ -123,72 +166,52 @@ class MessageWidget(QFrame):
         self.notice.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.notice.hide()
 
+    def _build_actions(self) -> None:
         self.copy_button = _tool_button("Copy", "Copy the message's text (Markdown)")
         self.copy_button.clicked.connect(self.copy_text)
-        self.edit_button = _tool_button("Edit", "Change this message and send it again")
+        self.edit_button = _tool_button(
+            "Edit", "Change this message and send it again (the original is kept as a version)"
+        )
         self.edit_button.clicked.connect(self.begin_edit)
-        self.edit_button.setVisible(role == USER)
-        self.regenerate_button = _tool_button("Regenerate", "Answer the last message again")
+        self.edit_button.setVisible(self.role == USER)
+        self.regenerate_button = _tool_button(
+            "Regenerate", "Answer the last message again (this reply is kept as a version)"
+        )
         self.regenerate_button.clicked.connect(
             lambda: self.regenerate_requested.emit(self.message_id)
         )
         self.regenerate_button.hide()
-        actions = QHBoxLayout()
-        actions.setContentsMargins(0, 0, 0, 0)
-        actions.setSpacing(4)
-        if role == USER:
-            actions.addStretch(1)
+        self.try_depth_button = _tool_button("Try MTP depth 3", "")
+        self.try_depth_button.setObjectName("tryDepthButton")
+        self.try_depth_button.hide()
+        self._suggested_depth = 0
+        self.try_depth_button.clicked.connect(
+            lambda: self.depth_requested.emit(self.message_id, self._suggested_depth)
+        )
+        self.previous_version = _tool_button("‹", "The previous version of this message")
+        self.next_version = _tool_button("›", "The next version of this message")
+        self.version_label = QLabel()
+        self.version_label.setObjectName("versionLabel")
+        self.previous_version.clicked.connect(lambda: self._step_version(-1))
+        self.next_version.clicked.connect(lambda: self._step_version(1))
+        self._actions = QHBoxLayout()
+        self._actions.setContentsMargins(0, 0, 0, 0)
+        self._actions.setSpacing(4)
+        if self.role == USER:
+            self._actions.addStretch(1)
         else:  # the badge first, the figures taking the room left (wrapping when short of it)
-            actions.addWidget(self.badge)
-            actions.addWidget(self.summary, 1)
-            actions.addWidget(self.details_button)
-        for button in (self.copy_button, self.edit_button, self.regenerate_button):
-            actions.addWidget(button)
-
-        self.editor = QPlainTextEdit()
-        self.editor.setObjectName("messageEditor")
-        self.editor.setMaximumHeight(140)
-        self.save_edit_button = QPushButton("Save && send")
-        self.save_edit_button.clicked.connect(self._submit_edit)
-        self.cancel_edit_button = QPushButton("Cancel")
-        self.cancel_edit_button.clicked.connect(self._end_edit)
-        edit_buttons = QHBoxLayout()
-        edit_buttons.addStretch(1)
-        edit_buttons.addWidget(self.cancel_edit_button)
-        edit_buttons.addWidget(self.save_edit_button)
-        self.edit_area = QWidget()
-        edit_layout = QVBoxLayout(self.edit_area)
-        edit_layout.setContentsMargins(0, 0, 0, 0)
-        edit_layout.addWidget(self.editor)
-        edit_layout.addLayout(edit_buttons)
-        self.edit_area.hide()
-
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(4, 4, 4, 4)
-        layout.setSpacing(4)
-        layout.addWidget(self.header)
-        if self.bubble is not None:
-            row = QHBoxLayout()
-            row.setContentsMargins(0, 0, 0, 0)
-            row.addStretch(1)
-            row.addWidget(self.bubble, BUBBLE_STRETCH)  # up to its maximum width, then the spacer
-            layout.addLayout(row)
-        else:
-            layout.addWidget(self.body)
-        layout.addWidget(self.edit_area)
-        layout.addWidget(self.notice)
-        layout.addLayout(actions)
-        layout.addWidget(self.details)
-
-        self._text = ""
-        self._streaming = False
-        self._stats: DecodeStats | None = None
-        self._plain_speed: PlainSpeed | None = None
-        self._speed_measurable = False
-        self._render_cost = 0.0
-        self._render_timer = QTimer(self)
-        self._render_timer.setSingleShot(True)
-        self._render_timer.timeout.connect(self._render)
+            self._actions.addWidget(self.badge)
+            self._actions.addWidget(self.summary, 1)
+            self._actions.addWidget(self.details_button)
+        for widget in (self.previous_version, self.version_label, self.next_version):
+            widget.hide()
+            self._actions.addWidget(widget)
+        for button in (
+            self.copy_button,
+            self.edit_button,
+            self.regenerate_button,
+        ):
+            self._actions.addWidget(button)
 
     # -- content ------------------------------------------------------------------------------
 
@@ -201,10 +224,11 @@ class MessageWidget(QFrame):
         return self._streaming
 
     def show_message(self, message: StoredMessage) -> None:
-        """Show a stored message (a finished, failed or interrupted one)."""
+        """Show a stored message (a finished, failed or interrupted one) and its versions."""
         self.message_id = message.id
         self._text = message.content
         self._render()
+        self.show_versions(message.versions)
         if message.role != ASSISTANT:
             return
         if message.stats is not None:
@@ -264,9 +288,29 @@ class MessageWidget(QFrame):
         if self.bubble is not None and event.size().width() != event.oldSize().width():
             self.bubble.fit(self._text, event.size().width())
 
+    def show_versions(self, versions: tuple[int, ...]) -> None:
+        """‹ 2/3 › when the message has other versions (a regenerated reply, an edit)."""
+        self.versions = versions
+        several = len(versions) > 1 and self.message_id in versions
+        for widget in (self.previous_version, self.version_label, self.next_version):
+            widget.setVisible(several)
+        if several:
+            index = versions.index(self.message_id)
+            self.version_label.setText(f"{index + 1}/{len(versions)}")
+            self.previous_version.setEnabled(index > 0)
+            self.next_version.setEnabled(index < len(versions) - 1)
+
+    def _step_version(self, step: int) -> None:
+        index = self.versions.index(self.message_id) + step
+        if 0 <= index < len(self.versions):
+            self.version_chosen.emit(self.versions[index])
+
     def _show_figures(self, stats: DecodeStats, finish_reason: str | None) -> None:
         self._stats = stats
-        full = "\n".join(reply_figures(stats, finish_reason).lines())
+        figures = reply_figures(stats, finish_reason)
+        if finish_reason is not None and drafted_nothing(stats):  # the notice says why
+            figures = replace(figures, auto=None)
+        full = "\n".join(figures.lines())
         self.summary.setText(compact_line(stats, finish_reason))
         self.summary.setToolTip(full)
         self.figures.setText(full)
@@ -275,6 +319,23 @@ class MessageWidget(QFrame):
         self.prompt.setVisible(prompt is not None)
         self.details_button.show()
         self._show_speedup()
+        self._offer_depth(stats, finish_reason)
+
+    def _offer_depth(self, stats: DecodeStats, finish_reason: str | None) -> None:
+        """A finished reply auto ran without drafts: say why in one line, offer a fixed depth."""
+        offer = finish_reason is not None and drafted_nothing(stats)
+        self.try_depth_button.setVisible(offer)
+        if not offer:
+            return
+        self._suggested_depth = suggested_depth(stats)
+        self.try_depth_button.setText(f"Try MTP depth {self._suggested_depth}")
+        self.try_depth_button.setToolTip(
+            f"Answer again drafting {self._suggested_depth} tokens per cycle (kept as a new "
+            "version), to see what the MTP head does here"
+        )
+        why = auto_depth_line(stats)
+        if why is not None and not self.notice.text():  # a failure's notice stays
+            self._show_notice(why, error=False)
 
     def set_plain_speed(self, plain: PlainSpeed | None, *, measurable: bool) -> None:
         """The model's measured plain speed (``measurable``: this reply's model and machine are
@@ -300,7 +361,10 @@ class MessageWidget(QFrame):
             self.badge.hide()
 
     def _show_notice(self, text: str, *, error: bool) -> None:
-        self.notice.setStyleSheet(tone_style("error" if error else "muted"))
+        text = in_window_words(text)
+        self.notice.setProperty("tone", "error" if error else "muted")
+        self.notice.style().unpolish(self.notice)
+        self.notice.style().polish(self.notice)
         self.notice.setText(text)
         self.notice.show()
 
@@ -310,18 +374,50 @@ class MessageWidget(QFrame):
         self.regenerate_button.setVisible(available and self.role == ASSISTANT)
 
     def set_actions_enabled(self, enabled: bool) -> None:
-        """Edit and regenerate are refused while a reply streams."""
-        self.edit_button.setEnabled(enabled)
-        self.regenerate_button.setEnabled(enabled)
+        """Edit, regenerate, versions and trying a depth are refused while a reply streams."""
+        for button in (self.edit_button, self.regenerate_button, self.try_depth_button):
+            button.setEnabled(enabled)
+        if enabled:
+            self.show_versions(self.versions)
+        else:
+            self.previous_version.setEnabled(False)
+            self.next_version.setEnabled(False)
 
     def copy_text(self) -> None:
         QGuiApplication.clipboard().setText(self._text)
 
     def begin_edit(self) -> None:
+        if self.edit_area is None:
+            self._build_editor()
+        assert self.edit_area is not None
         self.editor.setPlainText(self._text)
         (self.bubble or self.body).hide()
         self.edit_area.show()
         self.editor.setFocus()
+
+    def _build_editor(self) -> None:
+        """The editor under a user's message, built on its first Edit (most never are)."""
+        self.editor = QPlainTextEdit()
+        self.editor.setObjectName("messageEditor")
+        self.editor.setMaximumHeight(140)
+        self.editor.setTabChangesFocus(True)
+        self.save_edit_button = QPushButton("Send as a new version")
+        self.save_edit_button.setToolTip(
+            "Send the changed message; the original and what followed it stay as version 1"
+        )
+        self.save_edit_button.clicked.connect(self._submit_edit)
+        self.cancel_edit_button = QPushButton("Cancel")
+        self.cancel_edit_button.clicked.connect(self._end_edit)
+        edit_buttons = QHBoxLayout()
+        edit_buttons.addStretch(1)
+        edit_buttons.addWidget(self.cancel_edit_button)
+        edit_buttons.addWidget(self.save_edit_button)
+        self.edit_area = QWidget()
+        edit_layout = QVBoxLayout(self.edit_area)
+        edit_layout.setContentsMargins(0, 0, 0, 0)
+        edit_layout.addWidget(self.editor)
+        edit_layout.addLayout(edit_buttons)
+        self._layout.insertWidget(self._edit_at, self.edit_area)
 
     def _submit_edit(self) -> None:
         text = self.editor.toPlainText().strip()
@@ -331,7 +427,8 @@ class MessageWidget(QFrame):
         self.edit_submitted.emit(self.message_id, text)
 
     def _end_edit(self) -> None:
-        self.edit_area.hide()
+        if self.edit_area is not None:
+            self.edit_area.hide()
         (self.bubble or self.body).show()
 
 
@@ -373,7 +470,6 @@ def _figures_label(name: str) -> QLabel:
     label.setObjectName(name)
     label.setWordWrap(True)
     label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-    label.setStyleSheet("color: palette(placeholder-text);")
     return label
 
 

@@ -29,6 +29,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.ui.wording import in_window_words
+
 BANNER_STYLE = (
     "QFrame#chatBanner { background: rgba(176, 0, 32, 0.08);"
     " border: 1px solid rgba(176, 0, 32, 0.4); border-radius: 4px; }"
@@ -104,6 +106,7 @@ class Banner(QFrame):
         """Say ``text``: its first line, the rest under Details (an empty text hides the
         banner). Actions and the hint of an earlier message are removed; the message already
         shown, said again (a Send with no model loaded repeats the load failure), keeps them."""
+        text = in_window_words(text)
         if text and text == self._text and self.isVisible():
             return
         self._text = text

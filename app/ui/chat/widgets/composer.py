@@ -1,4 +1,6 @@
-"""Where the user types: Enter sends, Shift+Enter starts a new line, Stop ends a reply.
+"""Where the user types: Enter sends, Shift+Enter starts a new line, Stop ends a reply, and Tab
+moves the focus on (to the buttons), as in a web chat, instead of typing a tab character that
+left the keyboard no way out of the box.
 
 While a reply streams, Send becomes Stop (Esc too); the text box stays editable so the next
 message can be typed meanwhile.
@@ -8,11 +10,37 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeyEvent, QKeySequence, QShortcut
-from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QPlainTextEdit,
+    QPushButton,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
+
+MIN_LINES = 2
+MAX_LINES = 8
 
 
 class _MessageEdit(QPlainTextEdit):
+    """Grows with its text from two lines to eight, then scrolls, so an empty box leaves the
+    transcript its room on a small screen."""
+
     submitted = Signal()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.document().documentLayout().documentSizeChanged.connect(lambda _size: self._fit())
+        self._fit()
+
+    def _fit(self) -> None:
+        lines = max(MIN_LINES, min(MAX_LINES, int(self.document().size().height())))
+        frame = self.frameWidth() * 2 + int(self.document().documentMargin() * 2)
+        margins = self.contentsMargins().top() + self.contentsMargins().bottom()
+        self.setFixedHeight(lines * self.fontMetrics().lineSpacing() + frame + margins + 4)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         enter = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
@@ -31,8 +59,8 @@ class Composer(QWidget):
         super().__init__(parent)
         self.editor = _MessageEdit()
         self.editor.setObjectName("composer")
+        self.editor.setTabChangesFocus(True)  # Tab moves on to Send; a message needs no tabs
         self.editor.setPlaceholderText("Message the model — Enter sends, Shift+Enter adds a line")
-        self.editor.setMaximumHeight(110)
         self.editor.submitted.connect(self._send)
         self.send_button = QPushButton("Send")
         self.send_button.setDefault(True)

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.chat.conversation import ConversationSummary
+from app.ui.icons import icon
 
 
 class ConversationList(QWidget):
@@ -41,6 +42,8 @@ class ConversationList(QWidget):
         self.search.setClearButtonEnabled(True)
         self.search.textChanged.connect(self.search_changed.emit)
         self.new_button = QPushButton("New conversation")
+        self.new_button.setIcon(icon("plus"))
+        self.new_button.setToolTip("Start a new conversation (Ctrl+N)")
         self.new_button.clicked.connect(self.new_requested.emit)
         self.list = QListWidget()
         self.list.setObjectName("conversations")
@@ -52,21 +55,29 @@ class ConversationList(QWidget):
             lambda _pos: self._menu().exec(self.cursor().pos())
         )
 
-        self.rename_button = QPushButton("Rename")
+        self.rename_button = QToolButton()
+        self.rename_button.setText("Rename")
         self.rename_button.clicked.connect(lambda: self._emit_for_current(self.rename_requested))
-        self.delete_button = QPushButton("Delete")
+        self.delete_button = QToolButton()
+        self.delete_button.setText("Delete")
+        self.delete_button.setIcon(icon("trash"))
+        self.delete_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.delete_button.clicked.connect(lambda: self._emit_for_current(self.delete_requested))
         self.export_button = QToolButton()
         self.export_button.setText("Export")
+        self.export_button.setIcon(icon("upload"))
+        self.export_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.export_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         export_menu = QMenu(self.export_button)
         export_menu.addAction("Markdown (.md)…", lambda: self._export("md"))
         export_menu.addAction("JSON (.json)…", lambda: self._export("json"))
         self.export_button.setMenu(export_menu)
         buttons = QHBoxLayout()
+        buttons.setSpacing(2)
         buttons.addWidget(self.rename_button)
         buttons.addWidget(self.delete_button)
         buttons.addWidget(self.export_button)
+        buttons.addStretch(1)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)

@@ -1,118 +1,67 @@
 """The strip above the conversation: model picker, what the model is, and what runs it.
 
-For the chosen model it shows size, architecture, whether MTP heads are present (or the sidecar
-paired with it), and the memory estimate for the load options in Settings (the context chosen
-for this machine, the KV cache type, the kept-state budget) with a "fits your machine" hint, redone
-when those options change (:meth:`ModelBar.set_load_options`); beside it, the load
-state and the backend indicator (CPU / CUDA / Metal, with the reason when a better accelerator
-exists but is not used).
+One row holds what is done most: the side panels' toggles (conversations, settings), the picker,
+Open (a GGUF file, a model folder, or look again), Unload, and the load state with the memory the
+inference worker holds ("RAM in use"). Under it, the chosen model's info line (see
+:mod:`~app.ui.chat.widgets.model_text`), the offer to add an MTP head, and the backend line (CPU /
+CUDA / Metal; the reason in full when a better accelerator exists but is not used, else in its
+tooltip). Everything wraps or elides, so the strip fits a window of 800 px.
 """
 
 from __future__ import annotations
 
 import html
-from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QComboBox,
     QGridLayout,
+    QHBoxLayout,
     QLabel,
+    QMenu,
     QProgressBar,
     QPushButton,
     QSizePolicy,
-    QVBoxLayout,
+    QToolButton,
     QWidget,
 )
 
 from app.engine.chat.accelerator import AcceleratorReport
 from app.engine.chat.connections import Connection
-from app.engine.chat.context_choice import plan_load
-from app.engine.chat.memory import fits_text, physical_memory_bytes
-from app.engine.chat.model_files import DEMO, DOWNLOADED, GGUF, ModelDescription
+from app.engine.chat.memory import physical_memory_bytes
+from app.engine.chat.model_files import ModelDescription
 from app.engine.load_options import LoadOptions
 from app.engine.runtime.backends.choice import MLX
 from app.engine.units import format_bytes
-from app.ui.look.tones import tone_color, tone_style
-
-ORIGIN_LABELS = {DEMO: "Demo", DOWNLOADED: "Downloaded"}
-CONNECT_ITEM = "Connect to a server…"
-LLAMA_CPP_SIDECAR_NOTE = (
-    "llama.cpp reads MTP heads only from inside the GGUF: add the head from this sidecar to "
-    "draft with it"
+from app.ui.chat.widgets.model_text import (
+    can_offer_graft,
+    describe_html,
+    item_text,
+    sidecar_label,
 )
+from app.ui.icons import icon
+from app.ui.look.tones import tone_color, tone_style
+from app.ui.wording import in_window_words
+
+CONNECT_ITEM = "Connect to a server…"
+PICKER_CHARACTERS = 14
+"""The picker's least width in characters; it grows with the window."""
 
 
-def can_offer_graft(model: ModelDescription | None) -> bool:
-    """A readable GGUF without MTP heads, paired with a sidecar: its head can be grafted in."""
-    return (
-        model is not None
-        and model.kind == GGUF
-        and model.problem is None
-        and model.mtp_blocks == 0
-        and model.sidecar is not None
-    )
-
-
-def sidecar_label(sidecar: Path) -> str:
-    """``owner/name`` for a sidecar in a Hugging Face cache, else the file's name."""
-    for parent in sidecar.parents:
-        if parent.name.startswith("models--"):
-            return parent.name.removeprefix("models--").replace("--", "/")
-    return f"{sidecar.parent.name}/{sidecar.name}"
-
-
-def item_text(model: ModelDescription) -> str:
-    origin = ORIGIN_LABELS.get(model.origin, "Opened")
-    where = f"{model.repo_id} · " if model.repo_id else ""
-    flag = "" if model.runnable else "  (cannot run)"
-    return f"{origin}: {where}{model.name}{flag}"
-
-
-def describe_html(
-    model: ModelDescription, memory_bytes: int | None, options: LoadOptions | None = None
-) -> str:
-    """The info line for ``model`` (HTML) when loaded with ``options`` (default: the defaults)."""
-    if model.problem is not None:
-        return f"<span style='{tone_style('error')}'>{html.escape(model.problem)}</span>"
-    parts = [html.escape(model.architecture), format_bytes(model.size_bytes)]
-    if model.mtp_blocks and model.mtp_note is None:
-        parts.append(f"MTP heads: {model.mtp_blocks} block(s) ✓")
-    elif model.mtp_blocks:
-        parts.append(f"MTP heads: {model.mtp_blocks} block(s), unusable here")
-    else:
-        parts.append("MTP heads: none")
-    plan = plan_load(model, options or LoadOptions(), memory_bytes=memory_bytes)
-    memory = plan.memory
-    if memory is not None:
-        kv = f"{memory.kv_cache_type} " if model.kind == GGUF else ""
-        kept = (
-            f", kept states ≤ {format_bytes(memory.kept_state_bytes)}"
-            if memory.kept_state_bytes
-            else ""
-        )
-        parts.append(
-            f"memory ≈ {format_bytes(memory.total_bytes)} (weights "
-            f"{format_bytes(memory.weights_bytes)}, {kv}cache {format_bytes(memory.cache_bytes)} "
-            f"for {memory.context} tokens, compute {format_bytes(memory.compute_bytes)}{kept}) — "
-            f"{fits_text(memory, memory_bytes)}"
-        )
-        if plan.choice.reason:
-            parts.append(f"context: {html.escape(plan.choice.reason, quote=False)}")
-    lines = [" · ".join(parts)]
-    if plan.kv_note is not None:
-        note = f"KV cache f16: {plan.kv_note}"
-        lines.append(f"<span style='{tone_style('warning')}'>{html.escape(note)}</span>")
-    if model.sidecar is not None:
-        note = f" — {LLAMA_CPP_SIDECAR_NOTE}" if model.kind == GGUF else ""
-        lines.append(f"Sidecar paired: {html.escape(str(model.sidecar))}{html.escape(note)}")
-    elif model.mtp_note is not None and model.runnable:
-        lines.append(f"<span style='{tone_style('warning')}'>{html.escape(model.mtp_note)}</span>")
-    if model.runnable_reason is not None:
-        lines.append(
-            f"<span style='{tone_style('warning')}'>{html.escape(model.runnable_reason)}</span>"
-        )
-    return "<br>".join(lines)
+def _tool_button(
+    text: str,
+    icon_name: str,
+    tip: str,
+    style: Qt.ToolButtonStyle = Qt.ToolButtonStyle.ToolButtonIconOnly,
+) -> QToolButton:
+    button = QToolButton()
+    button.setText(text)
+    button.setIcon(icon(icon_name))
+    button.setToolTip(tip)
+    button.setAccessibleName(text)
+    button.setToolButtonStyle(style)
+    return button
 
 
 class ModelBar(QWidget):
@@ -125,85 +74,122 @@ class ModelBar(QWidget):
     open_file_requested = Signal()
     open_folder_requested = Signal()
     refresh_requested = Signal()
+    unload_requested = Signal()
     graft_requested = Signal(object)
     graft_cancel_requested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.setObjectName("modelBar")
         self._models: list[ModelDescription] = []
         self._connections: list[Connection] = []
         self._remote: Connection | None = None
         self._shown: ModelDescription | None = None
         self._memory = physical_memory_bytes()
         self._load_options = LoadOptions()
+        self._grafting = False
+        self._accelerator_text = "Backend: checking…"
+        self._accelerator_tooltip = ""
+        self._drafting_stopped: str | None = None
+        self._build_controls()
+        self._build_labels()
+        self._lay_out()
+
+    def _build_controls(self) -> None:
+        self.conversations_toggle = _tool_button(
+            "Conversations", "chat", "Show or hide the conversations"
+        )
+        self.settings_toggle = _tool_button(
+            "Settings", "settings", "Show or hide the chat's settings: system prompt, sampling, MTP"
+        )
+        for toggle in (self.conversations_toggle, self.settings_toggle):
+            toggle.setCheckable(True)
+            toggle.setChecked(True)
         self.picker = QComboBox()
         self.picker.setObjectName("modelPicker")
         self.picker.setSizeAdjustPolicy(
             QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
         )
-        self.picker.setMinimumContentsLength(24)  # the Chat page fits a 1024-px screen
+        self.picker.setMinimumContentsLength(PICKER_CHARACTERS)
+        self.picker.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.picker.setPlaceholderText("Looking for models…")
+        self.picker.setToolTip("The model the chat talks to, or a server")
         self.picker.activated.connect(self._on_activated)
-        self.open_file_button = QPushButton("Open GGUF…")
-        self.open_file_button.clicked.connect(self.open_file_requested.emit)
-        self.open_folder_button = QPushButton("Open folder…")
-        self.open_folder_button.setToolTip(
-            "A Hugging Face-format model folder (config.json + safetensors)"
+        self.open_file_action = QAction("Open a GGUF file…", self)
+        self.open_file_action.triggered.connect(self.open_file_requested.emit)
+        self.open_folder_action = QAction("Open a model folder…", self)
+        self.open_folder_action.setToolTip("A Hugging Face folder: config.json + safetensors")
+        self.open_folder_action.triggered.connect(self.open_folder_requested.emit)
+        self.refresh_action = QAction("Look for models again", self)
+        self.refresh_action.triggered.connect(self.refresh_requested.emit)
+        self.open_menu = QMenu(self)
+        for action in (self.open_file_action, self.open_folder_action):
+            self.open_menu.addAction(action)
+        self.open_menu.addSeparator()
+        self.open_menu.addAction(self.refresh_action)
+        self.open_button = _tool_button(
+            "Open",
+            "folder",
+            "Open a GGUF file or a model folder",
+            Qt.ToolButtonStyle.ToolButtonTextBesideIcon,
         )
-        self.open_folder_button.clicked.connect(self.open_folder_requested.emit)
-        self.refresh_button = QPushButton("Rescan")
-        self.refresh_button.setToolTip("Look again for downloaded models")
-        self.refresh_button.clicked.connect(self.refresh_requested.emit)
+        self.open_button.setMenu(self.open_menu)
+        self.open_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.unload_button = QPushButton("Unload")
+        self.unload_button.setToolTip("Stop the inference worker and give its memory back")
+        self.unload_button.setEnabled(False)
+        self.unload_button.clicked.connect(self.unload_requested.emit)
         self.graft_button = QPushButton()
         self.graft_button.setObjectName("graftButton")
         self.graft_button.clicked.connect(self._on_graft_clicked)
         self.graft_button.hide()
-        self._grafting = False
+
+    def _build_labels(self) -> None:
+        self.state = QLabel("No model loaded")
+        self.state.setObjectName("loadState")
+        self.state.setWordWrap(True)  # a long model name wraps instead of widening the window
+        self.state.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.memory_label = QLabel()
+        self.memory_label.setObjectName("muted")
+        self.memory_label.setToolTip("Memory the inference worker holds now (resident set)")
+        self.busy = QProgressBar()
+        self.busy.setRange(0, 0)
+        self.busy.setMaximumWidth(80)
+        self.busy.setTextVisible(False)
+        self.busy.hide()
         self.info = QLabel()
         self.info.setObjectName("modelInfo")
         self.info.setWordWrap(True)
         self.info.setTextFormat(Qt.TextFormat.RichText)
         self.info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.info.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self.state = QLabel("No model loaded")
-        self.state.setObjectName("loadState")
-        self.state.setWordWrap(True)  # a long model name wraps instead of widening the window
-        self.busy = QProgressBar()
-        self.busy.setRange(0, 0)
-        self.busy.setMaximumWidth(80)
-        self.busy.setMaximumHeight(12)
-        self.busy.setTextVisible(False)
-        self.busy.hide()
-        self._accelerator_text = "Backend: checking…"
-        self._drafting_stopped: str | None = None
-        self._accelerator_tooltip = ""
         self.backend = QLabel(self._accelerator_text)
         self.backend.setObjectName("backendIndicator")
         self.backend.setWordWrap(True)
         self.backend.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.backend.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
 
+    def _lay_out(self) -> None:
+        top = QHBoxLayout()
+        top.setSpacing(6)
+        top.addWidget(self.conversations_toggle)
+        top.addWidget(self.picker, 1)
+        top.addWidget(self.open_button)
+        top.addWidget(self.unload_button)
+        top.addWidget(self.settings_toggle)
+        status = QHBoxLayout()
+        status.setSpacing(8)
+        status.addWidget(self.state, 1)
+        status.addWidget(self.busy)
+        status.addWidget(self.memory_label)
         layout = QGridLayout(self)
         layout.setContentsMargins(8, 6, 8, 6)
-        layout.setHorizontalSpacing(6)
-        layout.addWidget(QLabel("<b>Model</b>"), 0, 0)
-        layout.addWidget(self.picker, 0, 1)
-        layout.addWidget(self.open_file_button, 0, 2)
-        layout.addWidget(self.open_folder_button, 0, 3)
-        layout.addWidget(self.refresh_button, 0, 4)
-        # The busy bar sits under the load state, not beside it: beside it, showing it while a
-        # model loaded widened the window by 84 px past a 1024-px screen, and a window that
-        # grows to its minimum width does not shrink back.
-        status = QVBoxLayout()
-        status.setSpacing(2)
-        status.addWidget(self.state)
-        status.addWidget(self.busy)
-        layout.addLayout(status, 0, 5)
-        layout.addWidget(self.info, 1, 1, 1, 5)
-        layout.addWidget(self.graft_button, 2, 1, 1, 1, Qt.AlignmentFlag.AlignLeft)
-        layout.addWidget(self.backend, 3, 1, 1, 5)
-        layout.setColumnStretch(1, 1)
-        layout.setColumnStretch(5, 1)
+        layout.setVerticalSpacing(3)
+        layout.addLayout(top, 0, 0)
+        layout.addLayout(status, 1, 0)
+        layout.addWidget(self.info, 2, 0)
+        layout.addWidget(self.graft_button, 3, 0, Qt.AlignmentFlag.AlignLeft)
+        layout.addWidget(self.backend, 4, 0)
 
     @property
     def models(self) -> list[ModelDescription]:
@@ -228,22 +214,7 @@ class ModelBar(QWidget):
         self._models = list(models)
         self.picker.blockSignals(True)
         try:
-            self.picker.clear()
-            for model in models:
-                self.picker.addItem(item_text(model))
-                self.picker.setItemData(
-                    self.picker.count() - 1,
-                    model.problem or model.runnable_reason or str(model.path),
-                    Qt.ItemDataRole.ToolTipRole,
-                )
-            for connection in self._connections:
-                self.picker.addItem(f"Remote: {connection.name}")
-                self.picker.setItemData(
-                    self.picker.count() - 1,
-                    f"{connection.url} · key {connection.masked_key}",
-                    Qt.ItemDataRole.ToolTipRole,
-                )
-            self.picker.addItem(CONNECT_ITEM)
+            self._fill_picker()
             paths = [model.path for model in models]
             names = [connection.name for connection in self._connections]
             if selected is not None and selected.path in paths:
@@ -259,6 +230,24 @@ class ModelBar(QWidget):
             self.picker.setPlaceholderText("No model found: open a GGUF file")
         if self._remote is None:
             self.show_details(self.current())
+
+    def _fill_picker(self) -> None:
+        self.picker.clear()
+        for model in self._models:
+            self.picker.addItem(item_text(model))
+            self.picker.setItemData(
+                self.picker.count() - 1,
+                in_window_words(model.problem or model.runnable_reason or str(model.path)),
+                Qt.ItemDataRole.ToolTipRole,
+            )
+        for connection in self._connections:
+            self.picker.addItem(f"Remote: {connection.name}")
+            self.picker.setItemData(
+                self.picker.count() - 1,
+                f"{connection.url} · key {connection.masked_key}",
+                Qt.ItemDataRole.ToolTipRole,
+            )
+        self.picker.addItem(CONNECT_ITEM)
 
     def show_details(self, model: ModelDescription | None) -> None:
         if model is None:
@@ -293,6 +282,7 @@ class ModelBar(QWidget):
             self.graft_button.setToolTip("")
             self.graft_button.show()
         elif can_offer_graft(model):
+            assert model is not None and model.sidecar is not None
             self.graft_button.setText(f"Add the MTP head from {sidecar_label(model.sidecar)}…")
             self.graft_button.setToolTip(
                 f"Writes a copy of {model.name} with the MTP head of {model.sidecar} added, "
@@ -313,7 +303,8 @@ class ModelBar(QWidget):
         choice = model.backend if model is not None else None
         if choice is not None and choice.name == MLX:
             self.backend.setText(
-                f"<b>Backend:</b> {html.escape(choice.name)} — {html.escape(choice.reason)}"
+                f"<b>Backend:</b> {html.escape(choice.name)} — "
+                f"{html.escape(in_window_words(choice.reason))}"
             )
             self.backend.setToolTip("")
         else:
@@ -336,17 +327,33 @@ class ModelBar(QWidget):
         self.state.setStyleSheet(tone_style("error") if error else "")
         self.state.setText(text)
 
+    def set_unloadable(self, loaded: bool) -> None:
+        """Unload is offered while a local model is loading or loaded."""
+        self.unload_button.setEnabled(loaded)
+        if not loaded:
+            self.memory_label.clear()
+
+    def set_memory_in_use(self, resident_bytes: int | None) -> None:
+        """The inference worker's resident memory (None: no worker runs)."""
+        in_use = f"RAM in use: {format_bytes(resident_bytes)}" if resident_bytes else ""
+        self.memory_label.setText(in_use)
+
     def set_accelerator(self, report: AcceleratorReport | None, problem: str | None = None) -> None:
         if report is None:
             self._accelerator_text = f"Backend: unknown — {html.escape(problem or '')}"
             self._accelerator_tooltip = ""
         else:
             text = f"<b>Backend:</b> {html.escape(report.summary)}"
-            if report.reason is not None:
-                color = tone_color("warning" if report.best != report.running else "muted")
-                text += f" — <span style='color:{color}'>{html.escape(report.reason)}</span>"
+            tooltip = [report.system_info]
+            if report.reason is not None and report.best != report.running:
+                text += (  # a better accelerator is not used: say why where it shows
+                    f" — <span style='color:{tone_color('warning')}'>"
+                    f"{html.escape(report.reason)}</span>"
+                )
+            elif report.reason is not None:
+                tooltip.insert(0, report.reason)
             self._accelerator_text = text
-            self._accelerator_tooltip = report.system_info
+            self._accelerator_tooltip = "\n\n".join(tooltip)
         if self._remote is None:
             self._show_backend(self.current())
 

@@ -5,7 +5,14 @@ request decoded with drafts runs on the drafting lane (the target that keeps rec
 snapshots, and its drafter); one decoded without them on the plain lane, whose context is opened the
 first time a request runs plainly (see :mod:`.backend`). Rows for the drafter pair token x_p with
 the trunk's hidden state h_{p−1} (docs/architecture.md#the-llamacpp-backend, step 5): a prompt's are
-handed over chunk by chunk, a step's and an accepted verify's as they are committed."""
+handed over chunk by chunk, a step's and an accepted verify's as they are committed.
+
+A prompt may hold images (cells of pseudo-ids, :mod:`..image_cells`): each is evaluated by the
+projector (:mod:`.image_input`) between the text batches; the drafter gets no rows for it, and the
+first text row after it pairs with the image's last hidden row
+(docs/vision.md#images-in-generation-mtp-drafts-kept). Cells and positions then differ:
+``n_past`` counts cells (the context window is cells), and every batch, draft and cut is placed
+by position, ``n_past − shift``."""
 
 from __future__ import annotations
 
@@ -14,7 +21,14 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from app.engine.errors import RuntimeBackendError
+from app.engine.runtime.backends.image_cells import (
+    ImageRun,
+    image_runs,
+    position_at,
+    text_boundaries,
+)
 from app.engine.runtime.backends.llama_cpp.batch import NumpyBatch
+from app.engine.runtime.backends.llama_cpp.image_input import ImageInput
 from app.engine.runtime.backends.llama_cpp.kept_states import KeptLanes, Lane
 from app.engine.runtime.backends.prefix_cache import checkpoint_marks, chunk_ends
 from app.engine.runtime.core.backend import DraftChooser, DraftResult, ModelInfo, VerifyResult
@@ -36,8 +50,10 @@ class Decoder:
         open_plain: Callable[[], Lane],
         kept: KeptLanes,
         batch: NumpyBatch,
+        images: ImageInput | None = None,
     ) -> None:
         self._info = info
+        self._images = images
         self._model_name = info.path.name
         self._drafting = drafting
         self._plain = plain
@@ -46,6 +62,10 @@ class Decoder:
         self._batch = batch
         self.lane = drafting
         self.n_past = 0
+        self.shift = 0
+        """Cells of images in the context that advance no position (``n_past − shift`` is the
+        next position)."""
+        self.images_encoded = 0
         self._head_active = False
         self._verified: tuple[int, Sequence[int], np.ndarray, np.ndarray] | None = None
 
@@ -59,7 +79,7 @@ class Decoder:
                 lane.drafter.clear()
             lane.drafter_in_step = False
         self.kept.clear()
-        self.n_past = 0
+        self.n_past = self.shift = 0
         self._head_active = False
         self._verified = None
 
@@ -88,6 +108,7 @@ class Decoder:
             lane = self._plain
         self.lane = lane
         self._verified = None
+        self.images_encoded = 0
         try:
             start, source, continuing = self.kept.resume(lane, tokens, with_mtp)
             logits = self._run_prompt(
@@ -95,8 +116,11 @@ class Decoder:
             )
         except BaseException:
             self.kept.forget(lane)
-            self.n_past = 0
+            self.n_past = self.shift = 0
             raise
+        finally:
+            if self._images is not None:
+                self._images.release()
         return logits, start, source
 
     def _run_prompt(
@@ -121,30 +145,71 @@ class Decoder:
         if self.kept.recurrent:
             if continuing and start not in live.checkpoints:
                 self.kept.keep_checkpoint(lane, start)  # the end of the last committed reply
-            marks = checkpoint_marks(start, len(tokens), wanted=keep_at)
+            marks = text_boundaries(tokens, checkpoint_marks(start, len(tokens), wanted=keep_at))
         if start == 0:
             previous_hidden: np.ndarray | None = np.zeros(self._info.embedding_length, np.float32)
         else:
             previous_hidden = lane.hidden_last if continuing else None
-        position = start
-        for end in chunk_ends(start, len(tokens), marks, self._batch.capacity):
-            chunk = tokens[position:end]
-            outputs = "last" if end == len(tokens) else "none"
-            lane.trunk.decode(
-                self._batch.fill(chunk, position, outputs=outputs, seq=lane.seq), "the prompt"
-            )
-            if with_mtp:
-                previous_hidden = self._prompt_rows(lane, chunk, position, previous_hidden)
-            live.tokens.extend(chunk)
-            position = end
+        cell, position = start, position_at(tokens, start)
+        for end, run in self._prompt_pieces(tokens, start, marks):
+            if run is not None:
+                previous_hidden = self._run_image(lane, run, position, with_mtp)
+                position += run.n_positions
+            else:
+                chunk = tokens[cell:end]
+                outputs = "last" if end == len(tokens) else "none"
+                lane.trunk.decode(
+                    self._batch.fill(chunk, position, outputs=outputs, seq=lane.seq), "the prompt"
+                )
+                if with_mtp:
+                    previous_hidden = self._prompt_rows(lane, chunk, position, previous_hidden)
+                position += len(chunk)
+            live.tokens.extend(tokens[cell:end])
+            cell = end
             if end in marks:
                 self.kept.keep_checkpoint(lane, end)
         self.n_past = len(tokens)
+        self.shift = len(tokens) - position
         self._head_active = with_mtp
         lane.drafter_in_step = with_mtp
         if with_mtp:
             lane.hidden_last = previous_hidden
         return lane.trunk.logits_rows(1)[0].copy()
+
+    def _prompt_pieces(
+        self, tokens: Sequence[int], start: int, marks: Sequence[int]
+    ) -> list[tuple[int, ImageRun | None]]:
+        """The prompt from ``start`` as (end, image or None for text) pieces: text in batches
+        that end at every mark, each image whole; the last piece is text (its logits start the
+        reply)."""
+        pieces: list[tuple[int, ImageRun | None]] = []
+        cell = start
+        for run in [*image_runs(tokens, start), None]:
+            text_end = len(tokens) if run is None else run.start
+            pieces += [
+                (end, None) for end in chunk_ends(cell, text_end, marks, self._batch.capacity)
+            ]
+            if run is not None:
+                pieces.append((run.end, run))
+                cell = run.end
+        if not pieces or pieces[-1][1] is not None:
+            raise RuntimeBackendError("a prompt cannot end with an image: text must follow it")
+        return pieces
+
+    def _run_image(
+        self, lane: Lane, run: ImageRun, position: int, with_mtp: bool
+    ) -> np.ndarray | None:
+        """Evaluate one image of the prompt; its last row's hidden state when drafting (the
+        drafter pairs the first text token after the image with it)."""
+        if self._images is None:
+            raise RuntimeBackendError(
+                f"{self._model_name} has no vision projector, so it cannot read images"
+            )
+        hidden = self._images.evaluate(
+            run, lane.trunk, position, self._batch.capacity, with_hidden=with_mtp
+        )
+        self.images_encoded += 1
+        return hidden
 
     def _prompt_rows(
         self, lane: Lane, chunk: Sequence[int], position: int, previous: np.ndarray | None
@@ -162,24 +227,24 @@ class Decoder:
         lane = self.lane
         if self.n_past >= self._info.context_length:
             self._info.require_room(self.n_past, 1)
+        position = self.n_past - self.shift
         lane.trunk.decode(
-            self._batch.fill([token], self.n_past, outputs="all", seq=lane.seq), "a token"
+            self._batch.fill([token], position, outputs="all", seq=lane.seq), "a token"
         )
         if self._head_active:
             # The drafter's row for ``token`` pairs it with the hidden state before it; it is
             # run with the next draft (docs/architecture.md#the-llamacpp-backend, step 5).
-            lane.drafter.commit_rows(self.n_past, (token,), (lane.hidden_last[None, :],))
+            lane.drafter.commit_rows(position, (token,), (lane.hidden_last[None, :],))
             lane.hidden_last = lane.trunk.hidden_rows(1)[0].copy()
         self.kept.live(lane).tokens.append(token)
         self.n_past += 1
-        return lane.trunk.logits_rows(1)[
-            0
-        ]  # a view: the loop samples from it before the next decode
+        return lane.trunk.last_logits()  # a view: the loop samples from it before the next decode
 
     def draft(self, last_token: int, depth: int, choose: DraftChooser) -> DraftResult:
         self._require_head("draft")
         lane = self._drafting
-        return lane.drafter.draft(last_token, lane.hidden_last, self.n_past, depth, choose)
+        position = self.n_past - self.shift
+        return lane.drafter.draft(last_token, lane.hidden_last, position, depth, choose)
 
     def verify(self, tokens: Sequence[int]) -> VerifyResult:
         self._require_head("verify drafts")
@@ -187,7 +252,8 @@ class Decoder:
         lane = self._drafting
         start = self.n_past
         lane.trunk.decode(
-            self._batch.fill(tokens, start, outputs="all", seq=lane.seq), "a verify batch"
+            self._batch.fill(tokens, start - self.shift, outputs="all", seq=lane.seq),
+            "a verify batch",
         )
         # Views of llama.cpp's buffers: the cycle decides and rolls back before the next decode;
         # rollback copies the hidden rows it keeps.
@@ -212,7 +278,8 @@ class Decoder:
                 f"{start}..{start + len(tokens) - 1}"
             )
         lane = self._drafting
-        if committed_length < self.n_past and not lane.trunk.keep_first(lane.seq, committed_length):
+        kept_position = committed_length - self.shift
+        if committed_length < self.n_past and not lane.trunk.keep_first(lane.seq, kept_position):
             raise RuntimeBackendError(
                 f"llama.cpp refused to roll {self._model_name} back to {committed_length} "
                 f"tokens; the model's recurrent state keeps {self._info.max_draft_depth} "
@@ -220,7 +287,7 @@ class Decoder:
             )
         kept = hidden[: accepted + 1].copy()  # the queued rows outlive the next trunk decode
         rows = [hidden_before[None, :], *(kept[i : i + 1] for i in range(accepted))]
-        lane.drafter.commit_rows(start, tokens[: accepted + 1], rows)
+        lane.drafter.commit_rows(start - self.shift, tokens[: accepted + 1], rows)
         lane.hidden_last = kept[accepted]
         del self.kept.live(lane).tokens[committed_length:]
         self.n_past = committed_length

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from app.engine.errors import RuntimeBackendError
+from app.engine.runtime.backends.image_cells import position_at
 from app.engine.runtime.backends.llama_cpp.contexts import RECURRENT_ONLY, WHOLE, LlamaContext
 from app.engine.runtime.backends.llama_cpp.drafter import Drafter
 from app.engine.runtime.backends.prefix_cache import (
@@ -142,8 +143,9 @@ class KeptLanes:
             checkpoint = live.checkpoints[length]
             lane.trunk.restore_state(lane.seq, checkpoint.payload, RECURRENT_ONLY)
             self.states.touch(checkpoint)
-        if not lane.trunk.keep_first(lane.seq, length) or (
-            drafter is not None and not drafter.keep_first(length)
+        position = position_at(live.tokens, length)  # images fill more cells than positions
+        if not lane.trunk.keep_first(lane.seq, position) or (
+            drafter is not None and not drafter.keep_first(position)
         ):
             raise RuntimeBackendError(
                 f"llama.cpp refused to trim the kept state of {self._model_name} to {length} tokens"

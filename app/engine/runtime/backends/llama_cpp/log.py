@@ -37,6 +37,13 @@ def install() -> None:
     llama_cpp.llama_log_set(_sink, ctypes.c_void_p(0))
 
 
+def install_multimodal() -> None:
+    """Route the log of llama.cpp's multimodal library (mtmd and its helpers) to the same sink."""
+    import llama_cpp.mtmd_cpp as mtmd  # loads libmtmd: only when a projector is used
+
+    mtmd.mtmd_helper_log_set(_sink, ctypes.c_void_p(0))
+
+
 def take_recent() -> str:
     """The remembered warning/error lines, oldest first, then forget them."""
     lines = " | ".join(_recent)

@@ -4,9 +4,15 @@ Loading reads the file's ``{arch}.nextn_predict_layers`` first (``gguf_info``) a
 block (``load_mtp``) only when it is there: an MTP context on a model loaded without it aborts the
 process. Contexts come in three roles (docs/architecture.md#the-llamacpp-backend): the drafting
 target keeps ``n_rs_seq`` recurrent-state snapshots so a hybrid trunk can roll back a rejected
-draft; the MTP head's context (``LLAMA_CONTEXT_TYPE_MTP``, ``ctx_other`` = the target) runs the
-nextn block; a plain target keeps no snapshots. Every context computes on the model's persistent
-CPU thread pools (:mod:`.threadpool`), as llama-server's do."""
+draft; a drafter's context (``LLAMA_CONTEXT_TYPE_MTP``, ``ctx_other`` = the target) runs the
+nextn block of the same model or a separate drafter model (docs/drafters.md); a plain target keeps
+no snapshots. Every context computes on the target model's persistent CPU thread pools
+(:mod:`.threadpool`), as llama-server's do; a separate drafter model shares them.
+
+A sliding-window (SWA) layer's cache holds the window plus one batch, unless ``swa_full`` keeps
+every position (llama.cpp's default, which costs the whole context's KV for every sliding layer);
+with the window only, a state is cut back only within the window and a prompt resumes further
+back from a checkpoint of the window's cache (as llama-server does)."""
 
 from __future__ import annotations
 
@@ -22,6 +28,7 @@ from app.engine.learned_state import cpu_name
 from app.engine.runtime.backends.gguf_info import GgufSummary
 from app.engine.runtime.backends.llama_cpp import log as llama_cpp_log
 from app.engine.runtime.backends.llama_cpp.contexts import ComputeTime, LlamaContext
+from app.engine.runtime.backends.llama_cpp.cpu_backends import CpuVariant, load_installed
 from app.engine.runtime.backends.llama_cpp.threadpool import ThreadPools
 from app.engine.runtime.core.cpu_threads import ThreadChoice
 
@@ -41,15 +48,23 @@ FLASH_ATTENTION_MODES = {
 }
 
 _backend_initialised = False
+_cpu_variant: CpuVariant | None = None
 
 
 def initialise_once() -> None:
-    """Route llama.cpp's log to our sink and initialise its backends (once per process)."""
-    global _backend_initialised
+    """Route llama.cpp's log to our sink, load a portable build's CPU variant and initialise its
+    backends (once per process)."""
+    global _backend_initialised, _cpu_variant
     if not _backend_initialised:
         llama_cpp_log.install()
+        _cpu_variant = load_installed()
         llama_cpp.llama_backend_init()
         _backend_initialised = True
+
+
+def cpu_variant_name() -> str | None:
+    """The CPU code a portable build picked (None: a native build, or not initialised yet)."""
+    return _cpu_variant.name if _cpu_variant is not None else None
 
 
 def machine_fingerprint(threads: ThreadChoice, gpu_layers: int, clock: str) -> str:
@@ -71,9 +86,20 @@ def machine_fingerprint(threads: ThreadChoice, gpu_layers: int, clock: str) -> s
 
 
 class LlamaModel:
-    """The loaded weights of ``path``; makes the contexts and frees itself last."""
+    """The loaded weights of ``path``; makes the contexts and frees itself last. A separate
+    drafter model is loaded ``beside`` its target: its contexts compute on the target's thread
+    pools (decodes run one at a time; a second set of pools would spin against the first) and
+    its decode time adds to the target's."""
 
-    def __init__(self, path: Path, summary: GgufSummary, *, load_mtp: bool, gpu_layers: int):
+    def __init__(
+        self,
+        path: Path,
+        summary: GgufSummary,
+        *,
+        load_mtp: bool,
+        gpu_layers: int,
+        beside: LlamaModel | None = None,
+    ):
         self.path = path
         self.summary = summary
         params = llama_cpp.llama_model_default_params()
@@ -93,9 +119,12 @@ class LlamaModel:
         self.width = llama_cpp.llama_model_n_embd_out(self.pointer)
         self.input_width = llama_cpp.llama_model_n_embd_inp(self.pointer)
         self.trained_context = llama_cpp.llama_model_n_ctx_train(self.pointer)
+        self.sliding_window = llama_cpp.llama_model_n_swa(self.pointer)
+        self._beside = beside
         self._pools: ThreadPools | None = None
-        self.compute = ComputeTime()
-        """Time inside ``llama_decode``, summed over every context of this model."""
+        self.compute = beside.compute if beside is not None else ComputeTime()
+        """Time inside ``llama_decode``, summed over every context of this model (and of the
+        drafter model beside it)."""
         self.recurrent = bool(
             llama_cpp.llama_model_is_recurrent(self.pointer)
             or llama_cpp.llama_model_is_hybrid(self.pointer)
@@ -110,9 +139,12 @@ class LlamaModel:
         flash_attention: str,
         rollback_depth: int = 0,
         reads: LlamaContext | None = None,
+        swa_full: bool = True,
     ) -> LlamaContext:
         """A target context keeping ``rollback_depth`` recurrent-state snapshots or, with
-        ``reads`` (the target), an MTP context whose nextn block reads that target."""
+        ``reads`` (the target), an MTP context that reads that target (this model's nextn
+        block, or this model when it is a separate drafter); ``swa_full`` False keeps only the
+        window in sliding-window layers (a drafter reading a target must match the target)."""
         params = llama_cpp.llama_context_default_params()
         params.n_ctx = size
         params.n_batch = BATCH_SIZE
@@ -123,12 +155,14 @@ class LlamaModel:
         params.no_perf = True
         params.type_k = params.type_v = KV_CACHE_TYPES[kv_cache_type]
         params.flash_attn_type = FLASH_ATTENTION_MODES[flash_attention]
+        params.swa_full = swa_full
         if reads is None:
             params.n_rs_seq = rollback_depth
         else:
             params.ctx_type = llama_cpp.LLAMA_CONTEXT_TYPE_MTP
             params.ctx_other = reads.pointer
             params.n_rs_seq = 0
+        pools = self._thread_pools(threads)
         pointer = llama_cpp.llama_init_from_model(self.pointer, params)
         if not pointer:
             role = "MTP draft" if reads is not None else "inference"
@@ -136,9 +170,7 @@ class LlamaModel:
                 f"llama.cpp could not create the {role} context for {self.path.name} with "
                 f"{size} tokens ({llama_cpp_log.take_recent()}); try a smaller --ctx"
             )
-        if self._pools is None:
-            self._pools = ThreadPools(threads)
-        self._pools.attach(pointer)
+        pools.attach(pointer)
         return LlamaContext(
             pointer,
             model_name=self.path.name,
@@ -147,8 +179,17 @@ class LlamaModel:
             compute=self.compute,
         )
 
+    def _thread_pools(self, threads: ThreadChoice) -> ThreadPools:
+        """The pools this model's contexts compute on (the target's, for a model beside it),
+        started with the first context."""
+        if self._beside is not None:
+            return self._beside._thread_pools(threads)
+        if self._pools is None:
+            self._pools = ThreadPools(threads)
+        return self._pools
+
     def close(self) -> None:
-        """Free the model and its thread pools (after its contexts)."""
+        """Free the model and its thread pools (after its contexts and the models beside it)."""
         if self._pools is not None:
             self._pools.close()
             self._pools = None

@@ -8,7 +8,8 @@ one pool for steps and, when the batch thread count differs, one for batches (th
 starts paused), and attaches them with ``llama_attach_threadpool``; this does the same, through
 the same entry points (the CPU backend's registry hands out ``ggml_threadpool_new``), since
 llama-cpp-python binds none of them. A model's contexts decode one at a time on one thread, so
-they share the pools.
+they share the pools, and so does a separate drafter model's context (its target's pools: two
+sets would spin against each other between the alternating decodes).
 """
 
 from __future__ import annotations
