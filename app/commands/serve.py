@@ -38,6 +38,7 @@ from app.engine.runtime.chat_format.images import ImageLimits
 from app.engine.runtime.core.backend import LoadSettings, ModelInfo
 from app.engine.runtime.core.demo_model import demo_model_path
 from app.engine.runtime.process.client import RuntimeClient
+from app.engine.runtime.process.prompt_counter import PromptCounter
 from app.engine.runtime.speculative.depth_policy import AUTO, AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
 from app.engine.server.app import build_app
 from app.engine.server.core.client_snippets import anthropic_base_url
@@ -46,8 +47,12 @@ from app.engine.server.core.config import (
     DEFAULT_MAX_BODY_MIB,
     DEFAULT_PORT,
     DEFAULT_QUEUE_SIZE,
+    MAX_CONNECTIONS,
+    MAX_CONNECTIONS_PER_CLIENT,
+    READ_SECONDS,
     ServerConfig,
 )
+from app.engine.server.core.connections import ConnectionGuard, ConnectionLimits, guarded_protocol
 from app.engine.server.core.depth import deepest
 from app.engine.server.core.images import DEFAULT_MAX_IMAGES, ImageRules
 from app.engine.server.core.metrics import ServerMetrics
@@ -64,11 +69,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "serve",
         help="serve a model over OpenAI- and Anthropic-compatible HTTP APIs",
         description=(
-            "Serve one model at /v1/chat/completions, /v1/completions and /v1/models (OpenAI; also "
-            "without /v1) and /v1/messages and /v1/messages/count_tokens (Anthropic), plus /health "
-            "and Prometheus /metrics, with MTP speculative decoding. The model answers whatever "
-            "model name a request gives. Every reply carries its MTP statistics in an 'mtp' "
-            "object. Requests run one at a time, the rest wait in a FIFO."
+            "Serve one model at /v1/chat/completions, /v1/completions, /v1/responses and "
+            "/v1/models (OpenAI; also without /v1) and /v1/messages and /v1/messages/count_tokens "
+            "(Anthropic), plus /health and Prometheus /metrics, with MTP speculative decoding. "
+            "The model answers whatever model name a request gives. Every reply carries its MTP "
+            "statistics in an 'mtp' object. Requests run one at a time, the rest wait in a FIFO."
         ),
     )
     parser.add_argument("--model", type=Path, help="a .gguf model (default: the bundled demo)")
@@ -117,14 +122,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="MIB",
         help=f"larger request bodies get 413 (default {DEFAULT_MAX_BODY_MIB})",
     )
-    parser.add_argument(
-        "--cors",
-        action="append",
-        default=[],
-        metavar="ORIGIN",
-        help="let web pages from ORIGIN (e.g. http://localhost:3000, or *) call the server; "
-        "repeat for several",
-    )
+    _add_browser_arguments(parser)
     _add_image_arguments(parser)
     add_load_arguments(parser)
     parser.add_argument(
@@ -134,6 +132,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="request log on stderr: a short line, or one JSON object per line",
     )
     parser.set_defaults(func=run)
+
+
+def _add_browser_arguments(parser: argparse.ArgumentParser) -> None:
+    """Who may reach the server from a web browser: CORS origins and extra Host names."""
+    parser.add_argument(
+        "--cors",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="let web pages from ORIGIN (e.g. http://localhost:3000, or *) call the server; "
+        "repeat for several",
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a name besides localhost that requests may give in their Host header (e.g. the "
+        "name of a reverse proxy in front of a loopback server); repeat for several",
+    )
 
 
 def _add_image_arguments(parser: argparse.ArgumentParser) -> None:
@@ -168,6 +186,7 @@ def run(args: argparse.Namespace) -> int:
         max_body_bytes=args.max_body_mib * 2**20,
         cors_origins=tuple(args.cors),
         images=ImageRules(max_images=args.max_images, allow_remote=args.allow_remote_images),
+        allowed_hosts=tuple(args.allow_host),
     )
     plan = load_plan(
         args,
@@ -185,6 +204,7 @@ def run(args: argparse.Namespace) -> int:
 
     with RuntimeClient(model, backend=args.backend, settings=plan.settings) as client:
         info = client.load()
+        counter = PromptCounter(client.choice.name, model)
         metrics = ServerMetrics(lambda: scheduler.waiting, lambda: scheduler.busy)
         scheduler = Scheduler(
             client,
@@ -192,14 +212,16 @@ def run(args: argparse.Namespace) -> int:
             on_finished=metrics.record_generation,
             on_unrunnable=stop_serving,
         )
-        app = build_app(config, scheduler, metrics, emit, model_info=info)
+        app = build_app(config, scheduler, metrics, emit, model_info=info, prompt_counter=counter)
         scheduler.start()
         port = listener.getsockname()[1]
         url = dataclasses.replace(config, port=port).url
         _announce(args.log_format, url, config, info, plan)
+        limits = ConnectionLimits(READ_SECONDS, MAX_CONNECTIONS_PER_CLIENT, MAX_CONNECTIONS)
         server = uvicorn.Server(
             uvicorn.Config(
                 app,
+                http=guarded_protocol(ConnectionGuard(limits)),
                 log_level="warning",
                 access_log=False,
                 timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
@@ -209,6 +231,7 @@ def run(args: argparse.Namespace) -> int:
             server.run(sockets=[listener])
         finally:
             scheduler.stop()
+            counter.close()
     if unrunnable:  # no server that crashes on every request: stop, say why and what to do
         raise unrunnable[0]
     return 0

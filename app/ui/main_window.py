@@ -454,6 +454,7 @@ class MainWindow(QMainWindow):
         self.look.shutdown()
         self.store.close()
         self.history.close()
+        self.themes.deleteLater()  # owned by the application: alive, it follows the OS scheme
 
 
 def _application() -> QApplication:

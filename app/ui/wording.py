@@ -52,7 +52,7 @@ WINDOW_WORDS: tuple[tuple[str, str], ...] = (
     (r"and --remote-model", "and the connection's model"),
     (r"; pass --drafter FILE to name one", "; put its drafter GGUF in the model's folder"),
     (r"; pass --drafter FOLDER", "; put the drafter's folder beside the model's"),
-    (r"; --mmproj FILE names one", "; put its mmproj-*.gguf in the model's folder"),
+    (r"; --mmproj FILE names one", "; choose one with the Projector button in the model bar"),
 )
 """``(pattern, replacement)``, applied in order (``re.sub``)."""
 
@@ -62,6 +62,7 @@ COMMAND_LINE_ONLY: dict[str, str] = {
     "--include": "the download wizard picks files by quantisation or by pattern, never both",
     "--projector": "the download wizard fetches a projector only with the quantisation it picked",
     "--mtp": "names llama.cpp's own converter switch (a command of another tool)",
+    "--limit": "the Discover page asks for a fixed number of repos; only the CLI takes a count",
     "--portable": "names the set-up command (bash packaging/setup.sh --portable) a terminal runs",
     "--replace": "the window's graft adds a head to a model without one; it replaces none",
 }

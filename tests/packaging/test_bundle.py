@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx2
 import pytest
 
 from app.commands import COMMANDS
+from tests.desktop_app import run_until_shown
+from tests.server.server_process import running_server
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [
@@ -234,51 +234,14 @@ def test_the_bundle_reads_its_catalog_and_extracts_a_sidecar(bundle: Path, isola
 
 
 def test_the_bundle_serves_the_openai_api(bundle: Path, isolated_env) -> None:
-    port = _free_port()
-    process = subprocess.Popen(
-        [str(bundle), "serve", "--port", str(port)],
-        env=isolated_env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        models = _get_json(f"http://127.0.0.1:{port}/v1/models", process)
-        assert models["data"], models
-    finally:
-        process.terminate()
-        process.communicate(timeout=30)
+    with running_server(program=[str(bundle)], env=isolated_env) as server:
+        models = httpx2.get(f"{server.base_url}/models", timeout=30).json()
+    assert models["data"], models
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _get_json(url: str, process: subprocess.Popen, timeout: float = 60.0) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"serve exited: {process.stderr.read()[-2000:]}")
-        try:
-            with urllib.request.urlopen(url, timeout=5) as reply:
-                return json.loads(reply.read())
-        except OSError:
-            time.sleep(0.2)
-    raise AssertionError(f"{url} did not answer in {timeout:.0f} s")
-
-
-def test_the_bundled_window_stays_up_for_ten_seconds(bundle: Path, isolated_env) -> None:
-    started = time.perf_counter()
-    process = subprocess.Popen(
-        [str(bundle)], env=isolated_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        time.sleep(10)
-        alive = process.poll() is None
-    finally:
-        process.terminate()
-        _out, err = process.communicate(timeout=20)
-    assert alive, f"the window closed after {time.perf_counter() - started:.1f} s: {err[-2000:]}"
+def test_the_bundled_window_stays_up_for_ten_seconds(
+    bundle: Path, isolated_env: dict[str, str]
+) -> None:
+    home = Path(isolated_env["MTP_STUDIO_HOME"])
+    err = run_until_shown([str(bundle)], isolated_env, home, stay_up_seconds=10)
     assert "Traceback" not in err

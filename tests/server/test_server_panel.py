@@ -5,17 +5,11 @@ acceptance, and stops the server."""
 
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-
 import contextlib
 import io
 import json
-import socket
 import subprocess
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
@@ -23,44 +17,24 @@ import pytest
 from openai import OpenAI
 from PySide6.QtGui import QGuiApplication
 
-from app.engine.settings import app_dirs
 from app.ui.main_window import MainWindow
-from tests.store.isolation import IsolatedHome, isolate
+from tests.ports import free_port
 
 pytestmark = pytest.mark.slow
 
 START_MS = 120_000
 
 
-@pytest.fixture
-def window(qtbot, monkeypatch: pytest.MonkeyPatch, tmp_path) -> Iterator[MainWindow]:
-    home: IsolatedHome = isolate(monkeypatch, tmp_path / "home")
-    assert home is not None
-    main = MainWindow(app_dirs())
-    main.show()
-    yield main
-    main.server_panel.shutdown()
-    main.shutdown()
-    main.close()
-    main.deleteLater()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def test_panel_serves_logs_requests_and_stops(qtbot, window: MainWindow) -> None:
+def test_panel_serves_logs_requests_and_stops(qtbot, main_window: MainWindow) -> None:
     view_menu = next(
-        action.menu() for action in window.menuBar().actions() if action.text() == "&View"
+        action.menu() for action in main_window.menuBar().actions() if action.text() == "&View"
     )
     page = next(action for action in view_menu.actions() if action.text() == "&Server")
     assert page.shortcut().toString() == "Ctrl+6"
-    panel = window.server_panel
+    panel = main_window.server_panel
     assert not panel.isVisible()
     page.trigger()
-    assert panel.isVisible() and window.current_page == "server"
+    assert panel.isVisible() and main_window.current_page == "server"
 
     port = free_port()
     panel.port_spin.setValue(port)
@@ -126,8 +100,8 @@ def test_panel_serves_logs_requests_and_stops(qtbot, window: MainWindow) -> None
         httpx2.get(f"http://127.0.0.1:{port}/health")
 
 
-def test_a_missing_model_is_refused_without_starting(qtbot, window: MainWindow) -> None:
-    panel = window.server_panel
+def test_a_missing_model_is_refused_without_starting(qtbot, main_window: MainWindow) -> None:
+    panel = main_window.server_panel
     panel.add_model(Path("/nowhere/model.gguf"))
     panel.choose_model(Path("/nowhere/model.gguf"))
     panel.start_button.click()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import signal
 
-from app.engine.errors import RuntimeBackendError, UnrunnableBuildError
+from app.engine.errors import RuntimeBackendError, UnrunnableBuildError, WorkerStopped
 from app.engine.runtime.backends.choice import LLAMA_CPP
 from app.engine.runtime.backends.llama_cpp.cpu_backends import illegal_instruction_advice
 
@@ -34,7 +34,7 @@ def worker_death_error(
         how = f"exit code {exitcode}"
     else:
         how = "unknown cause"
-    return RuntimeBackendError(
+    return WorkerStopped(
         f"the {backend} worker stopped unexpectedly while {doing} {model_name} ({how}) — a "
         "native crash or out of memory in the inference library; the next request starts a "
         "fresh worker"

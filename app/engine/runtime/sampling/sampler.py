@@ -26,6 +26,7 @@ works on the candidates' values or on a copy, before the temperature.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,6 +40,11 @@ from app.engine.runtime.sampling.distribution import (
     every_token,
 )
 
+MIN_TEMPERATURE = 1e-3
+"""The smallest temperature above 0: logits divided by a temperature like 1e-320 overflow to
+infinity and the distribution becomes NaN, while at 0.001 sampling already picks the most likely
+token almost always."""
+
 
 @dataclass(frozen=True)
 class SamplerSettings:
@@ -51,9 +57,10 @@ class SamplerSettings:
     seed: int | None = None
 
     def __post_init__(self) -> None:
-        if not self.temperature >= 0.0:
+        if not (self.temperature == 0.0 or MIN_TEMPERATURE <= self.temperature < math.inf):
             raise RuntimeBackendError(
-                f"temperature {self.temperature} is invalid: use 0 (greedy) or a positive value"
+                f"temperature {self.temperature} is invalid: use 0 (greedy) or a value of at "
+                f"least {MIN_TEMPERATURE:g}"
             )
         if self.top_k < 0:
             raise RuntimeBackendError(f"top-k {self.top_k} is invalid: use 0 (off) or a count ≥ 1")
@@ -94,7 +101,9 @@ def _candidates_distribution(
 ) -> SparseDistribution:
     """Temperature, top-p and min-p over a few candidates (ascending ids), in float64."""
     scaled = logits[candidates].astype(np.float64) / settings.temperature
-    kept = np.exp(scaled - scaled.max())
+    top = scaled.max() if scaled.size else np.nan  # NaN compares false: top-k kept nothing
+    _require_number(top)
+    kept = np.exp(scaled - top)
     kept /= kept.sum()
     if settings.top_p < 1.0:
         inside = top_p_ids(kept, settings.top_p)
@@ -110,7 +119,9 @@ def _candidates_distribution(
 def _vocabulary_distribution(logits: np.ndarray, settings: SamplerSettings) -> SparseDistribution:
     """Temperature, top-p and min-p over the whole row: float32 exponentials (the largest is
     exactly 1), float64 sums; top-p and min-p leave the few tokens they keep, in float64."""
-    weights = np.subtract(logits, logits.max(), dtype=np.float32)
+    top = logits.max()  # NaN if any logit is NaN
+    _require_number(top)
+    weights = np.subtract(logits, top, dtype=np.float32)
     weights /= np.float32(settings.temperature)
     np.exp(weights, out=weights)
     sums = block_sums(weights)  # what a draw walks first, and the total
@@ -125,6 +136,15 @@ def _vocabulary_distribution(logits: np.ndarray, settings: SamplerSettings) -> S
         tokens = np.flatnonzero(weights >= settings.min_p)
     kept = weights[tokens].astype(np.float64)
     return SparseDistribution(tokens, kept / kept.sum())
+
+
+def _require_number(top: float) -> None:
+    """Refuse a row whose largest logit is not a finite number (damaged weights)."""
+    if not np.isfinite(top):
+        raise RuntimeBackendError(
+            "the model computed logits that are not numbers (NaN or infinity): its weights are "
+            "damaged; download or convert the model again"
+        )
 
 
 def distribution(logits: np.ndarray, settings: SamplerSettings) -> np.ndarray:

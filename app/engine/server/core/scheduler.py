@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from app.engine.errors import MtpStudioError, UnrunnableBuildError
+from app.engine.errors import MtpStudioError, UnrunnableBuildError, WorkerStopped
 from app.engine.runtime.core.request import GenerationRequest, GenerationResult, TokenChunk
 from app.engine.runtime.process.client import GenerationStream, RuntimeClient
 
@@ -30,11 +30,13 @@ RECENT_DURATIONS = 16
 @dataclass(frozen=True)
 class JobFailed:
     """The generation could not run: ``user_error`` False means a bug in the server or runtime;
-    ``unrunnable``: the inference library cannot run on this machine (the server stops)."""
+    ``unrunnable``: the inference library cannot run on this machine (the server stops);
+    ``worker_stopped``: the worker process died under it (the next job starts a fresh one)."""
 
     message: str
     user_error: bool
     unrunnable: bool = False
+    worker_stopped: bool = False
 
 
 JobEvent = TokenChunk | GenerationResult | JobFailed
@@ -185,6 +187,9 @@ class Scheduler:
             job._post(JobFailed(str(exc), user_error=True, unrunnable=True))
             if self._on_unrunnable is not None:
                 self._on_unrunnable(exc)
+            return
+        except WorkerStopped as exc:
+            job._post(JobFailed(str(exc), user_error=False, worker_stopped=True))
             return
         except MtpStudioError as exc:
             job._post(JobFailed(str(exc), user_error=True))

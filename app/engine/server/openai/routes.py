@@ -2,9 +2,10 @@
 as server-sent events) and ``GET /v1/models``, over the shared :class:`ApiServer`.
 
 A reply starts only once the generation has started, so an error known before any text is an
-HTTP 4xx; a client that disconnects — while queued, mid-stream or while waiting for a whole
-reply — cancels its generation. The one served model answers whatever model a request names,
-and says its own name.
+HTTP 4xx; tool calls stream as they are written (:mod:`app.engine.server.core.reply_stream`),
+and a stream silent for 10 s gets a keep-alive comment; a client that disconnects — while
+queued, mid-stream or while waiting for a whole reply — cancels its generation. The one served
+model answers whatever model a request names, and says its own name.
 """
 
 from __future__ import annotations
@@ -17,20 +18,22 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from app.engine.server.core.api_errors import ApiError
-from app.engine.server.core.generation_flow import (
-    CLIENT_GONE_STATUS,
-    Finished,
-    collect_unless_gone,
-    pieces,
+from app.engine.runtime.chat_format.tool_call_events import (
+    ArgumentsPiece,
+    CallEnded,
+    CallStarted,
+    TextPiece,
 )
+from app.engine.server.core.api_errors import ApiError
+from app.engine.server.core.generation_flow import CLIENT_GONE_STATUS, Finished
 from app.engine.server.core.mtp_field import MTP_EXTENSION
-from app.engine.server.core.request_fields import ParsedRequest, parses_calls
+from app.engine.server.core.reply_stream import KeepAlive, reply_events, whole_reply
+from app.engine.server.core.request_fields import ParsedRequest
 from app.engine.server.core.scheduler import Job, JobEvent
 from app.engine.server.core.server import ApiServer
 from app.engine.server.openai import replies
 from app.engine.server.openai.parsing import parse_chat_body, parse_completion_body
-from app.engine.server.openai.tool_fields import TOOL_CALLS_REASON, StreamedCalls, whole_message
+from app.engine.server.openai.tool_fields import call_delta, whole_message
 
 
 class OpenAiRoutes:
@@ -70,28 +73,26 @@ class OpenAiRoutes:
         defaults = self._server.request_defaults
         if chat:
             images = await self._server.request_images(body)
-            parsed = parse_chat_body(body, defaults, images)
+            parsed = await self._server.check(lambda: parse_chat_body(body, defaults, images))
         else:
-            parsed = parse_completion_body(body, defaults)
+            parsed = await self._server.check(lambda: parse_completion_body(body, defaults))
         job, first = await self._server.start(request, parsed)
         reply_id = replies.new_id("chatcmpl" if chat else "cmpl")
         if parsed.stream:
             events = self._stream(request, job, first, parsed, reply_id, started, chat=chat)
             return StreamingResponse(events, media_type="text/event-stream")
-        text, finished = await collect_unless_gone(request, job, parsed.stop, first)
-        reason = replies.finish_reason(finished.result, finished.stopped_by_sequence)
-        model = self._server.config.model_id
+        reply = await whole_reply(request, job, parsed, first)
+        reason = replies.finish_reason(
+            reply.finished, calls=len(reply.calls), calls_complete=reply.calls_complete
+        )
+        model, result = self._server.config.model_id, reply.finished.result
         if chat:
-            body = replies.chat_completion(reply_id, model, text, finished.result, reason)
-            message, called = whole_message(text, parsed.generation)
-            body["choices"][0]["message"] = message
-            if called:
-                reason = body["choices"][0]["finish_reason"] = TOOL_CALLS_REASON
+            body = replies.chat_completion(reply_id, model, reply.content, result, reason)
+            body["choices"][0]["message"] = whole_message(reply)
         else:
-            body = replies.text_completion(
-                reply_id, model, text, reason, finished.result, whole=True
-            )
-        self._server.log_generation(request, started, finished.result, reason)
+            text = _echoed(parsed) + reply.content
+            body = replies.text_completion(reply_id, model, text, reason, result, whole=True)
+        self._server.log_generation(request, started, result, reason)
         return JSONResponse(body)
 
     async def _stream(
@@ -107,29 +108,27 @@ class OpenAiRoutes:
     ) -> AsyncIterator[str]:
         model = self._server.config.model_id
         finished: Finished | None = None
+        calls, calls_complete = 0, True
         try:
             if chat:
                 yield _sse(
                     replies.chat_chunk(reply_id, model, {"role": "assistant", "content": ""})
                 )
-            calls = StreamedCalls() if chat and parses_calls(parsed.generation) else None
-            async for piece in pieces(job, parsed.stop, first):
-                if isinstance(piece, Finished):
-                    finished = piece
-                    break
-                if calls is not None:
-                    for delta in calls.feed(piece):
-                        yield _sse(replies.chat_chunk(reply_id, model, delta))
-                elif chat:
-                    yield _sse(replies.chat_chunk(reply_id, model, {"content": piece}))
-                else:
-                    yield _sse(replies.text_completion(reply_id, model, piece))
+            elif parsed.echo:
+                yield _sse(replies.text_completion(reply_id, model, _echoed(parsed)))
+            async for event in reply_events(job, parsed, first):
+                if isinstance(event, Finished):
+                    finished = event
+                elif isinstance(event, KeepAlive):
+                    yield KEEP_ALIVE_COMMENT
+                elif isinstance(event, TextPiece):
+                    yield _sse(_text_chunk(reply_id, model, event.text, chat=chat))
+                elif isinstance(event, CallStarted | ArgumentsPiece):
+                    yield _sse(replies.chat_chunk(reply_id, model, call_delta(event)))
+                elif isinstance(event, CallEnded):
+                    calls, calls_complete = calls + 1, calls_complete and event.complete
             assert finished is not None
-            reason = replies.finish_reason(finished.result, finished.stopped_by_sequence)
-            if calls is not None:
-                for delta in calls.finish():
-                    yield _sse(replies.chat_chunk(reply_id, model, delta))
-                reason = TOOL_CALLS_REASON if calls.had_calls else reason
+            reason = replies.finish_reason(finished, calls=calls, calls_complete=calls_complete)
             result = finished.result
             if chat:
                 yield _sse(replies.chat_chunk(reply_id, model, {}, reason, result))
@@ -149,6 +148,21 @@ class OpenAiRoutes:
         finally:
             if finished is None:
                 job.cancel()
+
+
+KEEP_ALIVE_COMMENT = ": keep-alive\n\n"
+"""An SSE comment: clients skip it, proxies and timeouts see the stream is alive."""
+
+
+def _text_chunk(reply_id: str, model: str, text: str, *, chat: bool) -> dict[str, Any]:
+    if chat:
+        return replies.chat_chunk(reply_id, model, {"content": text})
+    return replies.text_completion(reply_id, model, text)
+
+
+def _echoed(parsed: ParsedRequest) -> str:
+    """The prompt, when the request asked for it back (``echo``)."""
+    return (parsed.generation.prompt or "") if parsed.echo else ""
 
 
 def _sse(data: dict[str, Any]) -> str:
