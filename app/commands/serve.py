@@ -125,7 +125,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_browser_arguments(parser)
     _add_image_arguments(parser)
     add_load_arguments(parser)
-    parser.add_argument("--threads", type=int, default=0, metavar="N", help="CPU threads")
     parser.add_argument(
         "--log-format",
         choices=("text", "json"),

@@ -146,15 +146,17 @@ class LlamaServer:
         *,
         depth: int,
         threads: int,
+        batch_threads: int = 0,
         context: int = 0,
         p_min: float = 0.0,
         projector: Path | None = None,
         drafter: Path | None = None,
     ) -> None:
-        """``context`` 0: llama-server's default context (the model's trained one); ``p_min``
-        > 0: drafting stops at a token whose draft probability is below it; ``projector``: a
-        vision projector (``--mmproj``) for requests with images; ``drafter``: the separate
-        drafter model drafting runs with."""
+        """``threads`` for a step and ``batch_threads`` for a prompt's batches (0: the same), as
+        ours run; ``context`` 0: llama-server's default context (the model's trained one);
+        ``p_min`` > 0: drafting stops at a token whose draft probability is below it;
+        ``projector``: a vision projector (``--mmproj``) for requests with images; ``drafter``:
+        the separate drafter model drafting runs with."""
         self.depth = depth
         self.p_min = p_min
         self.label = "llama-server plain" if depth == 0 else f"llama-server MTP K={depth}"
@@ -168,7 +170,7 @@ class LlamaServer:
             "--host", "127.0.0.1",
             "--port", str(self._port),
             "-t", str(threads),
-            "-tb", str(threads),
+            "-tb", str(batch_threads or threads),
             "-np", "1",
             "--no-webui",
         ]  # fmt: skip
@@ -185,6 +187,10 @@ class LlamaServer:
         # llama-server logs a lot: into a file, since an unread pipe would fill and stall it.
         self._log = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115 (closed in close())
         self._process = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT)
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
 
     def wait_ready(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
@@ -310,6 +316,7 @@ class LlamaServerPool:
         *,
         depths: Sequence[int],
         threads: int,
+        batch_threads: int = 0,
         drafter: Path | None = None,
     ) -> None:
         if not binary.is_file():
@@ -321,7 +328,14 @@ class LlamaServerPool:
         try:
             for depth in (0, *depths):
                 self.servers.append(
-                    LlamaServer(binary, model, depth=depth, threads=threads, drafter=drafter)
+                    LlamaServer(
+                        binary,
+                        model,
+                        depth=depth,
+                        threads=threads,
+                        batch_threads=batch_threads,
+                        drafter=drafter,
+                    )
                 )
             self.servers.append(
                 LlamaServer(
@@ -329,6 +343,7 @@ class LlamaServerPool:
                     model,
                     depth=max(depths),
                     threads=threads,
+                    batch_threads=batch_threads,
                     p_min=PUBLISHED_P_MIN,
                     drafter=drafter,
                 )
