@@ -1,5 +1,9 @@
-"""Anthropic's Messages API on the same queue and runtime: what Claude Code and the anthropic SDK
+"""Anthropic's Messages API on the same queues and runtime: what Claude Code and the anthropic SDK
 call.
+
+A request's ``model`` picks the model that answers (a 404 ``not_found_error`` when it names none
+the server has; ``serve --alias 'claude-*'`` lets Claude Code's own model names through). A
+request that waits for its turn gets its headers at once (:mod:`..core.waiting_reply`).
 
 ``POST /v1/messages`` answers whole or streamed (Anthropic's event sequence, from
 :mod:`.replies`); ``POST /v1/messages/count_tokens`` measures a conversation with the
@@ -12,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -25,11 +29,17 @@ from app.engine.server.core.api_errors import ApiError
 from app.engine.server.core.generation_flow import (
     CLIENT_GONE_STATUS,
     Finished,
+    collect,
     collect_unless_gone,
     pieces,
 )
 from app.engine.server.core.request_fields import ParsedRequest, parses_calls
 from app.engine.server.core.scheduler import Job, JobEvent
+from app.engine.server.core.waiting_reply import (
+    Waiting,
+    json_after_waiting,
+    stream_after_waiting,
+)
 
 if TYPE_CHECKING:
     from app.engine.server.core.server import ApiServer
@@ -44,52 +54,99 @@ class AnthropicRoutes:
         request.state.logged = False
         started = time.monotonic()
         body = await server.body(request)
+        target = await server.model_for(body)
         images = await server.request_images(body)
-        parsed = parse_messages_body(body, server.request_defaults, images)
-        job, first = await server.start(request, parsed)
-        message_id = anthropic_replies.new_message_id()
+        parsed = parse_messages_body(body, target.defaults, images)
+        job, first = await server.start(request, parsed, target, "messages")
+        reply = _Message(server, request, job, parsed, target.id, started)
         if parsed.stream:
-            events = self._stream(request, job, first, parsed, message_id, started)
+            if isinstance(first, Waiting):
+                events = stream_after_waiting(first, reply.events, reply.failed_event, reply.gone)
+            else:
+                events = reply.events(first)
             return StreamingResponse(events, media_type="text/event-stream")
+        if isinstance(first, Waiting):
+            whole = json_after_waiting(first, reply.gathered, reply.failed_body, reply.gone)
+            return StreamingResponse(whole, media_type="application/json")
         text, finished = await collect_unless_gone(request, job, parsed.stop, first)
-        model = server.config.model_id
-        body = anthropic_replies.message(
-            message_id, model, text, finished, reads_calls=parses_calls(parsed.generation)
-        )
-        server.log_generation(request, started, finished.result, body["stop_reason"])
-        return JSONResponse(body)
+        return JSONResponse(reply.whole(text, finished))
 
     async def count_tokens(self, request: Request) -> Response:
         """``{"input_tokens": N}``: the prompt prefilled, one token generated and dropped."""
         server = self._server
         body = await server.body(request)
+        target = await server.model_for(body)
         conversation = parse_count_tokens_body(body, await server.request_images(body))
         probe = GenerationRequest(
             **conversation, max_tokens=1, sampler=SamplerSettings(seed=0), mtp_depth=0
         )
         parsed = ParsedRequest(None, probe, (), stream=False, include_usage_chunk=False)
-        job, first = await server.start(request, parsed)
+        job, first = await server.start(request, parsed, target, "count_tokens", early=False)
+        assert not isinstance(first, Waiting)
         _, finished = await collect_unless_gone(request, job, (), first)
         return JSONResponse({"input_tokens": finished.result.prompt_token_count})
 
-    async def _stream(
+
+class _Message:
+    """One request's message, whole or streamed."""
+
+    def __init__(
         self,
+        server: ApiServer,
         request: Request,
         job: Job,
-        first: JobEvent,
         parsed: ParsedRequest,
-        message_id: str,
+        model: str,
         started: float,
-    ) -> AsyncIterator[str]:
-        server = self._server
+    ) -> None:
+        self._server = server
+        self._request = request
+        self._job = job
+        self._parsed = parsed
+        self._model = model
+        self._started = started
+        self._id = anthropic_replies.new_message_id()
+
+    def whole(self, text: str, finished: Finished) -> dict[str, Any]:
+        body = anthropic_replies.message(
+            self._id,
+            self._model,
+            text,
+            finished,
+            reads_calls=parses_calls(self._parsed.generation),
+        )
+        self._server.log_generation(
+            self._request, self._started, finished.result, body["stop_reason"]
+        )
+        return body
+
+    async def gathered(self, first: JobEvent) -> dict[str, Any]:
+        """The whole message after waiting: the stream watches the client."""
+        text, finished = await collect(self._job, self._parsed.stop, first)
+        return self.whole(text, finished)
+
+    def failed_body(self, error: ApiError) -> dict[str, Any]:
+        """A failure after the headers went out: logged, and Anthropic's error object."""
+        self._server.log_plain(self._request, error.status, self._started, error.log_detail)
+        return error.anthropic_body()
+
+    def failed_event(self, error: ApiError) -> str:
+        return anthropic_replies.event("error", self.failed_body(error))
+
+    def gone(self) -> None:
+        self._server.log_plain(
+            self._request, CLIENT_GONE_STATUS, self._started, "client disconnected"
+        )
+
+    async def events(self, first: JobEvent) -> AsyncIterator[str]:
+        server, request, job, parsed = self._server, self._request, self._job, self._parsed
+        started, message_id = self._started, self._id
         finished: Finished | None = None
         blocks = anthropic_replies.ReplyBlocks(reads_calls=parses_calls(parsed.generation))
         stats = first.stats if isinstance(first, TokenChunk | GenerationResult) else None
         prompt_tokens = stats.prompt_tokens - stats.prompt_reused_tokens if stats else 0
         try:
-            yield anthropic_replies.stream_opening(
-                message_id, server.config.model_id, prompt_tokens, blocks
-            )
+            yield anthropic_replies.stream_opening(message_id, self._model, prompt_tokens, blocks)
             async for piece in pieces(job, parsed.stop, first):
                 if isinstance(piece, Finished):
                     finished = piece
@@ -102,10 +159,9 @@ class AnthropicRoutes:
             reason = anthropic_replies.stop_reason(finished, called=blocks.called)
             server.log_generation(request, started, finished.result, reason)
         except ApiError as error:  # the generation failed after the 200 went out
-            yield anthropic_replies.event("error", error.anthropic_body())
-            server.log_plain(request, error.status, started, error.log_detail)
+            yield self.failed_event(error)
         except BaseException:  # the client disconnected (cancelled) or the send failed
-            server.log_plain(request, CLIENT_GONE_STATUS, started, "client disconnected")
+            self.gone()
             raise
         finally:
             if finished is None:
