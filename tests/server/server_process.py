@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.engine.runtime.core.demo_model import demo_model_path
+
 STARTUP_SECONDS = 120
 _LISTENING = re.compile(r"listening on (http://\S+/v1)")
 
@@ -49,12 +51,25 @@ class ServerProcess:
 
 
 def serve_command(*args: str) -> list[str]:
+    """``serve`` with ``args``; pinned to the demo model unless the args name a model or a
+    models folder (a library server must be given its own folders: see ``library_env``)."""
+    if "--model" not in args and "--models-dir" not in args:
+        args = ("--model", str(demo_model_path()), *args)
     return [sys.executable, "-m", "app", "serve", *args]
 
 
+def library_env(root: Path) -> dict[str, str]:
+    """Environment for a library server whose Hugging Face cache and app folders are under
+    ``root`` (never the user's)."""
+    return {"HF_HOME": str(root / "hf-home"), "HF_HUB_CACHE": str(root / "hf-home" / "hub")}
+
+
 @contextlib.contextmanager
-def running_server(*args: str, home: Path | None = None) -> Iterator[ServerProcess]:
-    env = None if home is None else {**os.environ, "MTP_STUDIO_HOME": str(home)}
+def running_server(
+    *args: str, home: Path | None = None, env: dict[str, str] | None = None
+) -> Iterator[ServerProcess]:
+    extra = {**({"MTP_STUDIO_HOME": str(home)} if home is not None else {}), **(env or {})}
+    env = {**os.environ, **extra} if extra else None
     process = subprocess.Popen(
         serve_command("--port", "0", *args),
         stdout=subprocess.DEVNULL,

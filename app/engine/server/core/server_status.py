@@ -17,7 +17,7 @@ from app.engine.server.core.model_directory import ModelDirectory
 from app.engine.server.core.request_fields import json_object, model_name
 from app.engine.server.core.scheduler import JobStatus
 from app.engine.server.models.names import resolve
-from app.engine.server.models.pool import LOADED, LoadedStatus
+from app.engine.server.models.pool import LOADED, NOT_LOADED, LoadedStatus
 
 PINNED = "pinned"
 LIBRARY = "library"
@@ -115,9 +115,10 @@ def unload_model(models: ModelDirectory, body: Any) -> dict[str, Any]:
             "they are done",
             code="model_busy",
         )
+    unloaded = outcome == LOADED
     return {
         "object": "model.unload",
         "model": model_id,
-        "unloaded": outcome == LOADED,
-        "state": outcome,
+        "unloaded": unloaded,
+        "state": NOT_LOADED if unloaded else outcome,
     }
