@@ -297,6 +297,7 @@ def _announce(
             "anthropic_url": anthropic_base_url(url),
             "model": runner and directory.catalogue.models[0].id,
             "models": len(directory.catalogue.models),
+            "example_model": directory.catalogue.ids[0] if directory.catalogue.models else None,
             "mtp_depth": config.mtp_depth,
         }
         if runner is not None:

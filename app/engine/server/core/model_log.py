@@ -2,8 +2,8 @@
 
 ``serve`` writes them beside the request log (stderr): ``loading X…``, ``loaded X in 2.1 s``,
 ``could not load X: …``, ``unloaded X (idle for 600 s)``. With ``--log-format json`` each is an
-object whose ``event`` is the :class:`PoolEvent`'s kind (``model_loaded`` …), which the Server
-page reads.
+object whose ``event`` is the :class:`PoolEvent`'s kind (``model_loaded`` …) and whose ``text``
+is the line of text, which the Server page shows (:func:`model_event_line`).
 """
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ from app.engine.server.models.pool import (
     LOAD_FAILED_EVENT,
     LOADED_EVENT,
     LOADING_EVENT,
+    UNLOADED_EVENT,
     PoolEvent,
 )
 
 LOGGED_MESSAGE_CHARACTERS = 300
+MODEL_EVENTS = (LOADING_EVENT, LOADED_EVENT, LOAD_FAILED_EVENT, UNLOADED_EVENT)
 
 
 def model_event_text(event: PoolEvent) -> str:
@@ -44,7 +46,11 @@ def model_event_text(event: PoolEvent) -> str:
 
 
 def model_event_json(event: PoolEvent) -> str:
-    data: dict[str, Any] = {"event": event.kind, "model": event.model_id}
+    data: dict[str, Any] = {
+        "event": event.kind,
+        "model": event.model_id,
+        "text": model_event_text(event),
+    }
     if event.kind == LOADED_EVENT:
         data["seconds"] = round(event.seconds, 3)
         if event.info is not None:
@@ -62,3 +68,10 @@ def model_event_json(event: PoolEvent) -> str:
 def _message(event: PoolEvent) -> str:
     lines = event.message.strip().splitlines() or [""]
     return clean(lines[-1], LOGGED_MESSAGE_CHARACTERS)
+
+
+def model_event_line(data: dict[str, Any]) -> str | None:
+    """The text of a JSON log line's model event (None: not a model event)."""
+    if data.get("event") not in MODEL_EVENTS or not isinstance(data.get("text"), str):
+        return None
+    return clean(data["text"], LOGGED_MESSAGE_CHARACTERS)
