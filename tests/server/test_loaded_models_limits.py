@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import threading
 import sys
+import threading
 import time
 from collections.abc import Iterator
 
