@@ -136,6 +136,7 @@ class ServerPanel(QWidget):
             "Every model of the Models page, each loaded when a request names it",
             Qt.ItemDataRole.ToolTipRole,
         )
+        self.model_picker.setCurrentIndex(0)
         demo = self._default_model()
         if demo is not None:
             self.add_model(demo, f"{demo.name} (bundled demo)")
