@@ -20,10 +20,17 @@ import os
 import socket
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import uvicorn
 
-from app.commands.chat import CLI_OPTION_NAMES, add_load_arguments, depth_argument, describe_load
+from app.commands.chat import (
+    CLI_OPTION_NAMES,
+    add_load_arguments,
+    depth_argument,
+    describe_images,
+    describe_load,
+)
 from app.commands.serve_options import (
     add_library_arguments,
     idle_unload_seconds,
@@ -242,12 +249,22 @@ def _load_rules(args: argparse.Namespace, config: ServerConfig) -> LoadRules:
     problem = load_options_problem(options, CLI_OPTION_NAMES)
     if problem is not None:
         raise ServerError(problem)
+    images_off = args.mmproj is not None and args.mmproj.lower() == "none"
+    projector = Path(args.mmproj) if args.mmproj is not None and not images_off else None
+    if projector is not None and args.model is None:
+        raise ServerError(
+            f"--mmproj {args.mmproj} names the projector of the one model --model serves; "
+            "without --model each GGUF model reads images with the mmproj-*.gguf beside it "
+            "(--mmproj none: text only)"
+        )
     return LoadRules(
         options=options,
         threads=args.threads,
         max_draft_depth=max(deepest(config.mtp_depth), LoadSettings().max_draft_depth),
         memory_bytes=physical_memory_bytes(),
         backend=args.backend if args.model is not None else "auto",
+        projector=projector,
+        images=not images_off,
     )
 
 
@@ -307,6 +324,7 @@ def _announce(
                 kv_cache_type=settings.kv_cache_type,
                 flash_attention=settings.flash_attention,
                 state_cache_mib=settings.state_cache_mib,
+                projector=str(runner.info.projector) if runner.info.projector else None,
             )
         print(json.dumps(event), file=sys.stderr)
     else:
@@ -318,6 +336,7 @@ def _announce(
         )
         if runner is not None:
             print(f"mtp-studio serve: {describe_load(runner.plan, runner.info)}", file=sys.stderr)
+            print(f"mtp-studio serve: {describe_images(runner.info)}", file=sys.stderr)
         note = parallel_note(args.parallel)
         if note:
             print(f"mtp-studio serve: {note}", file=sys.stderr)

@@ -18,13 +18,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from app.engine.chat.memory import RUNTIME_DEFAULT_CONTEXT
+from app.engine.runtime.core.backend import ModelInfo
 from app.engine.runtime.core.request import MAX_DRAFT_DEPTH, GenerationResult
 from app.engine.server.core.api_errors import ApiError, bad_request
 from app.engine.server.core.config import ServerConfig
 from app.engine.server.core.request_fields import RequestDefaults
 from app.engine.server.core.scheduler import JobStatus, Scheduler
 from app.engine.server.models.catalogue import MTP_NONE, Catalogue, ServableModel
-from app.engine.server.models.loading import RunnerFactory
+from app.engine.server.models.loading import LoadRules, RunnerFactory
 from app.engine.server.models.names import AMBIGUOUS, MISSING, Alias, resolve
 from app.engine.server.models.pool import LoadedStatus, ModelPool, PoolLease
 
@@ -42,7 +43,8 @@ class RequestModel:
     scheduler: Scheduler
     defaults: RequestDefaults
     image_refusal: str | None
-    """Why the model cannot take images (None once it can)."""
+    """Why the model cannot take images (None when it reads them, or may: a model not loaded
+    yet with a projector beside it is asked, and says so if it cannot)."""
 
     @property
     def id(self) -> str:
@@ -126,7 +128,8 @@ class ModelDirectory:
                 scheduler.start()
             else:
                 self._leases[model.id].model = model  # a rescan may have new facts about it
-        return RequestModel(model, scheduler, self._defaults(model), _image_refusal(model))
+        refusal = _image_refusal(model, self.factory.known_info(model.id), self.factory.rules)
+        return RequestModel(model, scheduler, self._defaults(model), refusal)
 
     def _defaults(self, model: ServableModel) -> RequestDefaults:
         info = self.factory.known_info(model.id)
@@ -171,14 +174,22 @@ class ModelDirectory:
         self.pool.close()
 
 
-def _image_refusal(model: ServableModel) -> str:
-    if model.projector is None:
+def _image_refusal(model: ServableModel, info: ModelInfo | None, rules: LoadRules) -> str | None:
+    """Why ``model`` reads no images, from its load (``info``) or, before it loads, from what
+    is beside it; None when it reads them (or may)."""
+    if info is not None:
+        if info.reads_images:
+            return None
+        reason = info.images_unavailable_reason or f"{info.path.name} reads no images"
+        return f"{reason}: send text only"
+    if not rules.images:
+        return "this server reads no images (serve --mmproj none): send text only"
+    if not model.is_gguf:
+        return f"{model.id} runs on MLX, which reads no images yet: send text only"
+    if rules.projector is None and model.projector is None:
         return (
-            f"the model {model.id} has no vision projector (no mmproj-*.gguf beside the model "
+            f"{model.path.name} has no vision projector (no mmproj-*.gguf beside the model "
             "file), so it cannot read images: send text only, or use a vision model with its "
             "projector beside it"
         )
-    return (
-        f"the vision projector {model.projector.name} of {model.id} was found, but this version "
-        "of the server does not pass images to the model yet: send text only"
-    )
+    return None

@@ -10,8 +10,10 @@ what a worker process itself takes, is what the pool's budget counts (:mod:`.poo
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 from app.engine.chat.context_choice import LoadPlan, plan_load
 from app.engine.load_options import LoadOptions
@@ -29,13 +31,19 @@ measured as the demo worker's resident memory less its model (bench serve prints
 @dataclass(frozen=True)
 class LoadRules:
     """What every model is loaded with; ``backend``: ``auto`` for the library (llama.cpp for a
-    GGUF, MLX for a folder), or the one ``serve --backend`` names for a pinned model."""
+    GGUF, MLX for a folder), or the one ``serve --backend`` names for a pinned model; images:
+    the projector beside each GGUF model unless ``projector`` names one or ``images`` is off."""
 
     options: LoadOptions
     threads: int
     max_draft_depth: int
     memory_bytes: int | None
     backend: str = "auto"
+    projector: Path | None = None
+    """The vision projector ``--mmproj`` names (a pinned model's); None: the one beside each
+    GGUF model, if any."""
+    images: bool = True
+    """False (``--mmproj none``): every model reads text only."""
 
 
 class RunnerFactory:
@@ -58,6 +66,10 @@ class RunnerFactory:
                 threads=self.rules.threads,
                 max_draft_depth=self.rules.max_draft_depth,
             )
+            images = dataclasses.replace(
+                plan.settings, projector=self.rules.projector, images=self.rules.images
+            )
+            plan = dataclasses.replace(plan, settings=images)
             with self._lock:
                 self._plans[model.id] = plan
         return plan
