@@ -10,7 +10,8 @@ sends an SSE comment (``: waiting for MODEL: 2 requests ahead``) every
 :data:`WAITING_KEEP_ALIVE_SECONDS` until its first event, a whole reply sends a space (JSON allows
 leading whitespace). An error that comes after that — the model failed to load, the worker died —
 is written in the body in the API's error shape (a stream's error event; a whole reply's error
-object). A client that disconnects while it waits frees its place (docs/server-api.md#queue).
+object). A client that disconnects while it waits frees its place
+(docs/server-api.md#several-clients).
 """
 
 from __future__ import annotations

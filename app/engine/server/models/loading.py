@@ -23,9 +23,9 @@ from app.engine.runtime.process.client import RuntimeClient
 from app.engine.server.models.catalogue import ServableModel
 from app.engine.server.models.runner import ModelRunner, WorkerRunner
 
-WORKER_PROCESS_BYTES = 320 * 2**20
-"""What an inference worker process holds besides the model (Python, numpy, llama.cpp or MLX):
-measured as the demo worker's resident memory less its model (bench serve prints both)."""
+WORKER_PROCESS_BYTES = 128 * 2**20
+"""What an inference worker process holds besides its model (Python, numpy, llama.cpp): a demo
+worker's resident memory is 130-150 MB with its model and caches (bench serve prints it)."""
 
 
 @dataclass(frozen=True)
