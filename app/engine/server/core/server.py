@@ -28,7 +28,7 @@ from app.engine.server.core.images import RequestImages, remote_urls
 from app.engine.server.core.metrics import CONTENT_TYPE, ServerMetrics
 from app.engine.server.core.model_directory import ModelDirectory, RequestModel
 from app.engine.server.core.remote_images import fetch_images
-from app.engine.server.core.request_fields import ParsedRequest, model_name
+from app.engine.server.core.request_fields import ParsedRequest, json_object, model_name
 from app.engine.server.core.request_log import RequestLogEntry
 from app.engine.server.core.scheduler import Job, JobEvent, JobOrigin, QueueFull
 from app.engine.server.core.server_status import server_status, unload_model
@@ -139,7 +139,7 @@ class ApiServer:
 
     async def model_for(self, body: Any) -> RequestModel:
         """The model the body's ``model`` names, with its queue (404 when it names none)."""
-        return await self.models.model_for(model_name(body) if isinstance(body, dict) else None)
+        return await self.models.model_for(model_name(json_object(body)))
 
     async def start(
         self,
