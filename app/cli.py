@@ -57,10 +57,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         with _sigterm_unwinds():
             return int(args.func(args) or 0)
     except JobCancelled as exc:
-        print(f"mtp-studio: {_masked(exc)}", file=sys.stderr)
+        print(f"mtp-studio: {_shown(exc)}", file=sys.stderr)
         return 130
     except MtpStudioError as exc:
-        print(f"mtp-studio: error: {_masked(exc)}", file=sys.stderr)
+        print(f"mtp-studio: error: {_shown(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("mtp-studio: interrupted", file=sys.stderr)
@@ -70,11 +70,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 143
 
 
-def _masked(exc: BaseException) -> str:
-    """The message with credentials masked (imported here: ``--help`` loads no engine area)."""
+def _shown(exc: BaseException) -> str:
+    """The message with credentials masked and control characters (from names a Hub or server
+    sent) made inert; imported here: ``--help`` loads no engine area."""
     from app.engine.credentials import mask_credentials
+    from app.engine.terminal import printable
 
-    return mask_credentials(str(exc))
+    return printable(mask_credentials(str(exc)), multiline=True)
 
 
 class Terminated(BaseException):

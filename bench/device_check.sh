@@ -104,7 +104,7 @@ else
     [ -z "$OFFLINE" ] || offline=(--no-index --find-links "$OFFLINE")
     run mkdir -p "$WHEELS"
     run env CMAKE_ARGS="$FLAGS" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
-        "$PYTHON" -m pip wheel --no-deps "${offline[@]}" --wheel-dir "$WHEELS" \
+        "$PYTHON" -m pip wheel --no-deps --no-cache-dir "${offline[@]}" --wheel-dir "$WHEELS" \
         "llama-cpp-python==$LLAMA_VERSION"
 fi
 if [ "$MODE" = cpu ]; then

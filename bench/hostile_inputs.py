@@ -1,4 +1,5 @@
-"""The hostile-input table of issue 23: each lying file or setting, before and after the fix.
+"""The hostile-input table of issues 23 and 34: each lying file, setting, Hub, server or request,
+before and after the fix.
 
     python bench/hostile_inputs.py --before /path/to/old/checkout [--after .] [--json]
 
@@ -10,12 +11,20 @@ subprocess with a wall-clock timeout (``--timeout``, 20 s) and an address-space 
 (``RLIMIT_AS``, ``--memory-gib``, 4 GiB), so no case can take the machine down; a run past the
 timeout is killed with its process group. Reported per run: exit status (``timeout`` when
 killed), wall time, the child's peak RSS (``wait4``), and the last line it printed, cut short
-(the temporary folder shown as ``…``).
+(the temporary folder shown as ``…``). Notes in brackets flag what must not happen: a secret or
+raw terminal escapes printed, a line over 1,000 characters, the job history grown by a megabyte.
+
+Issue 34's rows (:mod:`hostile_issue34`) run the CLI against a hostile local Hub
+(``tests.localhub``, seeded here) and lying ``chat --endpoint`` servers served by this process.
+The rows starting ``serve:`` start the checkout's ``serve`` and send one hostile request (or hold
+1,020 half-sent ones) through ``bench/health_under_attack.py``: exit is the HTTP status or how the
+server failed, peak MiB the server's own.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -29,10 +38,17 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
+
+from health_under_attack import cases as server_cases
+from health_under_attack import run_server_case
+from hostile_issue34 import hostile_endpoints, issue34_rows, seed_hostile_hub
 
 HERE = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(HERE))
 DEMO = HERE / "resources" / "models"
 SECRET = "S3cretPass"
+LONG_LINE = 1000
 
 
 @dataclass(frozen=True)
@@ -41,6 +57,8 @@ class Case:
     argv: Callable[[Path], list[str]]
     """The command for a checkout (its root given)."""
     env: dict[str, str]
+    flags: tuple[tuple[bytes, str], ...] = ()
+    """Output that must not appear, and the note shown when it does."""
 
 
 @dataclass(frozen=True)
@@ -203,7 +221,28 @@ def build_cases(work: Path) -> list[Case]:
     ]
 
 
+class LineLengths:
+    """The longest line in a stream, counted as it arrives (the output kept is only its end)."""
+
+    def __init__(self) -> None:
+        self.longest = 0
+        self._current = 0
+
+    def feed(self, chunk: bytes) -> None:
+        *ended, rest = chunk.split(b"\n")
+        for piece in ended:
+            self.longest = max(self.longest, self._current + len(piece))
+            self._current = 0
+        self._current += len(rest)
+        self.longest = max(self.longest, self._current)
+
+
+def _history_bytes(home: Path) -> int:
+    return sum(path.stat().st_size for path in home.rglob("*.sqlite3*"))
+
+
 def run_case(case: Case, root: Path, home: Path, timeout: float, memory_bytes: int) -> Run:
+    history_before = _history_bytes(home)
     env = {
         **{k: v for k, v in os.environ.items() if k not in ("PY", "HF_ENDPOINT")},
         "PYTHONPATH": str(root),
@@ -229,10 +268,12 @@ def run_case(case: Case, root: Path, home: Path, timeout: float, memory_bytes: i
     assert child.stdout is not None
     os.set_blocking(child.stdout.fileno(), False)
     output = bytearray()
+    lengths = LineLengths()
     status, usage, killed = None, None, False
     while status is None:
         chunk = child.stdout.read()
         if chunk:
+            lengths.feed(chunk)
             output += chunk[-65536:]
             del output[:-65536]
         pid, raw_status, raw_usage = os.wait4(child.pid, os.WNOHANG)
@@ -245,15 +286,83 @@ def run_case(case: Case, root: Path, home: Path, timeout: float, memory_bytes: i
         else:
             time.sleep(0.02)
     seconds = time.perf_counter() - started
-    rest = child.stdout.read()
-    output += rest or b""
+    rest = child.stdout.read() or b""
+    lengths.feed(rest)
+    output += rest
     child.returncode = os.waitstatus_to_exitcode(status)
     lines = [line for line in output.decode("utf-8", "replace").splitlines() if line.strip()]
     last = lines[-1].strip() if lines else ""
     exit_text = "timeout" if killed else str(child.returncode)
     if SECRET in output.decode("utf-8", "replace"):
         last = "[SECRET PRINTED] " + last
+    for pattern, note in case.flags:
+        if pattern in output:
+            last = f"{note} {last}"
+    if lengths.longest > LONG_LINE:
+        last = f"[a line of {lengths.longest:,} bytes] {last}"
+    grown = _history_bytes(home) - history_before
+    if grown > 2**20:
+        last = f"[job history grew {grown / 2**20:.1f} MiB] {last}"
     return Run(exit_text, round(seconds, 2), round(usage.ru_maxrss / 1024, 1), last[:110])
+
+
+def issue34_cases(work: Path, stack: contextlib.ExitStack) -> list[Case]:
+    """Issue 34's command-line rows, with the local Hub and the lying endpoints they use."""
+    from tests.localhub.fixtures import configure_client_environment
+
+    configure_client_environment()  # before huggingface_hub is imported
+    from tests.localhub import LocalHub
+
+    hub = stack.enter_context(LocalHub(work / "localhub", port=_hub_port()))
+    seed_hostile_hub(hub, work)
+    endpoints = stack.enter_context(hostile_endpoints())
+    return [
+        Case(name, argv, env, tuple(flags.items()))
+        for name, argv, env, flags in issue34_rows(work, hub.endpoint, endpoints)
+    ]
+
+
+def _hub_port() -> int:
+    return int(os.environ["HF_ENDPOINT"].rsplit(":", 1)[1])
+
+
+def server_row(name: str, attack: Callable, roots: dict[str, Path]) -> dict[str, object]:
+    """A ``serve:`` row: the case run against a fresh server of each checkout."""
+    row: dict[str, object] = {"input": f"serve: {name}"}
+    for label, root in roots.items():
+        run = run_server_case(root.resolve(), name, attack)
+        exit_text = run.outcome.split(":")[0]
+        health = f"[/health worst {run.worst_health_ms:g} ms, log {run.log_mib:g} MiB]"
+        said = f"{health} {run.outcome}"[:110]
+        row[label] = asdict(Run(exit_text, run.seconds, run.peak_mib, said))
+        print(f"serve: {name} [{label}]: {run}", file=sys.stderr, flush=True)
+    return row
+
+
+def run_cli_rows(cases: list[Case], work: Path, roots: dict[str, Path], args: Any) -> list[dict]:
+    rows = []
+    memory = int(args.memory_gib * 2**30)
+    for case in cases:
+        row: dict[str, object] = {"input": case.name}
+        for label, root in roots.items():
+            home = work / f"home-{label}"
+            home.mkdir(exist_ok=True)
+            victim = work / "victim.txt"
+            link = work / "chat-link.md"
+            if not link.is_symlink():
+                link.unlink(missing_ok=True)
+                link.symlink_to(victim)
+            victim.write_text("precious")
+            run = run_case(case, root.resolve(), home, args.timeout, memory)
+            run = Run(run.exit, run.seconds, run.peak_mib, run.last_line.replace(str(work), "…"))
+            if "symlink" in case.name:
+                kept = link.is_symlink() and victim.read_text() == "precious"
+                note = f"[link {'kept' if kept else 'REPLACED'}] {run.last_line}"
+                run = Run(run.exit, run.seconds, run.peak_mib, note)
+            row[label] = asdict(run)
+            print(f"{case.name} [{label}]: {run}", file=sys.stderr, flush=True)
+        rows.append(row)
+    return rows
 
 
 def main() -> int:
@@ -265,31 +374,16 @@ def main() -> int:
     parser.add_argument("--only", default="", help="run only cases whose name contains this")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    memory = int(args.memory_gib * 2**30)
-    rows = []
-    with tempfile.TemporaryDirectory(prefix="hostile-") as folder:
+    roots = {"before": args.before, "after": args.after}
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 8192)), hard))
+    with tempfile.TemporaryDirectory(prefix="hostile-") as folder, contextlib.ExitStack() as stack:
         work = Path(folder)
-        cases = [c for c in build_cases(work) if args.only in c.name]
-        for case in cases:
-            row = {"input": case.name}
-            for label, root in (("before", args.before), ("after", args.after)):
-                home = work / f"home-{label}"
-                home.mkdir(exist_ok=True)
-                victim = work / "victim.txt"
-                link = work / "chat-link.md"
-                if not link.is_symlink():
-                    link.unlink(missing_ok=True)
-                    link.symlink_to(victim)
-                victim.write_text("precious")
-                run = run_case(case, root.resolve(), home, args.timeout, memory)
-                run = Run(run.exit, run.seconds, run.peak_mib, run.last_line.replace(folder, "…"))
-                if "symlink" in case.name:
-                    kept = link.is_symlink() and victim.read_text() == "precious"
-                    note = f"[link {'kept' if kept else 'REPLACED'}] {run.last_line}"
-                    run = Run(run.exit, run.seconds, run.peak_mib, note)
-                row[label] = asdict(run)
-                print(f"{case.name} [{label}]: {run}", file=sys.stderr, flush=True)
-            rows.append(row)
+        cases = [*build_cases(work), *issue34_cases(work, stack)]
+        rows = run_cli_rows([c for c in cases if args.only in c.name], work, roots, args)
+        for name, attack in server_cases().items():
+            if args.only in f"serve: {name}":
+                rows.append(server_row(name, attack, roots))
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0

@@ -8,8 +8,14 @@
 #        and dist/mtp-studio-<version>-linux-x86_64.tar.gz to hand out.
 # macOS: dist/MTP Studio.app and a .dmg (hdiutil); signing and notarisation: packaging/README.md.
 # Windows (Git Bash): dist/mtp-studio/mtp-studio.exe; the installer: packaging/windows/mtp-studio.iss.
+#
+# The bundle runs on other people's machines, so whatever build .venv has, it carries the
+# portable llama.cpp (build_plan.sh's PORTABLE_FLAGS: every CPU variant, the best one the CPU
+# runs picked at load; with Metal on Apple silicon), built once and cached like set-up's wheels.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=packaging/build_plan.sh
+source packaging/build_plan.sh
 PY=${PY:-.venv/bin/python}
 [ -x "$PY" ] || PY=.venv/Scripts/python.exe
 if [ ! -x "$PY" ]; then
@@ -22,8 +28,16 @@ DIST=dist
 
 "$PY" -m pip install --quiet -e ".[bundle]"
 "$PY" packaging/make_icons.py "$BUILD/icons" >/dev/null
-"$PY" -m PyInstaller --noconfirm --clean --log-level WARN \
-    --workpath "$BUILD/pyinstaller" --distpath "$DIST" packaging/mtp-studio.spec >&2
+flags=$PORTABLE_FLAGS
+if [ "$(uname -s)" = Darwin ] && [ "$(uname -m)" = arm64 ]; then
+    flags="-DGGML_METAL=on $flags"
+fi
+wheel=$(ensure_wheel "$PY" "$flags")
+rm -rf "$BUILD/llama-cpp-portable"
+"$PY" -m pip install --quiet --no-deps --target "$BUILD/llama-cpp-portable" "$wheel"
+MTP_STUDIO_BUNDLE_LLAMA_CPP="$PWD/$BUILD/llama-cpp-portable" "$PY" -m PyInstaller --noconfirm \
+    --clean --log-level WARN --workpath "$BUILD/pyinstaller" --distpath "$DIST" \
+    packaging/mtp-studio.spec >&2
 
 case "$(uname -s)" in
 Linux)

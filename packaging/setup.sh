@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # Sets up MTP Studio in ./.venv on a fresh machine: Python packages, plus llama-cpp-python built
-# once from source (PyPI ships no wheel) and cached as a wheel so later set-ups take seconds.
+# once from source (PyPI ships no wheel), cached as a wheel so later set-ups take seconds, and
+# proven by a 4-token generation before set-up ends (packaging/install_llama_cpp.sh: a build that
+# dies on this CPU is replaced by the portable one).
 #
 #   bash packaging/setup.sh                      # builds for the GPU it finds (Metal, CUDA,
-#                                                # ROCm, Vulkan) or the CPU; see build_plan.sh
+#                                                # ROCm, Vulkan) or the CPU, with CPU code
+#                                                # native to this CPU; see build_plan.sh
+#   bash packaging/setup.sh --portable           # CPU code for any CPU, its variant picked at
+#                                                # load: for a VM, an image or a home folder
+#                                                # that moves between machines
 #   bash packaging/setup.sh --print-build-flags  # prints that choice and why; changes nothing
 #   CMAKE_ARGS="-DGGML_CUDA=on" bash packaging/setup.sh   # your own flags win
 #
@@ -15,43 +21,40 @@ cd "$(dirname "$0")/.."
 source packaging/build_plan.sh
 
 PYTHON=${PYTHON:-python3}
-LLAMA_VERSION=$(sed -n 's/.*"llama-cpp-python==\([^"]*\)".*/\1/p' pyproject.toml)
-plan_build
-WHEELS=$(wheel_cache_dir "$PLAN_FLAGS")
+PRINT=""
+CPU_CODE=""
+for option in "$@"; do
+    case "$option" in
+        --print-build-flags) PRINT=yes ;;
+        --portable) CPU_CODE=portable ;;
+        *)
+            echo "setup: unknown option ${option}; use no option, --portable or --print-build-flags" >&2
+            exit 2
+            ;;
+    esac
+done
 
-case "${1:-}" in
-    --print-build-flags)
-        printf '%s' "$PLAN_HINTS"
-        echo "build: $PLAN_BUILD"
-        echo "why: $PLAN_REASON"
-        echo "CMAKE_ARGS: ${PLAN_FLAGS:-(none, the CPU defaults of llama.cpp)}"
-        [ -z "$PLAN_ENV" ] || echo "environment: $PLAN_ENV"
-        echo "wheel: llama-cpp-python $LLAMA_VERSION, cached in $WHEELS"
-        exit 0
-        ;;
-    "") ;;
-    *)
-        echo "setup: unknown option ${1}; use no option or --print-build-flags" >&2
-        exit 2
-        ;;
-esac
+if [ -n "$PRINT" ]; then
+    plan_build $CPU_CODE
+    printf '%s' "$PLAN_HINTS"
+    echo "build: $PLAN_BUILD"
+    echo "why: $PLAN_REASON"
+    case "$PLAN_CPU" in
+        native) echo "CPU code: native, for this CPU's instruction sets ($(cpu_features)); a 4-token test after install switches to the portable build if it dies" ;;
+        portable) echo "CPU code: portable, one module per CPU micro-architecture, the best one this CPU runs picked at load" ;;
+        *) echo "CPU code: the instruction sets CMAKE_ARGS name (GGML_NATIVE=OFF)" ;;
+    esac
+    echo "CMAKE_ARGS: ${PLAN_FLAGS:-(none, the CPU defaults of llama.cpp)}"
+    [ -z "$PLAN_ENV" ] || echo "environment: $PLAN_ENV"
+    echo "wheel: llama-cpp-python $(llama_version), cached in $(wheel_cache_dir "$PLAN_FLAGS")"
+    exit 0
+fi
 
-printf '%s' "$PLAN_HINTS"
-echo "setup: llama.cpp build $PLAN_BUILD — $PLAN_REASON"
-mkdir -p "$WHEELS"
 if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-
-if ! ls "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl >/dev/null 2>&1; then
-    echo "setup: building llama-cpp-python $LLAMA_VERSION from source (once; about 5 minutes on 2 cores for the CPU, longer for a GPU)"
-    # shellcheck disable=SC2086  # PLAN_ENV is NAME=value words
-    env $PLAN_ENV CMAKE_ARGS="$PLAN_FLAGS" \
-        CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc 2>/dev/null || echo 2)} \
-        .venv/bin/python -m pip wheel --no-deps --wheel-dir "$WHEELS" "llama-cpp-python==$LLAMA_VERSION"
-fi
-.venv/bin/python -m pip install --quiet --find-links "$WHEELS" -e ".[dev,bundle]"
-# This build's wheel replaces whichever build was installed (same version, other flags).
-.venv/bin/python -m pip install --quiet --no-deps --force-reinstall "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl
+# First llama-cpp-python, so that the app's requirement on it is already met by this build.
+bash packaging/install_llama_cpp.sh .venv/bin/python ${CPU_CODE:+--portable}
+.venv/bin/python -m pip install --quiet -e ".[dev,bundle]"
 echo "setup: done — run .venv/bin/mtp-studio"

@@ -23,6 +23,7 @@ from llama_cpp import Llama
 
 from app.engine.mtp import LocalFolderSource, extract_mtp
 from app.engine.runtime.backends.llama_cpp.backend import LlamaCppBackend
+from app.engine.runtime.backends.llama_cpp.cpu_backends import load_installed
 from app.engine.runtime.chat_format.prompting import ChatMessage
 from app.engine.runtime.core.backend import LoadSettings
 from app.engine.runtime.core.demo_model import MODELS_DIR, demo_model_path
@@ -102,6 +103,7 @@ def gguf_reader() -> gguf.GGUFReader:
 
 @pytest.fixture(scope="module")
 def llama() -> Llama:
+    load_installed()  # a portable llama.cpp's CPU variant, as the app loads it
     return Llama(str(GGUF_PATH), n_ctx=1024, verbose=False, seed=0)
 
 

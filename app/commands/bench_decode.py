@@ -110,7 +110,11 @@ def run(args: argparse.Namespace) -> int:
         if args.vs_llama_server is not None:
             progress("starting llama-server: plain and draft-mtp at each depth")
             servers = LlamaServerPool(
-                args.vs_llama_server, model, depths=depths, threads=_threads(args.threads)
+                args.vs_llama_server,
+                model,
+                depths=depths,
+                threads=_threads(args.threads),
+                drafter=client.drafter,
             )
             stack.callback(servers.close)
         benchmark = run_decode_benchmark(

@@ -3,7 +3,10 @@
 ``--prompt TEXT`` answers one message (streamed to stdout, statistics on stderr, or one JSON
 object with ``--json``); without it the command is an interactive chat that keeps the
 conversation (``/reset`` forgets it, ``/exit`` or end of input quits, Ctrl-C stops the current
-answer). With no ``--model`` it uses the bundled demo model.
+answer). With no ``--model`` it uses the bundled demo model. A model that drafts with a
+separate drafter model (Gemma 4) finds it beside itself, in an ``MTP/`` folder or in the Hugging
+Face cache, as the chat window does; ``--drafter FILE`` names one (refused in one line when it
+does not fit the model).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from app.commands.chat_remote import add_arguments as add_remote_arguments
 from app.commands.chat_remote import run_remote
 from app.commands.chat_session import converse
 from app.engine.chat.context_choice import LoadPlan, plan_load
-from app.engine.chat.discovery import default_model_roots, paired_sidecar
+from app.engine.chat.discovery import default_model_roots, paired_drafter, paired_sidecar
 from app.engine.chat.memory import physical_memory_bytes
 from app.engine.chat.model_files import describe_model
 from app.engine.errors import MtpStudioError, RuntimeBackendError
@@ -144,6 +147,21 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
             "repo in the Hugging Face cache or the models folder"
         ),
     )
+    add_drafter_argument(parser)
+
+
+def add_drafter_argument(parser: argparse.ArgumentParser) -> None:
+    """``--drafter`` (shared with ``serve`` and ``bench decode``)."""
+    parser.add_argument(
+        "--drafter",
+        type=Path,
+        metavar="FILE",
+        help=(
+            "a separate drafter model to draft with (Gemma 4's assistant: a GGUF for a .gguf "
+            "model, a folder for a model folder); default: the drafter beside the model, in an "
+            "MTP/ folder there, or in the Hugging Face cache"
+        ),
+    )
 
 
 def add_load_arguments(parser: argparse.ArgumentParser) -> None:
@@ -213,7 +231,9 @@ def load_plan(
     )
     if plan.kv_note is not None:
         raise error(f"--kv-type {args.kv_type} cannot be used: {plan.kv_note}; use --kv-type f16")
-    return dataclasses.replace(plan, settings=_with_projector(plan.settings, args.mmproj))
+    settings = _with_projector(plan.settings, args.mmproj)
+    settings = dataclasses.replace(settings, drafter=drafter_for(args, model))
+    return dataclasses.replace(plan, settings=settings)
 
 
 def _with_projector(settings: LoadSettings, mmproj: str | None) -> LoadSettings:
@@ -233,6 +253,18 @@ def describe_images(info: ModelInfo) -> str:
     return f"images: {info.images_unavailable_reason or 'not read by this model'}"
 
 
+def drafter_for(args: argparse.Namespace, model: Path) -> Path | None:
+    """``--drafter``, else the drafter the chat window pairs with ``model`` (None: none)."""
+    named = getattr(args, "drafter", None)
+    if named is not None:
+        return Path(named).expanduser()
+    return paired_drafter(Path(model), _model_roots())
+
+
+def _model_roots() -> tuple[Path, ...]:
+    return default_model_roots(SettingsStore().load().models_path(), hf_hub_cache())
+
+
 def describe_load(plan: LoadPlan, info: ModelInfo) -> str:
     """``context 8192 tokens (the largest that fits this machine) · KV cache q8_0 · …``."""
     settings = plan.settings
@@ -248,6 +280,8 @@ def describe_load(plan: LoadPlan, info: ModelInfo) -> str:
         ram = physical_memory_bytes()
         of_ram = f" of {format_bytes(ram)} RAM" if ram else ""
         parts.append(f"memory ≈ {format_bytes(plan.memory.total_bytes)}{of_ram}")
+    if info.cpu_variant is not None:  # a portable llama.cpp build: which code this CPU runs
+        parts.append(f"llama.cpp CPU variant {info.cpu_variant}")
     return " · ".join(parts)
 
 
@@ -260,18 +294,35 @@ def open_client(
     model = model or (args.model if args.model is not None else demo_model_path())
     sidecar = args.sidecar
     if sidecar is None and choose_backend(args.backend, model).name == MLX:
-        store_settings = SettingsStore().load()
-        roots = default_model_roots(store_settings.models_path(), hf_hub_cache())
-        sidecar = paired_sidecar(Path(model), roots)
+        sidecar = paired_sidecar(Path(model), _model_roots())
+    if settings.drafter is None:
+        settings = dataclasses.replace(settings, drafter=drafter_for(args, Path(model)))
     return RuntimeClient(model, backend=args.backend, settings=settings, sidecar=sidecar)
 
 
 def describe_backend(client: RuntimeClient) -> str:
-    """``backend: mlx — a model folder runs on mlx-lm (mlx on CPU) · sidecar: …``."""
+    """``backend: mlx — a model folder runs on mlx-lm (mlx on CPU) · sidecar: …`` (and the
+    drafter the loaded model drafts with)."""
     line = f"backend: {client.choice.name} — {client.choice.reason}"
     if client.sidecar is not None:
         line += f" · sidecar: {client.sidecar}"
+    if client.info is not None and client.info.drafter is not None:
+        line += f" · drafter: {client.info.drafter}"
     return line
+
+
+def describe_drafting(info: ModelInfo) -> str:
+    """What drafts: ``drafter mtp-x.gguf (381 KB, 4 layers)`` or ``MTP head: 1 layer(s)``."""
+    if info.drafter is not None:
+        size = format_bytes(_size_on_disk(info.drafter))
+        return f"drafter {info.drafter.name} ({size}, {info.mtp_layers} layers)"
+    return f"MTP head: {info.mtp_layers} layer(s)"
+
+
+def _size_on_disk(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(file.stat().st_size for file in path.glob("*.safetensors"))
 
 
 MAX_SEED = 2**63 - 1
@@ -382,7 +433,7 @@ def _describe(info: ModelInfo, args: argparse.Namespace) -> str:
     if _max_depth(args) == 0:
         head = "plain decoding"
     elif info.mtp_available:
-        head = f"MTP head: {info.mtp_layers} layer(s), {depth}, {args.accept} acceptance"
+        head = f"{describe_drafting(info)}, {depth}, {args.accept} acceptance"
     else:
         head = f"plain decoding ({info.mtp_unavailable_reason})"
     return f"{info.path.name} · {info.architecture} · {info.backend} · {head}"

@@ -19,6 +19,7 @@ from app.engine.errors import RemoteError
 from app.engine.remote.client import RemoteEndpoint, RemoteReply
 from app.engine.runtime.chat_format.prompting import ChatMessage
 from app.engine.runtime.sampling.sampler import SamplerSettings
+from app.engine.terminal import printable
 
 API_KEY_VARIABLE = "MTP_STUDIO_REMOTE_API_KEY"
 NO_ACCEPTANCE = "acceptance: the server does not report it"
@@ -47,7 +48,7 @@ def run_remote(args: argparse.Namespace, sampler: SamplerSettings) -> int:
     with RemoteEndpoint(args.endpoint, api_key=key, model=args.remote_model) as endpoint:
         model = endpoint.model()
         if not args.json:
-            print(f"{model} at {endpoint.url} (remote)", file=sys.stderr)
+            print(printable(f"{model} at {endpoint.url} (remote)"), file=sys.stderr)
         return converse(args, lambda messages: _answer(endpoint, args, sampler, messages).text)
 
 
@@ -61,7 +62,7 @@ def _answer(
     try:
         for piece in stream:
             if not args.json:
-                sys.stdout.write(piece)
+                sys.stdout.write(printable(piece, multiline=True))
                 sys.stdout.flush()
     except KeyboardInterrupt:
         stream.cancel()
@@ -70,7 +71,7 @@ def _answer(
         print(json.dumps({"model": endpoint.model(), "endpoint": endpoint.url, **reply.to_dict()}))
     else:
         print(file=sys.stdout, flush=True)
-        print(format_reply(reply), file=sys.stderr)
+        print(printable(format_reply(reply)), file=sys.stderr)
     return reply
 
 

@@ -15,6 +15,7 @@ from app.commands.recorded import run_recorded_command
 from app.engine.download import CACHE, FOLDER, DownloadJob, DownloadRequest
 from app.engine.settings import SettingsStore
 from app.engine.store import JobSpec
+from app.engine.terminal import printable
 from app.engine.units import format_bytes
 
 
@@ -90,5 +91,5 @@ def run(args: argparse.Namespace) -> int:
         f"{format_bytes(summary.get('downloaded_bytes', 0))} downloaded",
         file=sys.stderr,
     )
-    print(summary.get("location", ""))
+    print(printable(summary.get("location", "")))
     return 0

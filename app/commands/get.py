@@ -27,6 +27,7 @@ from app.engine.hub.get import GET_KIND, GetJob, GetResult, plan_get
 from app.engine.hub.search import catalog_sidecars
 from app.engine.settings import SettingsStore, app_dirs
 from app.engine.store import JobSpec
+from app.engine.terminal import printable
 from app.engine.units import format_bytes
 
 
@@ -78,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
         f" from {plan.drafter_repo}: {', '.join(plan.drafter_files)}" if plan.drafter_repo else ""
     )
     print(
-        f"{plan.repo_id}: {plan.quant} ({plan.format}), MTP: {plan.way}{drafter}", file=sys.stderr
+        printable(f"{plan.repo_id}: {plan.quant} ({plan.format}), MTP: {plan.way}{drafter}"),
+        file=sys.stderr,
     )
     cache = Path(args.cache_dir or settings.models_path())
     job = GetJob(plan, settings.endpoint, cache, app_dirs().grafted_models)
@@ -93,11 +95,11 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(result.summary()))
         return 0
     print(
-        f"done: {format_bytes(result.model.downloaded_bytes)} downloaded; {result.note}",
+        printable(f"done: {format_bytes(result.model.downloaded_bytes)} downloaded; {result.note}"),
         file=sys.stderr,
     )
     if result.drafter is not None and result.drafter_download is not None:
         fetched = format_bytes(result.drafter_download.downloaded_bytes)
-        print(f"drafter: {result.drafter} ({fetched} downloaded)", file=sys.stderr)
-    print(result.ready_path)
+        print(printable(f"drafter: {result.drafter} ({fetched} downloaded)"), file=sys.stderr)
+    print(printable(result.ready_path))
     return 0

@@ -1,7 +1,9 @@
 """Job events rendered as terminal lines, shared by every CLI command that runs a job.
 
-Stages and log lines are printed as they come; progress shows percent, bytes, speed and time left,
-redrawn in place on a terminal and every 10% otherwise (so logs stay short). The final
+Stages and log lines (names from the Hub among them, made inert by
+:func:`~app.engine.terminal.printable`) are printed as they come; progress shows percent, bytes,
+speed and time left, redrawn in place on a terminal and every 10% otherwise (so logs stay short).
+The final
 ``ResultEvent`` is kept for the command, which knows how to summarise its own result.
 """
 
@@ -11,6 +13,7 @@ from typing import Any, TextIO
 
 from app.engine.credentials import mask_credentials
 from app.engine.jobs import JobEvent, LogEvent, ProgressEvent, ResultEvent, StageEvent
+from app.engine.terminal import printable
 from app.engine.transfer_rate import TransferRate, format_duration
 from app.engine.units import format_bytes, format_rate
 
@@ -37,9 +40,9 @@ class ProgressPrinter:
         self._last_percent = -1
         if isinstance(event, StageEvent):
             detail = f" {event.detail}" if event.detail else ""
-            self._stream.write(mask_credentials(f"{event.stage}:{detail}") + "\n")
+            self._stream.write(printable(mask_credentials(f"{event.stage}:{detail}")) + "\n")
         elif isinstance(event, LogEvent):
-            self._stream.write(f"  {mask_credentials(event.message)}\n")
+            self._stream.write(f"  {printable(mask_credentials(event.message))}\n")
         self._stream.flush()
 
     def _progress(self, event: ProgressEvent) -> None:

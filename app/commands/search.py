@@ -27,6 +27,7 @@ from app.engine.hub.search import (
     search_models,
 )
 from app.engine.settings import SettingsStore
+from app.engine.terminal import printable
 from app.engine.units import format_bytes
 
 
@@ -83,7 +84,7 @@ def result_text(result: SearchResult) -> str:
     for hit in result.hits:
         lines += hit_lines(hit)
     lines.append(f"{len(result.hits)} repo(s) in {result.seconds:.2f} s")
-    return "\n".join(lines)
+    return "\n".join(printable(line) for line in lines)
 
 
 def hit_lines(hit: RepoHit) -> list[str]:

@@ -8,7 +8,9 @@ grafted copies and the demo — loading each model a request names in a worker o
 Loopback only unless ``--api-key`` (or ``MTP_STUDIO_API_KEY``) is given. Once the port is bound
 (and a pinned model loaded) it prints one ``listening on URL`` line on stderr (the Server panel
 and the tests wait for it), then one line per request and per model load or unload
-(``--log-format json``: one JSON object per line).
+(``--log-format json``: one JSON object per line). A worker killed by an illegal instruction (a
+llama.cpp build this CPU cannot run) fails its request with 503 and stops the server with that
+error and its advice (exit status 2): every later request would crash the same way.
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ import uvicorn
 
 from app.commands.chat import (
     CLI_OPTION_NAMES,
+    add_drafter_argument,
     add_load_arguments,
     depth_argument,
+    describe_drafting,
     describe_images,
     describe_load,
 )
@@ -39,7 +43,7 @@ from app.commands.serve_options import (
     parallel_note,
 )
 from app.engine.chat.memory import physical_memory_bytes
-from app.engine.errors import ServerError
+from app.engine.errors import ServerError, UnrunnableBuildError
 from app.engine.library.inventory import LibrarySources
 from app.engine.load_options import LoadOptions, load_options_problem
 from app.engine.runtime.backends.choice import BACKEND_CHOICES
@@ -53,8 +57,12 @@ from app.engine.server.core.config import (
     DEFAULT_MAX_BODY_MIB,
     DEFAULT_PORT,
     DEFAULT_QUEUE_SIZE,
+    MAX_CONNECTIONS,
+    MAX_CONNECTIONS_PER_CLIENT,
+    READ_SECONDS,
     ServerConfig,
 )
+from app.engine.server.core.connections import ConnectionGuard, ConnectionLimits, guarded_protocol
 from app.engine.server.core.depth import deepest
 from app.engine.server.core.images import DEFAULT_MAX_IMAGES, ImageRules
 from app.engine.server.core.metrics import ServerMetrics
@@ -78,7 +86,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="serve a model over OpenAI- and Anthropic-compatible HTTP APIs",
         description=(
             "Serve every model on disk (or the one --model names) at /v1/chat/completions, "
-            "/v1/completions and /v1/models (OpenAI; also without /v1) and /v1/messages and "
+            "/v1/completions, /v1/responses and /v1/models (OpenAI; also without /v1) and "
+            "/v1/messages and "
             "/v1/messages/count_tokens (Anthropic), plus /health, Prometheus /metrics, "
             "/v1/status and POST /models/unload, with MTP speculative decoding. A request's "
             "'model' picks the model (its id or a unique short name), loaded on demand in a "
@@ -89,6 +98,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     add_library_arguments(parser, BACKEND_CHOICES)
+    add_drafter_argument(parser)
     parser.add_argument("--host", default=DEFAULT_HOST, help=f"default {DEFAULT_HOST} (loopback)")
     parser.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}; 0 = any free port"
@@ -139,7 +149,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _add_limit_arguments(parser: argparse.ArgumentParser) -> None:
-    """What a request's body and images may be, and which web pages may call."""
+    """What a request's body and images may be, and which web pages and Host names may call."""
     parser.add_argument(
         "--max-body-mib",
         type=int,
@@ -154,6 +164,14 @@ def _add_limit_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="ORIGIN",
         help="let web pages from ORIGIN (e.g. http://localhost:3000, or *) call the server; "
         "repeat for several",
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a name besides localhost that requests may give in their Host header (e.g. the "
+        "name of a reverse proxy in front of a loopback server); repeat for several",
     )
     parser.add_argument(
         "--max-images",
@@ -182,61 +200,87 @@ def run(args: argparse.Namespace) -> int:
         max_body_bytes=args.max_body_mib * 2**20,
         cors_origins=tuple(args.cors),
         images=ImageRules(max_images=args.max_images, allow_remote=args.allow_remote_images),
+        allowed_hosts=tuple(args.allow_host),
     )
-    aliases = [parse_alias(text) for text in args.alias]
-    if args.model is None and any(alias.target is None for alias in aliases):
-        raise ServerError(
-            "--alias NAME names another name for the --model served: without --model, write "
-            "--alias NAME=MODEL"
-        )
     factory = RunnerFactory(_load_rules(args, config))
     sources = LibrarySources(model_folders(args))
     pinned = args.model is not None
     catalogue = pinned_catalogue(args.model, sources) if pinned else library_catalogue(sources)
-    listener = _bind(config.host, config.port)
-    emit = _log_writer(args.log_format)
-    models_log = _model_log_writer(args.log_format)
     directory: ModelDirectory
     metrics = ServerMetrics(
         lambda: directory.waiting,
         lambda: directory.running,
         lambda: len(directory.pool.loaded_ids()),
     )
+    unrunnable: list[UnrunnableBuildError] = []
+    server: uvicorn.Server | None = None
+
+    def stop_serving(error: UnrunnableBuildError) -> None:
+        unrunnable.append(error)
+        if server is not None:
+            server.should_exit = True  # uvicorn's loop sees it within 0.1 s
+
+    directory = _directory(args, config, catalogue, factory, metrics, stop_serving, sources)
+    listener = _bind(config.host, config.port)
+    try:
+        runner = _preload(directory.pool, factory, catalogue) if pinned else None
+        app = build_app(config, directory, metrics, _log_writer(args.log_format))
+        directory.pool.start()
+        port = listener.getsockname()[1]
+        url = dataclasses.replace(config, port=port).url
+        _announce(args, url, config, directory, runner)
+        limits = ConnectionLimits(READ_SECONDS, MAX_CONNECTIONS_PER_CLIENT, MAX_CONNECTIONS)
+        server = uvicorn.Server(
+            uvicorn.Config(
+                app,
+                http=guarded_protocol(ConnectionGuard(limits)),
+                log_level="warning",
+                access_log=False,
+                timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
+            )
+        )
+        if not unrunnable:
+            server.run(sockets=[listener])
+    finally:
+        directory.stop()
+    if unrunnable:  # no server that crashes on every request: stop, say why and what to do
+        raise unrunnable[0]
+    return 0
+
+
+def _directory(
+    args: argparse.Namespace,
+    config: ServerConfig,
+    catalogue: Catalogue,
+    factory: RunnerFactory,
+    metrics: ServerMetrics,
+    on_unrunnable: Callable[[UnrunnableBuildError], None],
+    sources: LibrarySources,
+) -> ModelDirectory:
+    """The served models: the pool that loads them, one queue per model asked for."""
+    aliases = [parse_alias(text) for text in args.alias]
+    if args.model is None and any(alias.target is None for alias in aliases):
+        raise ServerError(
+            "--alias NAME names another name for the --model served: without --model, write "
+            "--alias NAME=MODEL"
+        )
+    models_log = _model_log_writer(args.log_format)
 
     def on_model_event(event: PoolEvent) -> None:
         metrics.record_model_event(event)
         models_log(event)
 
     rules = PoolRules(args.max_loaded, memory_budget(), idle_unload_seconds(args))
-    pool = ModelPool(factory, rules, on_model_event)
-    directory = ModelDirectory(
+    return ModelDirectory(
         catalogue,
-        pool,
+        ModelPool(factory, rules, on_model_event),
         factory,
         config,
-        scan=None if pinned else lambda: library_catalogue(sources),
+        scan=None if args.model is not None else lambda: library_catalogue(sources),
         aliases=aliases,
         on_finished=metrics.record_generation,
+        on_unrunnable=on_unrunnable,
     )
-    try:
-        runner = _preload(pool, factory, catalogue) if pinned else None
-        app = build_app(config, directory, metrics, emit)
-        pool.start()
-        port = listener.getsockname()[1]
-        url = dataclasses.replace(config, port=port).url
-        _announce(args, url, config, directory, runner)
-        server = uvicorn.Server(
-            uvicorn.Config(
-                app,
-                log_level="warning",
-                access_log=False,
-                timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
-            )
-        )
-        server.run(sockets=[listener])
-    finally:
-        directory.stop()
-    return 0
 
 
 def _load_rules(args: argparse.Namespace, config: ServerConfig) -> LoadRules:
@@ -257,6 +301,11 @@ def _load_rules(args: argparse.Namespace, config: ServerConfig) -> LoadRules:
             "without --model each GGUF model reads images with the mmproj-*.gguf beside it "
             "(--mmproj none: text only)"
         )
+    if args.drafter is not None and args.model is None:
+        raise ServerError(
+            f"--drafter {args.drafter} names the drafter of the one model --model serves; "
+            "without --model each model drafts with the drafter the library pairs with it"
+        )
     return LoadRules(
         options=options,
         threads=args.threads,
@@ -265,6 +314,7 @@ def _load_rules(args: argparse.Namespace, config: ServerConfig) -> LoadRules:
         backend=args.backend if args.model is not None else "auto",
         projector=projector,
         images=not images_off,
+        drafter=args.drafter.expanduser() if args.drafter is not None else None,
     )
 
 
@@ -367,7 +417,7 @@ def _describe_depth(config: ServerConfig, runner: ModelRunner) -> str:
         depth = f"auto (0–{AUTO_MAX_DEPTH}, chosen each cycle)"
     else:
         depth = str(config.mtp_depth)
-    return f"MTP depth {depth} ({info.mtp_layers} head layer(s))"
+    return f"MTP depth {depth} ({describe_drafting(info)})"
 
 
 def _log_writer(log_format: str) -> Callable[[RequestLogEntry], None]:

@@ -47,6 +47,16 @@ class ImageError(MtpStudioError):
         self.too_large = too_large
 
 
+class UnrunnableBuildError(RuntimeBackendError):
+    """The inference library holds an instruction this CPU does not run (its worker died by
+    SIGILL): every retry would crash the same way, so callers stop instead of retrying."""
+
+
+class WorkerStopped(RuntimeBackendError):
+    """The inference worker process died (a native crash, out of memory, a kill) — not the
+    request's fault; the next request starts a fresh worker."""
+
+
 class JobCancelled(MtpStudioError):
     """A job stopped because its cancellation token was set."""
 

@@ -6,7 +6,8 @@ onto a folder without looking at it lets ``../x``, ``/etc/x`` or ``C:\\x`` write
 that folder. Every such name goes through this one module, so the rules are the same everywhere:
 
 * a relative POSIX path: not empty, no ``..`` / ``.`` / empty segment, not absolute, no drive
-  letter (in any segment), no backslash, no NUL or other control character;
+  letter (in any segment), no backslash, no NUL or other control character, no segment longer
+  than :data:`MAX_NAME_BYTES` (the file system's 255 less room for a temporary name's suffix);
 * once joined and resolved (symlinks followed), still inside the folder it was joined onto;
 * a content id is lowercase hex of exactly the expected length.
 
@@ -25,12 +26,16 @@ _DRIVE = re.compile(r"^[A-Za-z]:")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _HEX = re.compile(r"[0-9a-f]+")
 
+MAX_NAME_BYTES = 200
+"""A file or folder name's length in UTF-8 bytes: file systems allow 255, and a download writes
+``.NAME.link``-style temporary names beside the file."""
 GIT_OID_LENGTH = 40
 SHA256_LENGTH = 64
 
 
-def relative_path_problem(name: object) -> str | None:
-    """Why ``name`` is not a safe relative POSIX path, or ``None`` when it is one."""
+def relative_path_problem(name: object, max_name_bytes: int | None = MAX_NAME_BYTES) -> str | None:
+    """Why ``name`` is not a safe relative POSIX path, or ``None`` when it is one
+    (``max_name_bytes`` None: names of any length, for a caller that checks them itself)."""
     if not isinstance(name, str):
         return f"it is a {type(name).__name__}, not a string"
     if not name:
@@ -48,12 +53,18 @@ def relative_path_problem(name: object) -> str | None:
         return "it has a '..' segment that climbs out of its folder"
     if any(segment in ("", ".") for segment in segments):
         return "it has an empty or '.' segment"
+    longest = max(len(segment.encode("utf-8", "surrogatepass")) for segment in segments)
+    if max_name_bytes is not None and longest > max_name_bytes:
+        return (
+            f"it has a name of {longest} bytes; names over {max_name_bytes} bytes are refused "
+            "(file systems allow 255, and a download needs room for a temporary name beside it)"
+        )
     return None
 
 
-def plain_name_problem(name: object) -> str | None:
+def plain_name_problem(name: object, max_name_bytes: int | None = MAX_NAME_BYTES) -> str | None:
     """Why ``name`` is not a single safe file or folder name (no ``/`` at all), or ``None``."""
-    problem = relative_path_problem(name)
+    problem = relative_path_problem(name, max_name_bytes)
     if problem is None and "/" in str(name):
         return "it contains '/'"
     return problem

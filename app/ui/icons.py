@@ -42,6 +42,7 @@ ICON_NAMES = (
     "graft",
     "help",
     "home",
+    "image",
     "info",
     "jobs",
     "key",

@@ -50,6 +50,9 @@ WINDOW_WORDS: tuple[tuple[str, str], ...] = (
     (r"pass --remote-model NAME", "choose a model for the connection"),
     (r"pass the server's key with --api-key", "enter the server's API key in the connection"),
     (r"and --remote-model", "and the connection's model"),
+    (r"; pass --drafter FILE to name one", "; put its drafter GGUF in the model's folder"),
+    (r"; pass --drafter FOLDER", "; put the drafter's folder beside the model's"),
+    (r"; --mmproj FILE names one", "; choose one with the Projector button in the model bar"),
 )
 """``(pattern, replacement)``, applied in order (``re.sub``)."""
 
@@ -59,7 +62,11 @@ COMMAND_LINE_ONLY: dict[str, str] = {
     "--include": "the download wizard picks files by quantisation or by pattern, never both",
     "--projector": "the download wizard fetches a projector only with the quantisation it picked",
     "--mtp": "names llama.cpp's own converter switch (a command of another tool)",
+    "--limit": "the Discover page asks for a fixed number of repos; only the CLI takes a count",
+    "--portable": "names the set-up command (bash packaging/setup.sh --portable) a terminal runs",
     "--replace": "the window's graft adds a head to a model without one; it replaces none",
+    "--api-key": "the Server page calls only the server it started, with that server's key; "
+    "the key hint is for mtp-studio ps",
 }
 """Flags in engine messages that no window action can lead to, and why."""
 

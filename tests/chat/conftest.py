@@ -9,24 +9,14 @@ demo model when ``resources/models/demo-mtp.gguf`` is present, else on the tiny 
 
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-
 from pathlib import Path
 
 import pytest
 
 from app.engine.runtime.core.demo_model import DEMO_MODEL_FILENAME, MODELS_DIR
 from tests.runtime.tiny_model import write_tiny_qwen35
-from tests.store.isolation import IsolatedHome, isolate
 
 DEMO_GGUF = MODELS_DIR / DEMO_MODEL_FILENAME
-
-
-@pytest.fixture(autouse=True)
-def home(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> IsolatedHome:
-    return isolate(monkeypatch, tmp_path_factory.mktemp("home"))
 
 
 @pytest.fixture(scope="session")
@@ -52,6 +42,4 @@ def reading_model(tiny_gguf: Path) -> Path:
 def chat(qtbot, tmp_path: Path):
     from tests.chat.windows import ChatDriver
 
-    driver = ChatDriver(qtbot, tmp_path / "no-demo-model")
-    yield driver
-    driver.close_all()
+    return ChatDriver(qtbot, tmp_path / "no-demo-model")

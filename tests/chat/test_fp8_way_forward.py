@@ -8,7 +8,6 @@ screen, and never shrank back, when the banner listed 62 ``…weight_scale_inv``
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import mlx_lm
@@ -39,16 +38,10 @@ def downloaded(local_hub, home: IsolatedHome) -> Path:
 
 
 @pytest.fixture
-def main_window(qtbot, home: IsolatedHome) -> Iterator[MainWindow]:
-    window = MainWindow(app_dirs())
-    qtbot.addWidget(window)
-    window.show()
-    qtbot.waitExposed(window)
-    yield window
-    chat = window.chat_window
-    window.shutdown()
-    if chat is not None:
-        qtbot.waitUntil(lambda: chat.shut_down, timeout=60_000)
+def main_window(qtbot, main_window: MainWindow) -> MainWindow:
+    """The shared main window, exposed on screen (the tests take screenshots of it)."""
+    qtbot.waitExposed(main_window)
+    return main_window
 
 
 def _fp8_shown(window: MainWindow) -> bool:

@@ -42,12 +42,14 @@ def _writer(database: Path, model: Path | str, mode: str) -> subprocess.Popen[st
 def test_a_reply_and_its_statistics_survive_reopening(tmp_path: Path, tiny_gguf: Path) -> None:
     database = tmp_path / "chat.sqlite3"
     store = HistoryStore(database)
-    settings = ChatSettings(system_prompt="Be brief.", temperature=0.0, mtp_depth=2, seed=7)
+    settings = ChatSettings(
+        system_prompt="Be brief.", temperature=0.0, max_tokens=48, mtp_depth=2, seed=7
+    )
     conversation_id = store.create_conversation("Greetings", settings)
     store.add_user_message(conversation_id, "Hello there")
     reply = store.start_reply(conversation_id, tiny_gguf.name)
     request = reply_request(settings, store.conversation(conversation_id).messages[:1])
-    with RuntimeClient(tiny_gguf, settings=LoadSettings(threads=2, context_length=1024)) as client:
+    with RuntimeClient(tiny_gguf, settings=LoadSettings(threads=1, context_length=1024)) as client:
         result = client.generate(request)
     store.finish_reply(reply.id, result)
     store.close()
@@ -155,7 +157,7 @@ def test_a_finished_reply_is_not_overwritten_by_a_late_partial_save(
 ) -> None:
     conversation = store.create_conversation("late", ChatSettings())
     reply = store.start_reply(conversation, "m")
-    with RuntimeClient(tiny_gguf, settings=LoadSettings(threads=2, context_length=1024)) as client:
+    with RuntimeClient(tiny_gguf, settings=LoadSettings(threads=1, context_length=1024)) as client:
         result = client.generate(GenerationRequest(prompt="hi", max_tokens=8))
     store.finish_reply(reply.id, result)
     store.save_partial(reply.id, "stale", None)

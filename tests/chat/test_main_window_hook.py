@@ -4,31 +4,16 @@ downloaded model."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from PySide6.QtCore import Qt
 
-from app.engine.settings import app_dirs
 from app.ui.main_window import MainWindow
 from tests.chat.hub_cache import put_in_cache
 from tests.store.isolation import IsolatedHome
 
 ENTRY = "qwen3-5-27b-gguf-q4-k-m"
 ENTRY_REPO = "mtp-studio/Qwen3.5-27B-Q4_K_M-GGUF"
-
-
-@pytest.fixture
-def main_window(qtbot, home: IsolatedHome) -> Iterator[MainWindow]:
-    window = MainWindow(app_dirs())
-    qtbot.addWidget(window)
-    window.show()
-    yield window
-    chat = window.chat_window
-    window.shutdown()
-    if chat is not None:
-        qtbot.waitUntil(lambda: chat.shut_down, timeout=60_000)
 
 
 def test_the_models_menu_opens_the_chat_page(qtbot, main_window: MainWindow) -> None:

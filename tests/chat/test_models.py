@@ -15,7 +15,11 @@ from app.engine.chat.model_files import DEMO, DOWNLOADED, GGUF, HF_FOLDER, OPENE
 from app.engine.chat.sidecar import base_slug
 from app.engine.gguf_header import LongArray, read_gguf_header
 from app.engine.runtime.backends.llama_cpp import model as llama_cpp_model
-from app.engine.runtime.core.demo_model import DEMO_MODEL_FILENAME
+from app.engine.runtime.core.demo_model import (
+    DEMO_MODEL_FILENAME,
+    DEMO_VISION_MODEL,
+    MODELS_DIR,
+)
 from tests.chat.hub_cache import put_in_cache
 from tests.mtp.checkpoints import build_qwen35
 from tests.runtime.tiny_model import TinyModelShape, vocabulary
@@ -167,6 +171,13 @@ def test_discovery_lists_demo_downloads_and_opened_models_and_pairs_sidecars(
     assert by_path[loose].sidecar == models_folder / "nested" / "mtp.safetensors"
     assert by_path[opened_file].origin == OPENED
     assert by_path[hf_folder].kind == HF_FOLDER
+
+
+def test_the_bundled_vision_demo_is_listed_after_the_text_demo(tmp_path: Path) -> None:
+    models = discover_models(ModelSources(model_roots=(tmp_path / "empty",), demo_dir=MODELS_DIR))
+    assert [model.path for model in models] == [MODELS_DIR / DEMO_MODEL_FILENAME, DEMO_VISION_MODEL]
+    vision = models[1]
+    assert vision.origin == DEMO and vision.runnable and vision.mtp_blocks == 1
 
 
 def test_a_catalog_sidecar_repo_is_paired_even_with_another_name(

@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import socket
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,7 +29,7 @@ from app.ui.chat.controls.remote_controls import REMOTE_COMPARE_REASON, REMOTE_M
 from app.ui.chat.widgets.connect_dialog import ConnectDialog
 from app.ui.chat.widgets.model_bar import CONNECT_ITEM
 from app.ui.logsetup import configure_logging
-from tests.llama_server import running_llama_server
+from tests.ports import free_port
 from tests.server.server_process import ServerProcess, running_server
 
 pytestmark = pytest.mark.slow
@@ -215,9 +214,7 @@ def test_wrong_key_unknown_model_and_unreachable_url_keep_the_conversation(
     wait_state(chat, window, "Could not connect to no such model")
     assert "does not serve the model 'no-such-model' (it serves demo-mtp)" in window.banner.text()
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        closed_port = probe.getsockname()[1]
+    closed_port = free_port()  # nothing listens there
     connect(chat, window, f"http://127.0.0.1:{closed_port}/v1", "", "gone")
     wait_state(chat, window, "Could not connect to gone")
     assert "cannot reach" in window.banner.text(), window.banner.text()
@@ -258,14 +255,10 @@ def test_choosing_a_local_model_again_gives_back_the_local_controls(
     assert "Remote: lab" in picker_items(window)
 
 
-@pytest.fixture(scope="module")
-def llama_server(llama_server_binary: Path) -> Iterator[str]:
-    yield from running_llama_server(
-        llama_server_binary, "--spec-type", "draft-mtp", "--spec-draft-n-max", "3"
-    )
-
-
-def test_llama_server_replies_with_its_timings_acceptance(chat, llama_server: str) -> None:
+def test_llama_server_replies_with_its_timings_acceptance(
+    chat, mtp_llama_server: ServerProcess
+) -> None:
+    llama_server = mtp_llama_server.base_url
     window = chat.open()
     connect(chat, window, llama_server, "", "llama")
     wait_state(chat, window, "Ready:")

@@ -15,16 +15,18 @@ REPLY_TIMEOUT_MS = 120_000
 
 
 class ChatDriver:
-    """Opens chat windows (none of the bundled demo model unless asked) and closes them all."""
+    """Opens chat windows (none of the bundled demo model unless asked), each owned by the test:
+    at its end the window is closed, its worker stopped, and the window deleted."""
 
     def __init__(self, qtbot, empty_demo_dir: Path) -> None:
         self.qtbot = qtbot
         self._empty_demo_dir = empty_demo_dir
-        self.windows: list[ChatWindow] = []
+        self.windows: list[ChatWindow] = []  # kept alive until the test ends and closes them
 
     def open(self, *, with_demo: bool = False) -> ChatWindow:
         kwargs = {} if with_demo else {"demo_dir": self._empty_demo_dir}
         window = ChatWindow(app_dirs(), Settings(), **kwargs)
+        self.qtbot.addWidget(window, before_close_func=self.close)
         window.show()
         self.windows.append(window)
         return window
@@ -51,10 +53,6 @@ class ChatDriver:
         return self.wait_reply(window)
 
     def close(self, window: ChatWindow) -> None:
+        """Close ``window`` as a user does and wait until its worker has stopped."""
         window.close()
         self.qtbot.waitUntil(lambda: window.shut_down, timeout=LOAD_TIMEOUT_MS)
-
-    def close_all(self) -> None:
-        for window in self.windows:
-            if not window.closed:
-                self.close(window)

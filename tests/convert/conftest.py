@@ -8,15 +8,9 @@ import pytest
 
 from app.engine.convert.job import ConvertRequest, convert_checkpoint
 from app.engine.runtime.core.demo_model import MODELS_DIR
-from tests.store.isolation import IsolatedHome, isolate
 
 FP8_DEMO = MODELS_DIR / "demo-mtp-fp8"
 BF16_DEMO = MODELS_DIR / "demo-mtp-hf"
-
-
-@pytest.fixture(autouse=True)
-def home(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> IsolatedHome:
-    return isolate(monkeypatch, tmp_path_factory.mktemp("home"))
 
 
 @pytest.fixture(scope="session")

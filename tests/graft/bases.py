@@ -14,7 +14,7 @@ from pathlib import Path
 
 import llama_cpp
 import numpy as np
-from gguf import GGUFReader, GGUFValueType, GGUFWriter
+from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFReader, GGUFValueType, GGUFWriter
 
 from app.engine.runtime.backends.llama_cpp import log as llama_cpp_log
 
@@ -71,6 +71,32 @@ def write_head_only(source: Path, out: Path) -> Path:
         if tensor.name.startswith("blk.") and not tensor.name.startswith(f"blk.{HEAD_BLOCK}."):
             continue
         writer.add_tensor(tensor.name, np.asarray(tensor.data), raw_dtype=tensor.tensor_type)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return out
+
+
+def write_retyped_head(source: Path, out: Path, type_name: str, tensor: str) -> Path:
+    """``source``'s head file (as :func:`write_head_only`) with ``tensor`` stored as
+    ``type_name``: random bytes sized for that type, as a hostile or broken head file would."""
+    kind = GGMLQuantizationType[type_name]
+    reader, writer = GGUFReader(source), GGUFWriter(out, ARCH)
+    for key, field in reader.fields.items():
+        if not key.startswith("GGUF.") and key != "general.architecture":
+            sub = field.types[-1] if field.types[0] == GGUFValueType.ARRAY else None
+            writer.add_key_value(key, field.contents(), field.types[0], sub_type=sub)
+    for stored in reader.tensors:
+        if stored.name.startswith("blk.") and not stored.name.startswith(f"blk.{HEAD_BLOCK}."):
+            continue
+        if stored.name == tensor:
+            block, size = GGML_QUANT_SIZES[kind]
+            width, rows = int(stored.shape[0]), int(np.prod(stored.shape[1:]))
+            noise = np.random.default_rng(0).integers(0, 255, (rows, width // block * size))
+            writer.add_tensor(stored.name, noise.astype(np.uint8), raw_dtype=kind)
+        else:
+            writer.add_tensor(stored.name, np.asarray(stored.data), raw_dtype=stored.tensor_type)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()

@@ -18,14 +18,9 @@ from app.engine.settings import app_dirs
 from app.engine.store import JobState, JobStore
 from app.engine.store.kinds import build_job
 from tests.graft.bases import DEMO_GGUF
-from tests.store.isolation import IsolatedHome, isolate
+from tests.store.isolation import IsolatedHome
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> IsolatedHome:
-    return isolate(monkeypatch, tmp_path / "home")
 
 
 def cli(home: IsolatedHome, *args: str) -> subprocess.CompletedProcess[str]:

@@ -22,7 +22,7 @@ from tests.catalog.helpers import entry, write_catalog
 from tests.graft.splits import write_split
 from tests.localhub import LocalHub
 from tests.localhub.shaped_repos import SEPARATE_HEAD_REPO, card, seed_shaped_repos
-from tests.store.isolation import IsolatedHome, isolate
+from tests.store.isolation import IsolatedHome
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = "acme/Demo-MTP"
@@ -31,11 +31,6 @@ GGUF_REPO = "quantfolk/Demo-MTP-GGUF"
 INSIDE_REPO = "mtpfolk/Demo-MTP-MTP-GGUF"
 MLX_REPO = "mlx-community/Demo-MTP-4bit"
 SIDECARS = {BASE: SIDECAR_REPO}
-
-
-@pytest.fixture
-def home(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> IsolatedHome:
-    return isolate(monkeypatch, tmp_path_factory.mktemp("home"))
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from app.engine.runtime.core.request import GenerationRequest, GenerationResult
 from app.engine.runtime.speculative.generation import generate
 from tests.graft.bases import ARCH, DEMO_GGUF
 from tests.graft.test_cli import cli
-from tests.store.isolation import IsolatedHome, isolate
+from tests.store.isolation import IsolatedHome
 
 
 @pytest.fixture(scope="module")
@@ -66,12 +66,6 @@ def test_llama_cpp_drafts_with_the_grafted_head_and_gives_the_demo_models_tokens
     finally:
         grafted.close()
         demo.close()
-
-
-@pytest.fixture
-def home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> IsolatedHome:
-    """The CLI's data folders (its job history) under the test's own folder."""
-    return isolate(monkeypatch, tmp_path / "home")
 
 
 def test_the_graft_command_takes_a_head_file_for_its_sidecar(

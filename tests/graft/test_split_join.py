@@ -15,6 +15,7 @@ from app.engine.gguf_header import read_gguf_header
 from app.engine.graft import graft_mtp
 from app.engine.graft.split import join_split_gguf, joined_name, split_parts
 from app.engine.runtime.backends.llama_cpp import log as llama_cpp_log
+from app.engine.runtime.backends.llama_cpp.cpu_backends import load_installed
 from tests.graft.splits import write_split
 
 
@@ -29,6 +30,7 @@ def split_trunk(graft_files: dict[str, Path], tmp_path_factory: pytest.TempPathF
 def prompt_logits(path: Path) -> np.ndarray:
     """The logits llama.cpp computes at every position of a short prompt."""
     llama_cpp_log.install()
+    load_installed()  # a portable llama.cpp's CPU variant, as the app loads it
     model = llama_cpp.Llama(str(path), n_ctx=64, n_threads=1, verbose=False, logits_all=True)
     model.eval(model.tokenize(b"The capital of France is"))
     logits = np.array(model.scores[: model.n_tokens])

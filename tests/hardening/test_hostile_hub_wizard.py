@@ -4,16 +4,12 @@ nothing lands outside the destination folder."""
 
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from app.engine.settings import SettingsStore, app_dirs
+from app.engine.settings import SettingsStore
 from app.engine.store import JobState
 from app.ui.main_window import MainWindow
 from tests.hardening.outside import tree_state, written_outside
@@ -23,14 +19,9 @@ REPO = "evil/repo"
 
 
 @pytest.fixture
-def window(qtbot, local_hub: LocalHub) -> Iterator[MainWindow]:
+def window(local_hub: LocalHub, open_window: Callable[[], MainWindow]) -> MainWindow:
     SettingsStore().update(hub_endpoint=local_hub.endpoint)
-    main_window = MainWindow(app_dirs())
-    main_window.show()
-    yield main_window
-    main_window.shutdown()
-    main_window.close()
-    main_window.deleteLater()
+    return open_window()
 
 
 @pytest.mark.slow

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from app.engine.mtp import extract_mtp
 from tests.hub.sources import FAMILIES, local_extraction, read_sidecar, seed_source
 from tests.localhub import LocalHub
 from tests.localhub.fixtures import TEST_TOKEN
+from tests.ports import free_port
 
 
 def _source(hub: LocalHub, repo_id: str, **options) -> HubSource:
@@ -101,9 +101,7 @@ def test_a_dead_connection_is_a_hub_error_not_no_heads(local_hub: LocalHub, tmp_
 
 
 def test_an_unreachable_hub_or_missing_repo_is_a_hub_error(local_hub: LocalHub) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        closed_port = probe.getsockname()[1]
+    closed_port = free_port()  # nothing listens there
     with pytest.raises(HubError, match=r"could not reach http://127\.0\.0\.1"):
         pin_repo("Qwen/Qwen3-6B", endpoint=f"http://127.0.0.1:{closed_port}", token=TEST_TOKEN)
     with pytest.raises(HubError, match="does not exist on"):

@@ -4,10 +4,6 @@ revisions sharing a blob), a models folder, a grafted copy, and files opened by 
 
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-
 from pathlib import Path
 
 import pytest
@@ -17,12 +13,7 @@ from app.engine.mtp import LocalFolderSource, extract_mtp
 from tests.graft.bases import DEMO_FP8, DEMO_GGUF, DEMO_HF, write_trunk_only
 from tests.library.layout import DiskLayout, lay_out
 from tests.localhub import LocalHub
-from tests.store.isolation import IsolatedHome, isolate
-
-
-@pytest.fixture(autouse=True)
-def home(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> IsolatedHome:
-    return isolate(monkeypatch, tmp_path_factory.mktemp("home"))
+from tests.store.isolation import IsolatedHome
 
 
 @pytest.fixture(scope="session")

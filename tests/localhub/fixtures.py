@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.localhub.server import LocalHub
+from tests.ports import free_port
 
 if TYPE_CHECKING:
     from huggingface_hub import HfApi
@@ -50,12 +50,6 @@ _CLEARED_VARIABLES = (
 _session: dict[str, object] = {}
 
 
-def _free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        return int(probe.getsockname()[1])
-
-
 def configure_client_environment() -> None:
     """Point ``huggingface_hub`` at the (future) local hub; call before anything imports it."""
     if _session:
@@ -65,7 +59,7 @@ def configure_client_environment() -> None:
             "huggingface_hub was imported before tests/conftest.py configured it; "
             "it would keep talking to the real Hub. Import it inside tests, not at plugin load."
         )
-    port = _free_port()
+    port = free_port()
     home = Path(tempfile.mkdtemp(prefix="mtp-studio-test-hf-home-"))
     for name in _CLEARED_VARIABLES:
         os.environ.pop(name, None)

@@ -1,8 +1,9 @@
 """``packaging/setup.sh --print-build-flags``: the llama.cpp build a machine gets, and why.
 
 Each test fakes a machine by putting scripts named like the real tools (nvidia-smi, nvcc,
-hipconfig, vulkaninfo, glslc, uname) on an otherwise bare PATH, runs the real setup script and
-reads the plan it prints — the same text a user sees.
+hipconfig, vulkaninfo, glslc, uname) on an otherwise bare PATH and its CPU by a cpuinfo file
+(``MTP_STUDIO_CPUINFO``), runs the real setup script and reads the plan it prints — the same text
+a user sees.
 """
 
 from __future__ import annotations
@@ -11,13 +12,17 @@ import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 # What setup.sh and build_plan.sh call besides the tools that tell the machine apart.
-UTILITIES = ("bash", "sed", "sha256sum", "cut", "grep", "awk", "head", "dirname", "uname", "cat")
+UTILITIES = (
+    *("bash", "sed", "sha256sum", "cut", "grep", "awk", "head", "dirname", "uname", "cat"),
+    *("tr", "sort"),
+)
 NVIDIA_SMI = 'echo "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0b1c)"'
 RADEON = """cat <<'END'
 Devices:
@@ -33,9 +38,44 @@ GPU0:
 END"""
 
 
-def plan(tmp_path: Path, tools: dict[str, str], **environment: str) -> str:
-    """The printed plan on a machine whose PATH holds ``tools`` (name → shell body)."""
-    path = tmp_path / "bin"
+# Fake CPUs, as /proc/cpuinfo shows them (the first processor's lines are read).
+HASWELL_FLAGS = (
+    "fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush mmx fxsr sse "
+    "sse2 ss ht syscall nx pdpe1gb rdtscp lm constant_tsc rep_good nopl xtopology cpuid pni "
+    "pclmulqdq ssse3 fma cx16 pcid sse4_1 sse4_2 x2apic movbe popcnt aes xsave avx f16c rdrand "
+    "hypervisor lahf_lm abm invpcid_single pti fsgsbase bmi1 avx2 smep bmi2 erms invpcid xsaveopt"
+)
+HASWELL_ISA = (
+    "abm aes avx avx2 bmi1 bmi2 cx16 f16c fma movbe pclmulqdq pni popcnt sse sse2 sse4_1 sse4_2 "
+    "ssse3"
+)
+SAPPHIRE_RAPIDS_EXTRA = (
+    "avx512f avx512dq adx avx512ifma avx512cd sha_ni avx512bw avx512vl avx512vbmi avx512_vbmi2 "
+    "gfni vaes vpclmulqdq avx512_vnni avx512_bitalg avx512_vpopcntdq avx_vnni avx512_bf16 "
+    "avx512_fp16 amx_bf16 amx_tile amx_int8"
+)
+SAPPHIRE_RAPIDS_FLAGS = f"{HASWELL_FLAGS} {SAPPHIRE_RAPIDS_EXTRA}"
+SAPPHIRE_RAPIDS_ISA = " ".join(sorted(f"{HASWELL_ISA} {SAPPHIRE_RAPIDS_EXTRA}".split()))
+GRAVITON_FEATURES = "fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp asimddp sve"
+
+
+def cpuinfo(flags: str, model: str = "Intel(R) Xeon(R) CPU", label: str = "flags") -> str:
+    """Two processors' worth of /proc/cpuinfo with ``flags`` on its ``label`` line."""
+    one = f"processor\t: 0\nmodel name\t: {model}\n{label}\t\t: {flags}\nbugs\t\t: spectre_v1\n\n"
+    return one + one.replace("processor\t: 0", "processor\t: 1")
+
+
+def plan(
+    tmp_path: Path,
+    tools: dict[str, str],
+    *options: str,
+    cpu: str = cpuinfo(HASWELL_FLAGS),
+    **environment: str,
+) -> str:
+    """The printed plan on a machine whose PATH holds ``tools`` (name → shell body) and whose
+    /proc/cpuinfo reads ``cpu``; each call gets a machine of its own."""
+    machine = Path(tempfile.mkdtemp(dir=tmp_path))
+    path = machine / "bin"
     path.mkdir()
     for name in UTILITIES:
         if name not in tools:
@@ -46,10 +86,16 @@ def plan(tmp_path: Path, tools: dict[str, str], **environment: str) -> str:
         script = path / name
         script.write_text(f"#!/bin/sh\n{body}\n", encoding="utf-8")
         script.chmod(0o755)
-    cache = tmp_path / "wheels"
-    env = {"PATH": str(path), "HOME": str(tmp_path), "MTP_STUDIO_WHEEL_CACHE": str(cache)}
+    (machine / "cpuinfo").write_text(cpu, encoding="utf-8")
+    cache = machine / "wheels"
+    env = {
+        "PATH": str(path),
+        "HOME": str(machine),
+        "MTP_STUDIO_WHEEL_CACHE": str(cache),
+        "MTP_STUDIO_CPUINFO": str(machine / "cpuinfo"),
+    }
     done = subprocess.run(
-        [str(path / "bash"), str(ROOT / "packaging" / "setup.sh"), "--print-build-flags"],
+        [str(path / "bash"), str(ROOT / "packaging" / "setup.sh"), "--print-build-flags", *options],
         env={**env, **environment},
         capture_output=True,
         text=True,
@@ -61,21 +107,66 @@ def plan(tmp_path: Path, tools: dict[str, str], **environment: str) -> str:
     return done.stdout.replace(str(cache), "CACHE")
 
 
-def key(flags: str) -> str:
-    return hashlib.sha256(flags.encode()).hexdigest()[:12]
+def key(flags: str, isa: str | None = HASWELL_ISA) -> str:
+    """The wheel folder's name: the flags, and for native CPU code the CPU's instruction sets."""
+    identity = flags or "cpu"
+    if isa is not None:
+        identity += f"\ncpu: {isa}"
+    return hashlib.sha256(identity.encode()).hexdigest()[:12]
 
 
-def test_a_machine_without_gpu_gets_the_cpu_build_and_its_cached_wheel(tmp_path: Path) -> None:
+def cache_line(printed: str) -> str:
+    return next(line for line in printed.splitlines() if line.startswith("wheel: "))
+
+
+def test_a_machine_without_gpu_gets_the_native_cpu_build_keyed_by_its_cpu(tmp_path: Path) -> None:
     printed = plan(tmp_path, {})
     assert printed.splitlines() == [
         "build: CPU",
         "why: no GPU found (nvidia-smi lists none, no hipconfig, vulkaninfo shows no GPU, "
         "not Apple silicon)",
+        f"CPU code: native, for this CPU's instruction sets ({HASWELL_ISA}); a 4-token test "
+        "after install switches to the portable build if it dies",
         "CMAKE_ARGS: (none, the CPU defaults of llama.cpp)",
-        "wheel: llama-cpp-python 0.3.36, cached in CACHE/68ab84f7c6d0",
+        f"wheel: llama-cpp-python 0.3.36, cached in CACHE/{key('')}",
     ]
-    # The folder CPU wheels were cached in before plans existed: CI keeps reusing its wheel.
-    assert key("cpu") == "68ab84f7c6d0"
+
+
+def test_a_wheel_built_on_another_cpu_is_not_reused(tmp_path: Path) -> None:
+    haswell = cache_line(plan(tmp_path, {}))
+    sapphire_rapids = cache_line(plan(tmp_path, {}, cpu=cpuinfo(SAPPHIRE_RAPIDS_FLAGS)))
+    assert haswell != sapphire_rapids
+    assert sapphire_rapids.endswith(key("", SAPPHIRE_RAPIDS_ISA))
+    # The same instruction sets under another name, in another order, with other non-ISA
+    # flags: the same CPU for the compiler, the same wheel.
+    shuffled = " ".join(reversed(HASWELL_FLAGS.split())).replace("hypervisor", "tsc_known_freq")
+    assert cache_line(plan(tmp_path, {}, cpu=cpuinfo(shuffled, model="another name"))) == haswell
+
+
+def test_an_arm_cpu_is_keyed_by_its_features(tmp_path: Path) -> None:
+    graviton = cpuinfo(GRAVITON_FEATURES, label="Features")
+    printed = plan(tmp_path, {}, cpu=graviton)
+    isa = " ".join(sorted(GRAVITON_FEATURES.split()))
+    assert f"CPU code: native, for this CPU's instruction sets ({isa});" in printed
+    assert cache_line(printed).endswith(key("", isa))
+
+
+def test_portable_cpu_code_is_one_wheel_for_every_cpu(tmp_path: Path) -> None:
+    printed = plan(tmp_path, {}, "--portable")
+    assert (
+        "CPU code: portable, one module per CPU micro-architecture, the best one this CPU runs "
+        "picked at load\n" in printed
+    )
+    assert f"CMAKE_ARGS: {PORTABLE}\n" in printed
+    assert cache_line(printed).endswith(key(PORTABLE, isa=None))
+    other_cpu = plan(tmp_path, {}, "--portable", cpu=cpuinfo(SAPPHIRE_RAPIDS_FLAGS))
+    assert cache_line(other_cpu) == cache_line(printed)
+
+
+PORTABLE = (
+    "-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON "
+    "-DCMAKE_INSTALL_BINDIR=llama_cpp/lib -DCMAKE_INSTALL_RPATH=$ORIGIN"
+)
 
 
 def test_an_nvidia_gpu_with_the_cuda_toolkit_gets_cuda(tmp_path: Path) -> None:
@@ -83,7 +174,15 @@ def test_an_nvidia_gpu_with_the_cuda_toolkit_gets_cuda(tmp_path: Path) -> None:
     assert "build: CUDA\n" in printed
     assert "why: nvidia-smi lists GPU 0: NVIDIA H100 80GB HBM3 and nvcc" in printed
     assert "CMAKE_ARGS: -DGGML_CUDA=on\n" in printed
+    # Its CPU code is native too: the CPU is part of the key.
     assert f"CACHE/{key('-DGGML_CUDA=on')}" in printed
+
+
+def test_a_portable_cuda_build_keeps_the_gpu(tmp_path: Path) -> None:
+    printed = plan(tmp_path, {"nvidia-smi": NVIDIA_SMI, "nvcc": "echo 12.4"}, "--portable")
+    assert "build: CUDA\n" in printed
+    assert f"CMAKE_ARGS: -DGGML_CUDA=on {PORTABLE}\n" in printed
+    assert f"CACHE/{key(f'-DGGML_CUDA=on {PORTABLE}', isa=None)}" in printed
 
 
 def vulkan_sdk(folder: Path, header_version: int) -> str:
@@ -174,6 +273,13 @@ def test_cmake_args_override_what_was_found(tmp_path: Path) -> None:
     assert f"CACHE/{key(flags)}" in printed
 
 
+def test_cmake_args_without_native_code_are_keyed_by_their_flags_alone(tmp_path: Path) -> None:
+    flags = "-DGGML_NATIVE=OFF -DGGML_AVX2=ON"
+    printed = plan(tmp_path, {}, CMAKE_ARGS=flags)
+    assert "CPU code: the instruction sets CMAKE_ARGS name (GGML_NATIVE=OFF)\n" in printed
+    assert cache_line(printed).endswith(key(flags, isa=None))
+
+
 def test_an_unknown_option_is_refused_with_the_known_one(tmp_path: Path) -> None:
     done = subprocess.run(
         ["bash", str(ROOT / "packaging" / "setup.sh"), "--print-flags"],
@@ -185,6 +291,6 @@ def test_an_unknown_option_is_refused_with_the_known_one(tmp_path: Path) -> None
     )
     assert done.returncode == 2
     assert done.stderr.strip() == (
-        "setup: unknown option --print-flags; use no option or --print-build-flags"
+        "setup: unknown option --print-flags; use no option, --portable or --print-build-flags"
     )
     assert not (tmp_path / "wheels").exists()

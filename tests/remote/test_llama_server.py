@@ -12,24 +12,15 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from app.engine.remote.acceptance import LLAMA_SERVER
 from tests.llama_server import ROOT, running_llama_server
+from tests.server.server_process import ServerProcess
 
 pytestmark = pytest.mark.slow
-
-DRAFT_DEPTH = 3
-
-
-@pytest.fixture(scope="module")
-def mtp_llama_server(llama_server_binary: Path) -> Iterator[str]:
-    yield from running_llama_server(
-        llama_server_binary, "--spec-type", "draft-mtp", "--spec-draft-n-max", str(DRAFT_DEPTH)
-    )
 
 
 def chat(*args: str) -> subprocess.CompletedProcess[str]:
@@ -44,19 +35,23 @@ def chat(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_chat_streams_from_llama_server_and_shows_its_mtp_acceptance(
-    mtp_llama_server: str,
+    mtp_llama_server: ServerProcess,
 ) -> None:
-    result = chat("--endpoint", mtp_llama_server, "--prompt", "Hello", "--max-tokens", "48")
+    result = chat(
+        "--endpoint", mtp_llama_server.base_url, "--prompt", "Hello", "--max-tokens", "48"
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip()
     stats = result.stderr.strip().splitlines()[-1]
     assert f"{LLAMA_SERVER})" in stats and "acceptance " in stats, stats
 
 
-def test_llama_server_timings_give_drafted_and_accepted_counts(mtp_llama_server: str) -> None:
+def test_llama_server_timings_give_drafted_and_accepted_counts(
+    mtp_llama_server: ServerProcess,
+) -> None:
     result = chat(
         "--endpoint",
-        mtp_llama_server,
+        mtp_llama_server.base_url,
         "--prompt",
         "Write a story.",
         "--max-tokens",
@@ -74,7 +69,7 @@ def test_llama_server_timings_give_drafted_and_accepted_counts(mtp_llama_server:
 
 
 def test_without_speculative_decoding_the_chat_says_so(llama_server_binary: Path) -> None:
-    for endpoint in running_llama_server(llama_server_binary):
-        result = chat("--endpoint", endpoint, "--prompt", "Hello", "--max-tokens", "8")
+    with running_llama_server(llama_server_binary) as server:
+        result = chat("--endpoint", server.base_url, "--prompt", "Hello", "--max-tokens", "8")
         assert result.returncode == 0, result.stderr
         assert result.stderr.strip().endswith("acceptance: the server does not report it")

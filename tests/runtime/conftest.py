@@ -1,5 +1,8 @@
 """Tiny random qwen35 GGUFs built once per session, and one in-process llama.cpp backend.
 
+Each test has its own app folders (the shared ``home`` fixture): what an adaptive depth saves
+stays in the test.
+
 The in-process backend keeps the exactness tests fast (a model load per test would dominate);
 the worker-process behaviour has its own tests that go through :class:`RuntimeClient`.
 """
@@ -14,14 +17,6 @@ import pytest
 from app.engine.runtime.backends.llama_cpp.backend import LlamaCppBackend
 from app.engine.runtime.core.backend import LoadSettings
 from tests.runtime.tiny_model import write_tiny_qwen35
-
-
-@pytest.fixture(autouse=True)
-def app_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Each test gets its own app folders: what an adaptive depth saves stays in the test."""
-    home = tmp_path / "app-home"
-    monkeypatch.setenv("MTP_STUDIO_HOME", str(home))
-    return home
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,7 @@ from app.engine.runtime.chat_format.constraint import (
     lark_constraint,
 )
 from app.engine.runtime.chat_format.prompting import ChatMessage
-from app.engine.runtime.chat_format.tool_call_parser import parse_reply
+from app.engine.runtime.chat_format.tool_call_events import parse_reply
 from app.engine.runtime.chat_format.tools import ToolChoice, ToolSpec
 from app.engine.runtime.core.backend import DraftChooser, DraftResult
 from app.engine.runtime.core.request import GenerationRequest, GenerationResult

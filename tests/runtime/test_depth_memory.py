@@ -20,6 +20,7 @@ from app.engine.runtime.speculative.depth_policy import (
     DepthPolicies,
 )
 from tests.runtime.test_depth_policy import CPU_LIKE, _drive
+from tests.store.isolation import IsolatedHome
 
 MACHINE = "llama.cpp:test-machine"
 
@@ -133,7 +134,7 @@ def test_a_saved_state_of_the_wrong_shape_is_ignored(
 
 
 def test_the_worker_saves_in_the_app_data_folder_after_each_reply(
-    backend: LlamaCppBackend, tiny_models: dict[str, Path], app_home: Path
+    backend: LlamaCppBackend, tiny_models: dict[str, Path], home: IsolatedHome
 ) -> None:
     """The inference worker saves what its adaptive depth learned once a reply is sent (the
     write is not in the reply's timings), in the app's data folder, where a restart reads it."""
@@ -144,7 +145,7 @@ def test_the_worker_saves_in_the_app_data_folder_after_each_reply(
     with RuntimeClient(tiny_models["mtp"], backend=LLAMA_CPP, settings=settings) as client:
         client.generate(request)
         client.generate(GenerationRequest(prompt="Plain", max_tokens=4))  # the save is done
-    files = list(app_home.rglob(STORE_FILE_NAME))
+    files = list(home.root.rglob(STORE_FILE_NAME))
     assert len(files) == 1
     entries = json.loads(files[0].read_text())["policies"]
     (key,) = entries

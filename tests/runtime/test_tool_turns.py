@@ -6,7 +6,15 @@ from __future__ import annotations
 import json
 
 from app.engine.runtime.chat_format.prompting import ChatMessage, render_chat
-from app.engine.runtime.chat_format.tool_call_parser import ToolCallStream, parse_reply
+from app.engine.runtime.chat_format.tool_call_events import (
+    ArgumentsPiece,
+    CallEnded,
+    CallStarted,
+    ParsedReply,
+    TextPiece,
+    ToolCallEvents,
+    parse_reply,
+)
 from app.engine.runtime.chat_format.tools import ToolCall, ToolSpec
 from tests.runtime.tiny_model import CHATML_TEMPLATE
 
@@ -88,14 +96,39 @@ def test_an_unreadable_block_stays_in_the_content_and_an_open_last_block_is_read
     assert open_block.content is None and open_block.tool_calls[0].name == "f"
 
 
-def test_a_stream_releases_content_at_once_and_holds_back_a_possible_call() -> None:
-    stream = ToolCallStream()
-    assert stream.feed("Sure <tool") == "Sure "
-    assert stream.feed('_call>\n{"name": "f", ') == ""
-    assert stream.feed('"arguments": {"x": 1}}\n</tool_call> done <b>') == " done <b>"
-    assert [(call.name, call.arguments) for call in stream.calls] == [("f", '{"x": 1}')]
-    assert stream.feed("<tool_caX") == "<tool_caX"
-    assert stream.finish() == ("", [])
+def test_a_stream_releases_content_at_once_and_streams_a_call_as_it_is_written() -> None:
+    reader = ToolCallEvents()
+    assert reader.feed("Sure <tool") == [TextPiece("Sure ")]
+    assert reader.feed('_call>\n{"name": "f", ') == []
+    started = reader.feed('"arguments": {"x"')
+    assert [type(event) for event in started] == [CallStarted, ArgumentsPiece]
+    assert started[0].name == "f" and started[1].text == '{"x"'
+    assert reader.feed(": [1, 2") == [ArgumentsPiece(0, ": [1, 2")]
+    ended = reader.feed("]}}\n</tool_call> done <b>")
+    assert ended[0] == ArgumentsPiece(0, "]}")
+    assert ended[1] == CallEnded(0, ToolCall(started[0].id, "f", '{"x": [1, 2]}'))
+    assert ended[2:] == [TextPiece(" done <b>")]
+    assert reader.feed("<tool_caX") == [TextPiece("<tool_caX")]
+    assert reader.finish() == []
+
+
+def test_a_call_cut_by_the_length_limit_is_a_call_never_raw_text() -> None:
+    cut = parse_reply('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Par', cut=True)
+    assert cut.content is None and not cut.complete
+    assert [(call.name, call.arguments) for call in cut.tool_calls] == [
+        ("get_weather", '{"city": "Par')
+    ]
+    nameless = parse_reply('Let me see. <tool_call>\n{"na', cut=True)
+    assert nameless == ParsedReply("Let me see. ", ())
+    assert parse_reply('<tool_call>\n{"na').content == '<tool_call>\n{"na'  # not cut: kept
+
+
+def test_arguments_braces_inside_strings_do_not_end_the_call() -> None:
+    reader = ToolCallEvents()
+    events = reader.feed('<tool_call>{"name": "f", "arguments": {"s": "a } \\" {"}}</tool_call>')
+    pieces = "".join(event.text for event in events if isinstance(event, ArgumentsPiece))
+    assert json.loads(pieces) == {"s": 'a } " {'}
+    assert reader.calls[0].arguments == json.dumps({"s": 'a } " {'})
 
 
 def test_deepseek_calls_are_read_in_both_of_its_layouts() -> None:

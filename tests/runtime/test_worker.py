@@ -9,14 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.errors import RuntimeBackendError
+from app.engine.errors import RuntimeBackendError, UnrunnableBuildError
 from app.engine.runtime.backends.llama_cpp.backend import LlamaCppBackend
+from app.engine.runtime.backends.llama_cpp.cpu_backends import installed_folder
 from app.engine.runtime.chat_format.prompting import ChatMessage
 from app.engine.runtime.core.backend import LoadSettings
 from app.engine.runtime.core.request import GenerationRequest
 from app.engine.runtime.process.client import RuntimeClient
 from app.engine.runtime.sampling.sampler import SamplerSettings
 from app.engine.runtime.speculative.generation import generate
+from tests.runtime.illegal_instruction import SIGILL, expected_advice, no_core_files
 
 SETTINGS = LoadSettings(threads=1, context_length=1024)
 LONG = GenerationRequest(prompt="Keep going", max_tokens=1000, mtp_depth=2)
@@ -75,6 +77,30 @@ def test_a_worker_dying_mid_stream_is_a_clear_error_and_the_next_request_works(
     after = client.generate(GenerationRequest(prompt="Recovered", max_tokens=5))
     assert len(after.token_ids) == 5
     assert client.worker_pid not in (None, first_pid)
+
+
+def test_a_worker_killed_by_sigill_says_how_to_get_a_build_that_runs_and_stays_down(
+    client: RuntimeClient,
+) -> None:
+    stream = client.start(LONG)
+    first_pid = client.worker_pid
+    assert first_pid is not None
+    with no_core_files(), pytest.raises(UnrunnableBuildError) as failure:
+        for index, _chunk in enumerate(stream):
+            if index == 2:
+                os.kill(first_pid, SIGILL)
+    message = str(failure.value)
+    assert message.startswith(
+        "the llama.cpp worker was killed by SIGILL (an illegal instruction) while generating "
+        "with tiny-mtp.gguf: llama.cpp's CPU "
+    )
+    assert str(installed_folder()) in message and expected_advice() in message
+    assert "next request starts a fresh worker" not in message
+    # Every worker would die the same way: no new one is started, the same advice is repeated.
+    with pytest.raises(UnrunnableBuildError) as again:
+        client.start(GenerationRequest(prompt="Again", max_tokens=3))
+    assert str(again.value) == message
+    assert client.worker_pid is None
 
 
 def test_a_stuck_worker_is_stopped_after_the_cancel_grace_period(

@@ -4,8 +4,9 @@ Under one temporary root: a models folder with the vision demo (its projector be
 tiny dense Gemma 4 target with its drafter in ``MTP/`` (the drafter is never a model of its own)
 and two files that share a name in different folders; a Hugging Face cache holding the demo GGUF
 as ``acme/Demo-GGUF`` (blob, snapshot link, ``refs/main``, as huggingface_hub writes it); and the
-app's own folders. The bundled demo joins them as ``demo-mtp``. Nothing is read from the user's
-folders: the server gets this root's cache and app folders through its environment.
+app's own folders. The bundled demos join them as ``demo-mtp`` and ``demo-vision-Q8_0``. Nothing
+is read from the user's folders: the server gets this root's cache and app folders through its
+environment.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ CACHED_ID = "acme/Demo-GGUF/Demo-Q8_0.gguf"
 VISION_ID = "vision/demo-vision-Q8_0.gguf"
 DENSE_ID = "dense/gemma4-tiny-dense-Q8_0.gguf"
 TWIN_IDS = ("twins/a/twin.gguf", "twins/b/twin.gguf")
-ALL_IDS = {"demo-mtp", CACHED_ID, VISION_ID, DENSE_ID, *TWIN_IDS}
+BUNDLED_IDS = ("demo-mtp", "demo-vision-Q8_0")
+ALL_IDS = {*BUNDLED_IDS, CACHED_ID, VISION_ID, DENSE_ID, *TWIN_IDS}
 
 
 @dataclass(frozen=True)

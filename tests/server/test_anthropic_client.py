@@ -170,7 +170,7 @@ def test_errors_have_anthropics_shape_and_name_the_field(server: ServerProcess) 
     client = client_for(server)
     with pytest.raises(anthropic.BadRequestError) as caught:
         client.messages.create(
-            model=ASKED, max_tokens=8, messages=[{"role": "system", "content": "hi"}]
+            model=ASKED, max_tokens=8, messages=[{"role": "tool", "content": "hi"}]
         )
     body = caught.value.body
     assert body["type"] == "error" and body["error"]["type"] == "invalid_request_error"
@@ -184,12 +184,12 @@ def test_errors_have_anthropics_shape_and_name_the_field(server: ServerProcess) 
             messages=[
                 {
                     "role": "user",
-                    "content": [{"type": "document", "source": {"type": "url", "url": "x"}}],
+                    "content": [{"type": "search_result", "source": "x", "title": "x"}],
                 }
             ],
         )
     message = caught.value.body["error"]["message"]
-    assert message.startswith("'messages[0].content[0]' is a block of type \"document\"")
+    assert message.startswith("'messages[0].content[0]' is a block of type \"search_result\"")
     missing = httpx2.post(f"{server.root_url}/v1/messages/nothing", json={})
     assert missing.status_code == 404
 
@@ -207,14 +207,18 @@ def test_x_api_key_is_checked_and_anthropic_version_accepted(keyed_server: Serve
     assert API_KEY not in "".join(keyed_server.lines)
 
 
-def test_a_prompt_longer_than_the_context_is_a_400_before_any_event(
+def test_a_prompt_longer_than_the_context_is_a_400_in_anthropics_words_before_any_event(
     limits_server: ServerProcess,
 ) -> None:
+    """Claude Code compacts its conversation when it reads "prompt is too long: N tokens > M
+    maximum"; the count is the one count_tokens gives."""
     client = client_for(limits_server)
     too_long = [{"role": "user", "content": "word " * 2000}]  # the limits server's context: 1024
     with pytest.raises(anthropic.BadRequestError) as caught:
         client.messages.create(model=ASKED, max_tokens=4, messages=too_long)
-    assert "context window" in caught.value.body["error"]["message"]
+    counted = client.messages.count_tokens(model=ASKED, messages=too_long).input_tokens
+    message = caught.value.body["error"]["message"]
+    assert message == f"prompt is too long: {counted} tokens > 1023 maximum"
     with (
         pytest.raises(anthropic.BadRequestError) as caught,
         client.messages.stream(model=ASKED, max_tokens=4, messages=too_long) as stream,

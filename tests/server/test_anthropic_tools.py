@@ -14,6 +14,7 @@ import jsonschema
 import pytest
 from anthropic import Anthropic
 
+from app.engine.runtime.chat_format.tool_call_events import ToolCallEvents
 from app.engine.server.anthropic.replies import ReplyBlocks
 from tests.server.server_process import ServerProcess
 
@@ -170,28 +171,34 @@ def test_a_result_for_an_unknown_call_and_bad_tool_fields_are_400s(server: Serve
 
 def test_text_then_a_call_stream_as_a_text_block_then_a_tool_use_block() -> None:
     """What a model that writes before calling (``auto``) gets: the markup never reaches the
-    client, however the pieces split it."""
+    client, however the pieces split it, and the call's input comes in pieces as it is
+    written."""
     reply = (
         'Let me look.<tool_call>\n{"name": "get_time", "arguments": {"city": "Oslo"}}\n</tool_call>'
     )
-    blocks = ReplyBlocks(reads_calls=True)
+    blocks, reader = ReplyBlocks(reads_calls=True), ToolCallEvents()
+    pieces = [reply[at : at + 5] for at in range(0, len(reply), 5)]
     streamed = blocks.opening() + "".join(
-        blocks.feed(reply[at : at + 5]) for at in range(0, len(reply), 5)
+        blocks.feed(event) for piece in pieces for event in reader.feed(piece)
     )
-    streamed += blocks.finish()
+    streamed += "".join(blocks.feed(event) for event in reader.finish()) + blocks.finish()
     events = [json.loads(block.split("\n")[1][6:]) for block in streamed.strip().split("\n\n")]
-    assert [(event["type"], event["index"]) for event in events] == [
+    kinds = [(event["type"], event["index"]) for event in events]
+    call_start = kinds.index(("content_block_start", 1))
+    assert kinds[:call_start] == [
         ("content_block_start", 0),
-        *[("content_block_delta", 0)] * (len(events) - 5),
+        *[("content_block_delta", 0)] * (call_start - 2),
         ("content_block_stop", 0),
-        ("content_block_start", 1),
-        ("content_block_delta", 1),
-        ("content_block_stop", 1),
     ]
+    assert kinds[call_start + 1 : -1] == [("content_block_delta", 1)] * (
+        len(kinds) - call_start - 2
+    )
+    assert kinds[-1] == ("content_block_stop", 1) and len(kinds) - call_start > 3
     text = "".join(
         event["delta"]["text"] for event in events if event["index"] == 0 and "delta" in event
     )
     assert text == "Let me look."
-    assert events[-3]["content_block"]["name"] == "get_time"
-    assert json.loads(events[-2]["delta"]["partial_json"]) == {"city": "Oslo"}
+    assert events[call_start]["content_block"]["name"] == "get_time"
+    partial = "".join(event["delta"]["partial_json"] for event in events[call_start + 1 : -1])
+    assert json.loads(partial) == {"city": "Oslo"}
     assert blocks.called

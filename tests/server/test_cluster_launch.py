@@ -10,16 +10,13 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import json
 import shlex
-from collections.abc import Iterator
 
 import pytest
 from PySide6.QtGui import QGuiApplication
 
 from app.engine.cluster_launch import launch_commands, parameters_from_name, suggest_parallelism
 from app.engine.errors import CatalogError
-from app.engine.settings import app_dirs
 from app.ui.main_window import MainWindow
-from tests.store.isolation import isolate
 
 
 def test_parameters_are_read_from_model_names() -> None:
@@ -63,20 +60,9 @@ def test_commands_carry_the_documented_mtp_and_parallel_flags() -> None:
     assert several.llama_server is None
 
 
-@pytest.fixture
-def window(qtbot, monkeypatch: pytest.MonkeyPatch, tmp_path) -> Iterator[MainWindow]:
-    isolate(monkeypatch, tmp_path / "home")
-    main = MainWindow(app_dirs())
-    main.show()
-    yield main
-    main.shutdown()
-    main.close()
-    main.deleteLater()
-
-
-def test_dialog_from_the_detail_pane_suggests_and_copies(qtbot, window: MainWindow) -> None:
-    window.browser.select_key("qwen3-5-27b-gguf-q4-k-m")
-    detail = window.browser.detail
+def test_dialog_from_the_detail_pane_suggests_and_copies(qtbot, main_window: MainWindow) -> None:
+    main_window.browser.select_key("qwen3-5-27b-gguf-q4-k-m")
+    detail = main_window.browser.detail
     button = next(b for b in detail.findChildren(type(detail.chat_button)) if "cluster" in b.text())
     button.click()
     dialog = button.dialog

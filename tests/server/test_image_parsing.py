@@ -199,7 +199,11 @@ def test_an_image_marked_as_an_error_result_keeps_its_place() -> None:
             "messages[0].content[0].source.url",
             "--allow-remote-images",
         ),
-        ({"type": "document", "source": {}}, "messages[0].content[0]", 'type "document"'),
+        (
+            {"type": "search_result", "source": "x"},
+            "messages[0].content[0]",
+            'type "search_result"',
+        ),
     ],
 )
 def test_anthropic_image_refusals_name_the_block(block, param: str, words: str) -> None:

@@ -61,7 +61,7 @@ def card_of(server: ServerProcess, model_id: str) -> dict:
 def test_models_lists_every_model_on_disk_with_its_mtp_status(
     library_server: ServerProcess,
 ) -> None:
-    assert "library: 6 models, loaded on demand" in library_server.wait_for_line("listening on")
+    assert "library: 7 models, loaded on demand" in library_server.wait_for_line("listening on")
     cards = {card.id: card for card in client_for(library_server).models.list().data}
     assert set(cards) == ALL_IDS  # the drafter and the projector are no models of their own
     assert cards["demo-mtp"].model_extra["mtp"]["status"] == "head"

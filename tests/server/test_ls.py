@@ -35,7 +35,7 @@ def test_ls_prints_each_model_with_format_size_and_mtp(library: Library) -> None
     assert set(rows) == ALL_IDS
     assert re.search(r"GGUF Q8_0\s+11\.2 MB\s+head \(1 block inside\)", rows[CACHED_ID])
     assert re.search(r"drafter \(.*MTP/gemma4-tiny-dense-assistant-Q8_0\.gguf\)", rows[DENSE_ID])
-    assert lines[-1].startswith("6 models · ") and str(library.models_dir) in lines[-1]
+    assert lines[-1].startswith("7 models · ") and str(library.models_dir) in lines[-1]
 
 
 def test_ls_json_has_the_names_a_request_may_use(library: Library) -> None:

@@ -128,11 +128,11 @@ def test_developer_role_is_a_system_message(server: ServerProcess) -> None:
 @pytest.mark.parametrize(
     ("field", "value", "says"),
     [
-        ("n", 2, "one choice per request"),
+        ("n", 2, "one reply per request"),
         ("logprobs", True, "log-probabilities"),
         ("top_logprobs", 3, "log-probabilities"),
-        ("presence_penalty", 0.5, "penalties"),
-        ("frequency_penalty", 1.0, "penalties"),
+        ("presence_penalty", 0.5, "presence penalty"),
+        ("frequency_penalty", 1.0, "frequency penalty"),
     ],
 )
 def test_fields_the_runtime_cannot_honour_are_a_400_naming_them(

@@ -24,6 +24,9 @@ STORY = [{"role": "user", "content": "Write a long story about a dragon."}]
 LIMIT = 2**20  # the limits server runs with --max-body-mib 1
 
 
+JSON = {"content-type": "application/json"}
+
+
 def oversized_body() -> bytes:
     filler = "a" * (LIMIT + 1000)
     return b'{"messages": [{"role": "user", "content": "' + filler.encode() + b'"}]}'
@@ -33,7 +36,7 @@ def test_a_body_past_the_cap_is_a_413_whether_or_not_its_length_is_declared(
     limits_server: ServerProcess,
 ) -> None:
     url = f"{limits_server.base_url}/chat/completions"
-    declared = httpx2.post(url, content=oversized_body())
+    declared = httpx2.post(url, content=oversized_body(), headers=JSON)
     assert declared.status_code == 413
     error = declared.json()["error"]
     assert error["code"] == "request_too_large" and "--max-body-mib" in error["message"]
@@ -43,7 +46,7 @@ def test_a_body_past_the_cap_is_a_413_whether_or_not_its_length_is_declared(
         for start in range(0, len(body), 64 * 1024):
             yield body[start : start + 64 * 1024]
 
-    streamed = httpx2.post(url, content=chunked())
+    streamed = httpx2.post(url, content=chunked(), headers=JSON)
     assert streamed.status_code == 413
     anthropic_client = anthropic.Anthropic(
         base_url=limits_server.root_url, api_key="unused", max_retries=0
@@ -77,7 +80,7 @@ def test_echoed_values_are_short_and_cannot_forge_log_lines(server: ServerProces
 
 def test_json_nested_past_the_parsers_depth_is_a_400(server: ServerProcess) -> None:
     for path in ("/v1/chat/completions", "/v1/messages"):
-        deep = httpx2.post(f"{server.root_url}{path}", content=b"[" * 200_000)
+        deep = httpx2.post(f"{server.root_url}{path}", content=b"[" * 200_000, headers=JSON)
         assert deep.status_code == 400, deep.text
         assert "nested too deeply" in deep.text
 
@@ -121,7 +124,7 @@ def test_an_upload_dropped_halfway_is_one_quiet_log_line(limits_server: ServerPr
     before = len(limits_server.lines)
     with socket.create_connection(("127.0.0.1", limits_server.port)) as connection:
         connection.sendall(
-            b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n"
             b"Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
             b'{"messages": [{"role": "user", "content": "'
         )

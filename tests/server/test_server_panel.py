@@ -5,17 +5,11 @@ acceptance, and stops the server."""
 
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-
 import contextlib
 import io
 import json
-import socket
 import subprocess
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
@@ -23,44 +17,24 @@ import pytest
 from openai import OpenAI
 from PySide6.QtGui import QGuiApplication
 
-from app.engine.settings import app_dirs
 from app.ui.main_window import MainWindow
-from tests.store.isolation import IsolatedHome, isolate
+from tests.ports import free_port
 
 pytestmark = pytest.mark.slow
 
 START_MS = 120_000
 
 
-@pytest.fixture
-def window(qtbot, monkeypatch: pytest.MonkeyPatch, tmp_path) -> Iterator[MainWindow]:
-    home: IsolatedHome = isolate(monkeypatch, tmp_path / "home")
-    assert home is not None
-    main = MainWindow(app_dirs())
-    main.show()
-    yield main
-    main.server_panel.shutdown()
-    main.shutdown()
-    main.close()
-    main.deleteLater()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def test_panel_serves_logs_requests_and_stops(qtbot, window: MainWindow) -> None:
+def test_panel_serves_logs_requests_and_stops(qtbot, main_window: MainWindow) -> None:
     view_menu = next(
-        action.menu() for action in window.menuBar().actions() if action.text() == "&View"
+        action.menu() for action in main_window.menuBar().actions() if action.text() == "&View"
     )
     page = next(action for action in view_menu.actions() if action.text() == "&Server")
     assert page.shortcut().toString() == "Ctrl+6"
-    panel = window.server_panel
+    panel = main_window.server_panel
     assert not panel.isVisible()
     page.trigger()
-    assert panel.isVisible() and window.current_page == "server"
+    assert panel.isVisible() and main_window.current_page == "server"
 
     port = free_port()
     panel.port_spin.setValue(port)
@@ -126,8 +100,8 @@ def test_panel_serves_logs_requests_and_stops(qtbot, window: MainWindow) -> None
         httpx2.get(f"http://127.0.0.1:{port}/health")
 
 
-def test_a_missing_model_is_refused_without_starting(qtbot, window: MainWindow) -> None:
-    panel = window.server_panel
+def test_a_missing_model_is_refused_without_starting(qtbot, main_window: MainWindow) -> None:
+    panel = main_window.server_panel
     panel.add_model(Path("/nowhere/model.gguf"))
     panel.choose_model(Path("/nowhere/model.gguf"))
     panel.start_button.click()
@@ -135,15 +109,15 @@ def test_a_missing_model_is_refused_without_starting(qtbot, window: MainWindow) 
 
 
 def test_the_page_shows_what_is_loaded_and_who_is_served_and_unloads(
-    qtbot, window: MainWindow
+    qtbot, main_window: MainWindow
 ) -> None:
-    panel = window.server_panel
+    panel = main_window.server_panel
     assert panel.serves_library and panel.model_picker.currentText().startswith("Every model")
     panel.port_spin.setValue(free_port())
     panel.start_button.click()
     qtbot.waitUntil(lambda: panel.url != "", timeout=START_MS)
     view = panel.loaded_view
-    assert "Serving 1 models on disk" in panel.status_label.text()  # the bundled demo
+    assert "Serving 2 models on disk" in panel.status_label.text()  # the bundled demos
     client = OpenAI(base_url=panel.url, api_key="unused", max_retries=0, timeout=120)
     story = [{"role": "user", "content": "Write a long story about a dragon."}]
     streaming = client.chat.completions.create(
@@ -170,7 +144,7 @@ def test_the_page_shows_what_is_loaded_and_who_is_served_and_unloads(
     view.unload_button.click()
     qtbot.waitUntil(lambda: view.models_table.rowCount() == 0, timeout=10_000)
     qtbot.waitUntil(lambda: "unloaded demo-mtp (admin)" in panel.log_view.toPlainText())
-    assert "0 of 1 models loaded" in view.summary.text()
+    assert "0 of 2 models loaded" in view.summary.text()
     panel.stop_button.click()
     qtbot.waitUntil(lambda: not panel.running, timeout=30_000)
     assert view.models_table.rowCount() == 0 and not view.unload_button.isEnabled()

@@ -7,16 +7,14 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-import socket
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from openai import OpenAI
 
 from app.ui.server.panel import ServerPanel
-from tests.store.isolation import isolate
+from tests.ports import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -24,19 +22,13 @@ START_MS = 120_000
 
 
 @pytest.fixture
-def panel(qtbot, monkeypatch: pytest.MonkeyPatch, tmp_path) -> Iterator[ServerPanel]:
-    isolate(monkeypatch, tmp_path / "home")  # the server's app folders, inherited by its process
+def panel(qtbot) -> ServerPanel:
+    """The panel on the test's app folders (its server process inherits them); at the end its
+    server is stopped, then the panel closed and deleted."""
     widget = ServerPanel()
-    qtbot.addWidget(widget)
+    qtbot.addWidget(widget, before_close_func=ServerPanel.shutdown)
     widget.show()
-    yield widget
-    widget.shutdown()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    return widget
 
 
 def serve_and_ask(qtbot, panel: ServerPanel) -> tuple[str, dict[str, Any]]:

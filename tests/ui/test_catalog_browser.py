@@ -3,6 +3,7 @@ editing with validation as you type, atomic save, and sidecar status from the Hu
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -254,15 +255,14 @@ def test_a_new_catalog_file_takes_new_entries(main_window: MainWindow, home: Iso
 
 
 def test_the_open_catalog_files_come_back_after_a_restart(
-    main_window: MainWindow, qtbot, my_catalog: Path
+    open_window: Callable[..., MainWindow], my_catalog: Path
 ) -> None:
-    main_window.browser.merge_file(my_catalog)
-    main_window.shutdown()
-    again = MainWindow(main_window.dirs)
-    qtbot.addWidget(again)
+    first = open_window()
+    first.browser.merge_file(my_catalog)
+    first.shutdown()
+    again = open_window(first.dirs)
     assert again.browser.paths == [default_catalog_path(), my_catalog]
     assert "tiny-plain-8bit" in visible_keys(again)
-    again.shutdown()
 
 
 def test_sidecar_status_is_checked_on_the_hub_in_the_background(

@@ -20,6 +20,7 @@ from tests.store.isolation import IsolatedHome
 REPO = "acme/tiny-mtp-model"
 WEIGHTS = os.urandom(6_000_000)
 HEADS = os.urandom(700_000)
+WAIT_MS = 60_000  # what a job on a busy machine may take; a passing test waits far less
 
 
 @pytest.fixture
@@ -60,7 +61,7 @@ def test_the_wizard_downloads_a_sidecar_into_the_cache(
     wizard.next()
 
     plan_page = wizard.plan_page
-    qtbot.waitUntil(lambda: plan_page.plan is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: plan_page.plan is not None, timeout=WAIT_MS)
     assert plan_page.files_tree.topLevelItemCount() == 1
     assert plan_page.files_tree.topLevelItem(0).text(0) == "mtp.safetensors"
     assert plan_page.files_tree.topLevelItem(0).text(1) == "700.0 kB"
@@ -72,7 +73,7 @@ def test_the_wizard_downloads_a_sidecar_into_the_cache(
 
     run_page = wizard.run_page
     assert run_page.job_id is not None
-    qtbot.waitUntil(run_page.isComplete, timeout=20_000)
+    qtbot.waitUntil(run_page.isComplete, timeout=WAIT_MS)
     assert run_page.subTitle() == "Done. The files are verified and in place."
     assert (snapshot(home, commit) / "mtp.safetensors").read_bytes() == HEADS
     assert hub.traffic.bytes_served(REPO, "model.safetensors") == 0
@@ -93,7 +94,7 @@ def test_the_wizard_names_a_missing_repo_and_stays_on_the_page(
     wizard = window.open_download_wizard("acme/does-not-exist")
     wizard.next()
     page = wizard.plan_page
-    qtbot.waitUntil(lambda: bool(page.plan_error), timeout=10_000)
+    qtbot.waitUntil(lambda: bool(page.plan_error), timeout=WAIT_MS)
     assert page.status_label.text() == (
         f"acme/does-not-exist on {hub.endpoint} does not exist or needs a token; check the "
         "name, or sign in (Settings) if it is private"
@@ -107,21 +108,23 @@ def test_pause_resume_cancel_and_retry_from_the_monitor(
 ) -> None:
     window, hub, commit = hub_window
     monitor = window.monitor
-    # Every attempt is cut after 1 MB: the job sits in its retry wait with bytes on disk.
-    hub.faults.drop_download(match="model.safetensors", after_bytes=1_000_000, times=None)
+    # Every attempt is cut after 200 kB: the job sits in its retry waits (1 s each) with bytes on
+    # disk for half a minute, so the pause lands before the file is whole however slow the
+    # machine (cut after 1 MB, the 6 MB arrived in five seconds).
+    hub.faults.drop_download(match="model.safetensors", after_bytes=200_000, times=None)
     wizard = window.open_download_wizard(REPO, ("model.safetensors",))
     wizard.next()
-    qtbot.waitUntil(wizard.plan_page.isComplete, timeout=10_000)
+    qtbot.waitUntil(wizard.plan_page.isComplete, timeout=WAIT_MS)
     wizard.next()
     job_id = wizard.run_page.job_id
     assert job_id is not None
     monitor.select_job(job_id)
-    qtbot.waitUntil(lambda: any(r.dropped for r in hub.traffic.requests("GET")), timeout=10_000)
+    qtbot.waitUntil(lambda: any(r.dropped for r in hub.traffic.requests("GET")), timeout=WAIT_MS)
     assert monitor.pause_button.isEnabled()
     qtbot.mouseClick(monitor.pause_button, Qt.MouseButton.LeftButton)
     assert monitor.pause_button.text() == "Resume"
     assert wizard.run_page.pause_button.text() == "Resume"
-    qtbot.waitUntil(lambda: states(window)[0][1] == "paused", timeout=10_000)
+    qtbot.waitUntil(lambda: states(window)[0][1] == "paused", timeout=WAIT_MS)
     blobs = home.hub_cache / "models--acme--tiny-mtp-model" / "blobs"
     [partial] = list(blobs.glob("*.incomplete"))
     kept = partial.stat().st_size
@@ -130,7 +133,7 @@ def test_pause_resume_cancel_and_retry_from_the_monitor(
     assert partial.stat().st_size == kept, "a paused download receives nothing"
 
     qtbot.mouseClick(monitor.cancel_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: states(window)[0][1] == "cancelled", timeout=10_000)
+    qtbot.waitUntil(lambda: states(window)[0][1] == "cancelled", timeout=WAIT_MS)
     assert wizard.run_page.isComplete()
     assert partial.stat().st_size == kept, "cancel keeps the bytes reached"
     assert monitor.retry_button.isEnabled()
@@ -138,7 +141,7 @@ def test_pause_resume_cancel_and_retry_from_the_monitor(
 
     hub.faults.clear()
     qtbot.mouseClick(monitor.retry_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: states(window)[0][1] == "succeeded", timeout=20_000)
+    qtbot.waitUntil(lambda: states(window)[0][1] == "succeeded", timeout=WAIT_MS)
     assert [state for _title, state in states(window)] == ["succeeded", "cancelled"]
     assert (snapshot(home, commit) / "model.safetensors").read_bytes() == WEIGHTS
     last = [r for r in hub.traffic.requests("GET") if r.file_path == "model.safetensors"][-1]
@@ -157,19 +160,19 @@ def test_history_survives_a_restart_and_quitting_marks_running_jobs_interrupted(
     window, hub, commit = hub_window
     done = window.open_download_wizard(REPO, ("config.json",))
     done.next()
-    qtbot.waitUntil(done.plan_page.isComplete, timeout=10_000)
+    qtbot.waitUntil(done.plan_page.isComplete, timeout=WAIT_MS)
     done.next()
-    qtbot.waitUntil(done.run_page.isComplete, timeout=20_000)
+    qtbot.waitUntil(done.run_page.isComplete, timeout=WAIT_MS)
 
-    hub.faults.drop_download(match="model.safetensors", after_bytes=1_000_000, times=None)
+    hub.faults.drop_download(match="model.safetensors", after_bytes=200_000, times=None)
     running = window.open_download_wizard(REPO, ("model.safetensors",))
     running.next()
-    qtbot.waitUntil(running.plan_page.isComplete, timeout=10_000)
+    qtbot.waitUntil(running.plan_page.isComplete, timeout=WAIT_MS)
     running.next()
     running_id = running.run_page.job_id
     assert running_id is not None
     window.runner.set_paused(running_id, True)
-    qtbot.waitUntil(lambda: states(window)[0][1] == "paused", timeout=10_000)
+    qtbot.waitUntil(lambda: states(window)[0][1] == "paused", timeout=WAIT_MS)
     window.shutdown()  # what closing the window does once the user confirms
 
     again = open_window()
@@ -187,6 +190,6 @@ def test_history_survives_a_restart_and_quitting_marks_running_jobs_interrupted(
     assert again.monitor.files_button.isEnabled()
     hub.faults.clear()
     qtbot.mouseClick(again.monitor.retry_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: states(again)[0][1] == "succeeded", timeout=20_000)
+    qtbot.waitUntil(lambda: states(again)[0][1] == "succeeded", timeout=WAIT_MS)
     assert (snapshot(home, commit) / "model.safetensors").read_bytes() == WEIGHTS
     assert again.store.get(again.jobs.job_at(0).job_id).state is JobState.SUCCEEDED

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 from PySide6.QtGui import QFontMetrics
 
 from app.engine.convert.job import ConvertRequest
@@ -19,14 +19,9 @@ from app.engine.store import JobSpec, JobState, JobStore
 from app.ui.main_window import MainWindow
 from app.ui.shell.pages import JOBS
 from app.ui.shell.window_size import PREFERRED
-from tests.store.isolation import IsolatedHome, isolate
+from tests.store.isolation import IsolatedHome
 
 SHOTS = Path("/tmp/shots-convert25")
-
-
-@pytest.fixture
-def home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> IsolatedHome:
-    return isolate(monkeypatch, tmp_path / "home")
 
 
 def _record_jobs(home: IsolatedHome, tmp_path: Path) -> list[str]:
@@ -56,7 +51,7 @@ def _record_jobs(home: IsolatedHome, tmp_path: Path) -> list[str]:
 
 
 def test_job_names_show_whole_at_the_default_window_size(
-    qtbot, home: IsolatedHome, tmp_path: Path
+    qtbot, home: IsolatedHome, tmp_path: Path, open_window: Callable[[], MainWindow]
 ) -> None:
     titles = _record_jobs(home, tmp_path)
     assert titles == [
@@ -64,24 +59,20 @@ def test_job_names_show_whole_at_the_default_window_size(
         "Convert Demo-MTP-FP8 to MLX 4-bit",
         "Download mtp-studio/Demo-MTP-FP8 (all files)",
     ]
-    window = MainWindow(app_dirs())
-    qtbot.addWidget(window)
-    try:
-        window.resize(PREFERRED)  # the size a first run takes on a screen with room for it
-        window.show()
-        window.show_page(JOBS)
-        qtbot.waitExposed(window)
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        window.grab().save(str(SHOTS / "jobs-page.png"))
-        table = window.monitor.table
-        metrics = QFontMetrics(table.font())
-        shown = [table.model().index(row, 0).data() for row in range(3)]
-        assert sorted(shown) == sorted(titles)
-        width = table.columnWidth(0)
-        for title in titles:
-            assert metrics.horizontalAdvance(title) + 16 <= width, (title, width)
-        for column in range(1, table.model().columnCount()):
-            assert table.columnWidth(column) >= table.sizeHintForColumn(column), column
-        assert table.horizontalScrollBar().maximum() == 0  # every column in view
-    finally:
-        window.shutdown()
+    window = open_window()
+    window.resize(PREFERRED)  # the size a first run takes on a screen with room for it
+    window.show()
+    window.show_page(JOBS)
+    qtbot.waitExposed(window)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    window.grab().save(str(SHOTS / "jobs-page.png"))
+    table = window.monitor.table
+    metrics = QFontMetrics(table.font())
+    shown = [table.model().index(row, 0).data() for row in range(3)]
+    assert sorted(shown) == sorted(titles)
+    width = table.columnWidth(0)
+    for title in titles:
+        assert metrics.horizontalAdvance(title) + 16 <= width, (title, width)
+    for column in range(1, table.model().columnCount()):
+        assert table.columnWidth(column) >= table.sizeHintForColumn(column), column
+    assert table.horizontalScrollBar().maximum() == 0  # every column in view

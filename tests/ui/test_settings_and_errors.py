@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +17,7 @@ from app.ui.errors import show_error
 from app.ui.logsetup import LOG_FILE_NAME, configure_logging
 from app.ui.main_window import MainWindow
 from app.ui.settings_dialog import SettingsDialog, SignInDialog
+from tests.desktop_app import run_until_shown
 from tests.localhub import LocalHub
 from tests.localhub.fixtures import TEST_TOKEN
 from tests.store.isolation import IsolatedHome
@@ -119,23 +118,11 @@ def test_the_app_opens_offline_on_a_fresh_machine(home: IsolatedHome) -> None:
     env = {
         **os.environ,
         "QT_QPA_PLATFORM": "offscreen",
-        "MTP_STUDIO_HOME": str(home.root / "fresh"),
         "HF_HOME": str(home.root / "fresh-hf"),
         "HF_ENDPOINT": "http://127.0.0.1:9",  # nothing listens: offline
         "PYTHONPATH": str(ROOT),
     }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "app"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    time.sleep(4)
-    still_running = process.poll() is None
-    process.terminate()
-    _out, err = process.communicate(timeout=10)
-    assert still_running, f"the window closed by itself: {err}"
+    fresh = home.root / "fresh"
+    err = run_until_shown([sys.executable, "-m", "app"], env, fresh, stay_up_seconds=4)
     assert "Traceback" not in err
-    assert (home.root / "fresh" / "data" / "jobs.sqlite3").exists()
+    assert (fresh / "data" / "jobs.sqlite3").exists()

@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication, QLabel, QMessageBox
 
+from app.engine.runtime.core.demo_model import DEMO_VISION_MODEL
 from app.engine.settings import SettingsStore
 from app.ui.main_window import MainWindow
 from app.ui.shell.home import MTP_EXPLAINED
@@ -80,6 +81,9 @@ def test_the_demo_chat_starts_from_home_and_comes_back_in_recent(
     qtbot.waitUntil(
         lambda: chat.model_bar.state.text() == "Ready: demo-mtp.gguf", timeout=LOAD_TIMEOUT_MS
     )
+    # The vision demo is offered too (pictures offline), but the first chat is the text demo.
+    qtbot.waitUntil(lambda: DEMO_VISION_MODEL in [m.path for m in chat.model_bar.models])
+    assert chat.loaded_model is not None and chat.loaded_model.name == "demo-mtp.gguf"
     chat.settings_panel.temperature.setValue(0.0)
     chat.settings_panel.max_tokens.setValue(16)
     chat.composer.editor.setPlainText("Hello from Home")

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 from app.engine.settings import Settings, SettingsError, SettingsStore
 from app.ui.look import SCHEMES, THEMES, ThemeManager, apply_theme, scheme_for
 from app.ui.look.theme import MIN_BASE_POINT_SIZE
+from tests.windows import release_deleted_widgets
 
 Role = QPalette.ColorRole
 Group = QPalette.ColorGroup
@@ -193,6 +194,18 @@ def test_system_follows_the_os_scheme_and_a_forced_choice_ignores_it(restored_lo
     finally:
         themes.deleteLater()
         QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+
+
+def test_a_closed_window_leaves_no_theme_manager_behind(restored_look, open_window) -> None:
+    """The main window's theme manager belongs to the application (it follows the OS scheme);
+    shutting the window down releases it, so closed windows do not keep restyling the app."""
+    app = restored_look
+    before = len(app.findChildren(ThemeManager))
+    window = open_window()
+    assert len(app.findChildren(ThemeManager)) == before + 1
+    window.shutdown()
+    release_deleted_widgets()
+    assert len(app.findChildren(ThemeManager)) == before
 
 
 def test_scheme_for_a_choice() -> None:

@@ -197,6 +197,9 @@ def probe_accelerator() -> AcceleratorReport:
     """Ask the installed llama.cpp what it was built with (loads the native library)."""
     import llama_cpp
 
+    from app.engine.runtime.backends.llama_cpp.cpu_backends import load_installed
+
+    load_installed()
     info = llama_cpp.llama_print_system_info()
     text = info.decode("utf-8", "replace") if isinstance(info, bytes) else str(info)
     gpu_offload = bool(llama_cpp.llama_supports_gpu_offload())

@@ -140,13 +140,14 @@ def plan_load(
     # MLX runs its own (bf16) cache: the KV type is llama.cpp's.
     kv_type = load_kv_type if model.kind == GGUF else "f16"
     with_mtp = model.mtp_blocks > 0 and model.mtp_note is None
+    weights = model.size_bytes + model.drafter_bytes
     memory = None
     if model.shape is None:
         requested = options.context_length
         choice = ContextChoice(requested, "set in the load options" if requested else "")
     else:
         choice = choose_context(
-            model.size_bytes,
+            weights,
             model.shape,
             with_mtp=with_mtp,
             kv_cache_type=kv_type,
@@ -155,7 +156,7 @@ def plan_load(
             requested=options.context_length,
         )
         memory = estimate_memory(
-            model.size_bytes,
+            weights,
             model.shape,
             with_mtp=with_mtp,
             context=choice.context,
@@ -169,6 +170,7 @@ def plan_load(
         kv_cache_type=load_kv_type,
         flash_attention=options.flash_attention,
         state_cache_mib=options.state_cache_mib,
+        drafter=model.drafter,
     )
     return LoadPlan(settings, choice, memory, kv_note)
 

@@ -8,6 +8,7 @@ here, once, so regenerate, edit-and-resend and compare mode all send the same co
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields, replace
 from enum import StrEnum
 from typing import Any
@@ -74,14 +75,35 @@ class ChatSettings:
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> ChatSettings:
-        """Settings from stored JSON; unknown keys (a newer app's) are ignored."""
-        known = {f.name for f in fields(cls)}
-        settings = cls(**{key: value for key, value in raw.items() if key in known})
+        """Settings from stored JSON; unknown keys (a newer app's) are ignored, and so is a
+        value of the wrong type (the default is kept)."""
+        defaults = cls()
+        settings = cls(
+            **{
+                f.name: raw[f.name]
+                for f in fields(cls)
+                if f.name in raw and _same_kind(raw[f.name], getattr(defaults, f.name), f.name)
+            }
+        )
         if settings.mtp_depth == AUTO:
             return settings
         if not isinstance(settings.mtp_depth, int):
             return replace(settings, mtp_depth=DEFAULT_MTP_DEPTH)
         return replace(settings, mtp_depth=min(max(settings.mtp_depth, 1), MAX_DRAFT_DEPTH))
+
+
+def _same_kind(value: Any, default: Any, name: str) -> bool:
+    """Whether a stored ``value`` can stand where ``default`` does (``seed`` may be None, a
+    float field takes a whole number, ``mtp_depth`` a number or "auto")."""
+    if name == "seed":
+        return value is None or (isinstance(value, int) and not isinstance(value, bool))
+    if name == "mtp_depth":
+        return value == AUTO or (isinstance(value, int) and not isinstance(value, bool))
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(value, bool) and isinstance(default, bool)
+    if isinstance(default, float):
+        return isinstance(value, int | float) and math.isfinite(value)
+    return isinstance(value, type(default))
 
 
 def _request_depth(choice: int | str) -> int:

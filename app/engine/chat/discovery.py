@@ -2,7 +2,9 @@
 
 Users complain when an app knows only one models folder, so the picker lists, in this order:
 
-- the bundled demo model (``resources/models/demo-mtp.gguf``), so chat works out of the box;
+- the bundled demo model (``resources/models/demo-mtp.gguf``), so chat works out of the box,
+  then the bundled vision demo (``resources/models/demo-vision/``, a small model with its
+  projector), so pictures can be tried offline too;
 - models downloaded through the app or by other Hugging Face tools: every GGUF and every model
   folder (config.json + safetensors) in the Hugging Face cache and in the models folder of the
   settings, whether laid out as a cache (``models--owner--name/snapshots/…``) or as plain files;
@@ -31,7 +33,12 @@ from app.engine.chat.model_files import (
 )
 from app.engine.chat.sidecar import SIDECAR_FILE, find_sidecar, repo_id_from_folder, repo_id_of
 from app.engine.drafter.pairing import find_drafter, may_take_drafter
-from app.engine.runtime.core.demo_model import DEMO_MODEL_FILENAME, MODELS_DIR
+from app.engine.runtime.core.demo_model import (
+    DEMO_MODEL_FILENAME,
+    DEMO_VISION_FILENAME,
+    DEMO_VISION_FOLDER,
+    MODELS_DIR,
+)
 
 PLAIN_FOLDER_DEPTH = 4
 _SKIPPED_PREFIXES = ("mmproj", "mtp-")
@@ -56,7 +63,8 @@ class ModelSources:
 
 
 def discover_models(sources: ModelSources) -> list[ModelDescription]:
-    """Describe every model found, demo first, then downloads by name, then opened files."""
+    """Describe every model found, the demos first (text, then vision), then downloads by name,
+    then opened files."""
     seen: set[Path] = set()
     found: list[ModelDescription] = []
 
@@ -68,9 +76,12 @@ def discover_models(sources: ModelSources) -> list[ModelDescription]:
             seen.add(key)
             found.append(description)
 
-    demo = sources.demo_dir / DEMO_MODEL_FILENAME
-    if demo.is_file():
-        add(describe_model(demo, DEMO))
+    for demo in (
+        sources.demo_dir / DEMO_MODEL_FILENAME,
+        sources.demo_dir / DEMO_VISION_FOLDER / DEMO_VISION_FILENAME,
+    ):
+        if demo.is_file():
+            add(describe_model(demo, DEMO))
     downloads = []
     for root in sources.model_roots:
         for path, repo_id in _model_paths(root):
@@ -119,7 +130,27 @@ def with_drafter(description: ModelDescription, sources: ModelSources) -> ModelD
     )
     if match.path is None and match.note is None:
         return description
-    return replace(description, drafter=match.path, drafter_note=match.note)
+    if match.path is None:
+        return replace(description, drafter_note=match.note)
+    return replace(
+        description,
+        drafter=match.path,
+        drafter_note=match.note,
+        drafter_bytes=_size_on_disk(match.path),
+        mtp_note=None,  # it drafts, with the drafter
+    )
+
+
+def paired_drafter(model_path: Path, model_roots: tuple[Path, ...]) -> Path | None:
+    """The drafter the picker pairs with ``model_path`` (beside it, in ``MTP/``, or in a cache
+    in ``model_roots`` by the ``<base>-assistant`` name), None when it takes none or none fits."""
+    return with_drafter(describe_model(model_path), ModelSources(model_roots)).drafter
+
+
+def _size_on_disk(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(file.stat().st_size for file in path.glob("*.safetensors"))
 
 
 def paired_sidecar(model_path: Path, model_roots: tuple[Path, ...]) -> Path | None:

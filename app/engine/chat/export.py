@@ -1,6 +1,7 @@
 """A conversation as Markdown (to read or paste) or JSON (to process), written atomically.
 
-Markdown keeps replies verbatim (they are Markdown already), with each reply's figures under it.
+Markdown keeps replies as written (they are Markdown already), with each reply's figures under
+it; only what could forge the export's own sections is escaped (:mod:`.markdown_text`).
 JSON holds everything stored: settings, every message with its state, stop reason and the full
 statistics (recorded and derived), so an export is a complete record of the conversation. A
 user message's pictures go with it in both, as the file's bytes (base64): in JSON with their
@@ -35,6 +36,7 @@ from app.engine.chat.conversation import (
     StoredMessage,
 )
 from app.engine.chat.figures import reply_figures
+from app.engine.chat.markdown_text import block, inline
 from app.engine.errors import MtpStudioError
 from app.engine.safepath import plain_name_problem
 
@@ -64,18 +66,18 @@ def _state_note(message: StoredMessage) -> str | None:
 
 def to_markdown(conversation: Conversation) -> str:
     settings = conversation.settings
-    lines = [f"# {conversation.title}", ""]
+    lines = [f"# {inline(conversation.title)}", ""]
     lines.append(
         f"*Exported from MTP Studio · started {_timestamp(conversation.summary.created_at)}*"
     )
     lines.append("")
     if settings.system_prompt:
-        lines += ["## System", "", settings.system_prompt, ""]
+        lines += ["## System", "", block(settings.system_prompt), ""]
     for message in conversation.messages:
         heading = ROLE_HEADINGS.get(message.role, message.role.title())
         if message.role == ASSISTANT and message.model:
             heading += f" ({message.model})"
-        lines += [f"## {heading}", "", _markdown_text(message), ""]
+        lines += [f"## {inline(heading)}", "", block(_markdown_text(message)), ""]
         note = _state_note(message)
         if message.stats is not None and message.role == ASSISTANT:
             figures = reply_figures(message.stats, message.finish_reason or None)
@@ -84,7 +86,7 @@ def to_markdown(conversation: Conversation) -> str:
         if note is None and message.role == ASSISTANT and message.note:
             note = message.note  # e.g. a fallback, or where a remote reply came from
         if note is not None:
-            lines += [f"> {note}", ""]
+            lines += [f"> {inline(note)}", ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -176,7 +178,7 @@ def export_conversation(conversation: Conversation, path: Path, replace: bool = 
 
 
 def _check_target(path: Path, replace: bool) -> None:
-    if (problem := plain_name_problem(path.name)) is not None:
+    if (problem := plain_name_problem(path.name, max_name_bytes=None)) is not None:
         raise ExportError(f"cannot export to {str(path)!r}: {problem}; choose another file name")
     if len(path.name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
         raise ExportError(

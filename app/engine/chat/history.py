@@ -24,6 +24,7 @@ Why it looks the way it does:
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
 import time
@@ -52,6 +53,8 @@ from app.engine.runtime.chat_format.prompting import PlacedImage
 from app.engine.runtime.core.request import GenerationResult
 from app.engine.runtime.core.stats import DecodeStats
 from app.engine.store.sqlite_file import connect_private, is_locked, locked_message
+
+log = logging.getLogger(__name__)
 
 HISTORY_FILE_NAME = "chat.sqlite3"
 FAILED_REASON = "failed"
@@ -202,7 +205,7 @@ class HistoryStore:
         ]
         thread = thread_of(messages, leaf)
         summary = ConversationSummary(cid, title, created, updated, len(thread))
-        return Conversation(summary, ChatSettings.from_dict(json.loads(settings)), thread)
+        return Conversation(summary, _settings(cid, settings), thread)
 
     def rename(self, conversation_id: int, title: str) -> None:
         title = title.strip()
@@ -507,6 +510,31 @@ def _place_images(db: sqlite3.Connection, message_id: int, images: Sequence[Plac
         )
 
 
+def _settings(conversation_id: int, stored: str) -> ChatSettings:
+    """The conversation's settings; stored text that is not a JSON object (a faulty build's, a
+    damaged file) gives the default settings, as the job history does with its rows."""
+    try:
+        raw = json.loads(stored)
+    except (ValueError, TypeError, RecursionError):
+        raw = None
+    if not isinstance(raw, dict):
+        log.warning(
+            "conversation %s: its stored settings are not JSON; defaults used", conversation_id
+        )
+        return ChatSettings()
+    return ChatSettings.from_dict(raw)
+
+
+def _stats(message_id: int, stored: str | None) -> DecodeStats | None:
+    if not stored:
+        return None
+    try:
+        return stats_from_json(json.loads(stored))
+    except (ValueError, TypeError, RecursionError, AttributeError):
+        log.warning("message %s: its stored figures are not readable; left out", message_id)
+        return None
+
+
 def _message(row: tuple[Any, ...], images: tuple[PlacedImage, ...] = ()) -> StoredMessage:
     mid, cid, role, content, state, created, model, reason, stats, seed, note, error, parent = row
     return StoredMessage(
@@ -518,7 +546,7 @@ def _message(row: tuple[Any, ...], images: tuple[PlacedImage, ...] = ()) -> Stor
         created_at=created,
         model=model,
         finish_reason=reason,
-        stats=stats_from_json(json.loads(stats)) if stats else None,
+        stats=_stats(mid, stats),
         seed=seed,
         note=note,
         error=error,

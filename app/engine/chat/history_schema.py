@@ -116,6 +116,10 @@ def prepare(db: sqlite3.Connection, path: Path) -> None:
     db.execute("PRAGMA foreign_keys=ON")
     if version == SCHEMA_VERSION:
         db.executescript(_INDEXES)
+        # take the write lock once: a history held by another program is named now, at open,
+        # not at the first reply it could not record
+        db.execute("BEGIN IMMEDIATE")
+        db.commit()
         return
     db.commit()
     db.execute("BEGIN IMMEDIATE")

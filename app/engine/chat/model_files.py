@@ -16,13 +16,14 @@ from typing import Any
 
 from app.engine.bounded_json import parse_bounded_json
 from app.engine.chat.memory import MemoryEstimate, ModelShape, estimate_memory
-from app.engine.drafter.facts import is_drafter_architecture, is_drafter_config
+from app.engine.drafter.facts import DRAFTER_REASON, is_drafter_architecture, is_drafter_config
 from app.engine.errors import MtpStudioError
 from app.engine.gguf_header import GgufHeader, LongArray, read_gguf_header
 from app.engine.mtp.detect import detect_mtp
 from app.engine.mtp.source import LocalFolderSource
 from app.engine.runtime.backends.choice import GGUF_REASON, LLAMA_CPP, BackendChoice, choose_backend
 from app.engine.runtime.backends.gguf_info import GgufSummary
+from app.engine.units import format_names
 
 GGUF = "gguf"
 HF_FOLDER = "hf-folder"
@@ -30,10 +31,8 @@ DEMO = "demo"
 DOWNLOADED = "downloaded"
 OPENED = "opened"
 
-DRAFTER_REASON = (
-    "{name} is a drafter ({architecture}): it drafts for another model and cannot chat on its "
-    "own; open its target model instead, which finds the drafter beside it"
-)
+MAX_COUNT = 2**40
+"""The largest count a config.json may give (layers, width, context…) before it counts as none."""
 _SPLIT_PART = re.compile(r"^(?P<stem>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf$")
 
 
@@ -60,6 +59,8 @@ class ModelDescription:
     sidecar: Path | None = None
     drafter: Path | None = None
     """The separate drafter model paired with it (Gemma 4's assistant), None when none fits."""
+    drafter_bytes: int = 0
+    """The paired drafter's size on disk (its GGUF, or its folder's safetensors)."""
     drafter_note: str | None = None
     """Why drafters found for it were passed over (None when one fits or none was found)."""
     is_drafter: bool = False
@@ -113,9 +114,14 @@ def _describe_gguf(path: Path, origin: str) -> ModelDescription:
     parts = split_parts(path)
     missing = [part.name for part in parts if not part.is_file()]
     if missing:
+        which = (
+            f"{missing[0]} is missing"
+            if len(missing) == 1
+            else f"{len(missing):,} of them ({format_names(missing)}) are missing"
+        )
         raise MtpStudioError(
-            f"{path.name} is split into {len(parts)} files but {', '.join(missing)} "
-            "is missing; download every part into the same folder"
+            f"{path.name} is split into {len(parts):,} files but {which}; download every part "
+            "into the same folder"
         )
     for part in parts:
         _check_complete(part, header if part == path else read_gguf_header(part))
@@ -282,8 +288,14 @@ def config_shape(config: dict[str, Any]) -> ModelShape:
     """A model's shape from its config.json (the text config merged in for multimodal ones)."""
 
     def number(key: str, default: int = 0) -> int:
+        """A count from the config; anything but a whole number from 0 to 2^40 (a string,
+        ``NaN``, ``Infinity``, 10^300) counts as not given."""
         value = config.get(key)
-        return int(value) if isinstance(value, int | float) else default
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT:
+            return value
+        return default
 
     layers = number("num_hidden_layers")
     width = number("hidden_size")

@@ -52,6 +52,9 @@ class RemoteFile:
         return self.sha256 or self.git_oid
 
 
+SHOWN_NAME_CHARACTERS = 120
+
+
 @dataclass(frozen=True)
 class RefusedEntry:
     """A listed file that is not downloaded because its path, id or size is unsafe."""
@@ -61,7 +64,10 @@ class RefusedEntry:
     reason: str
 
     def describe(self) -> str:
-        return f"{self.path!r} ({self.reason})"
+        shown = repr(self.path)
+        if len(shown) > SHOWN_NAME_CHARACTERS:
+            shown = shown[:SHOWN_NAME_CHARACTERS] + "…"
+        return f"{shown} ({self.reason})"
 
 
 @dataclass(frozen=True)
@@ -139,9 +145,7 @@ def plan_download(request: DownloadRequest, token: str | None = None) -> Downloa
             if not isinstance(entry.path, str) or select([entry.path], request.include)
         ]
     if request.quant:
-        sizes = {path: file.size for path, file in by_path.items()}
-        files = gguf_files(sizes)
-        chosen = list(files.files_for(request.quant, request.repo_id, request.projector))
+        chosen = _quantisation_files(request, by_path, refused)
     else:
         chosen = select(sorted(by_path), request.include)
     if not chosen and not refused:
@@ -156,6 +160,22 @@ def plan_download(request: DownloadRequest, token: str | None = None) -> Downloa
         files=tuple(by_path[path] for path in chosen),
         refused=tuple(refused),
     )
+
+
+def _quantisation_files(
+    request: DownloadRequest, by_path: dict[str, RemoteFile], refused: list[RefusedEntry]
+) -> list[str]:
+    """The files of ``request.quant``; when it is missing, the error also names a refused entry
+    (a name too long, say), which may be why."""
+    sizes = {path: file.size for path, file in by_path.items()}
+    try:
+        return list(gguf_files(sizes).files_for(request.quant, request.repo_id, request.projector))
+    except DownloadError as exc:
+        if not refused:
+            raise
+        raise DownloadError(
+            f"{exc}; the listing also had {len(refused)} file(s) refused: {refused[0].describe()}"
+        ) from None
 
 
 def _checked_entry(item: RepoFile) -> RemoteFile | RefusedEntry:

@@ -135,9 +135,18 @@ def quant_label(path: str) -> str:
     return f"{label}-mtp" if head_inside else label
 
 
+def _path_label(unit: str, label: str) -> str:
+    """The label of a file whose quantisation label another file has too: its path."""
+    return f"{unit}-mtp" if label.endswith("-mtp") and not unit.endswith("-mtp") else unit
+
+
 def gguf_files(sizes: Mapping[str, int]) -> GgufFiles:
-    """Sort a repo's files (path → size) into quantisations; other files are ignored."""
-    groups: dict[str, list[str]] = {}
+    """Sort a repo's files (path → size) into quantisations; other files are ignored.
+
+    The parts of one split file (same folder, same name before ``-0000N-of-0000M``) make one
+    quantisation; files that only share a label (``a/x-Q4_K_M.gguf``, ``b/y-Q4_K_M.gguf``) are
+    separate ones, each labelled by its path instead."""
+    units: dict[str, list[str]] = {}
     heads: list[str] = []
     projectors: list[str] = []
     for path in sorted(sizes):
@@ -148,7 +157,12 @@ def gguf_files(sizes: Mapping[str, int]) -> GgufFiles:
         elif is_projector(path):
             projectors.append(path)
         else:
-            groups.setdefault(quant_label(path), []).append(path)
+            units.setdefault(SPLIT_PART.sub("", path).removesuffix(".gguf"), []).append(path)
+    labels = [quant_label(paths[0]) for paths in units.values()]
+    groups = {
+        label if labels.count(label) == 1 else _path_label(unit, label): paths
+        for label, (unit, paths) in zip(labels, units.items(), strict=True)
+    }
     quantisations = [
         Quantisation(
             label=label,

@@ -30,6 +30,11 @@ DRAFTER_ARCHITECTURES = {"gemma4-assistant": frozenset({"gemma4"})}
 DRAFTER_MODEL_TYPES = {"gemma4_assistant": frozenset({"gemma4", "gemma4_text"})}
 """transformers drafter ``model_type`` → the ``model_type`` values of its targets."""
 DRAFTER_CLASSES = frozenset({"Gemma4AssistantForCausalLM", "Gemma4UnifiedAssistantForCausalLM"})
+DRAFTER_REASON = (
+    "{name} is a drafter ({architecture}): it drafts for another model and cannot chat on its "
+    "own; open its target model instead, which finds the drafter beside it"
+)
+"""Why a drafter opened as a model is refused (the picker's note and the backends' error)."""
 GEMMA4_DEFAULT_GLOBAL_HEAD_DIM = 512
 """transformers' Gemma4TextConfig default for ``global_head_dim`` (full-attention head size)."""
 

@@ -99,6 +99,19 @@ class DrafterMatch:
         return "; ".join(reason for _path, reason in self.passed_over)
 
 
+def choose_drafter(target: Path, named: Path | None) -> DrafterMatch:
+    """The drafter to load with the model at ``target``: ``named`` when given (refused with
+    DrafterError, one line, when it does not fit), else the one beside it (its folder or
+    ``MTP/``) for a model that takes one."""
+    if named is None:
+        return find_drafter(target)
+    named = Path(named).expanduser()
+    if not named.exists():
+        raise DrafterError(f"the drafter {named} does not exist; pass a drafter model's path")
+    check_pair(target, named)
+    return DrafterMatch(named)
+
+
 def may_take_drafter(architecture: str) -> bool:
     """Whether a model of this GGUF architecture, model type or transformers class may have a
     drafter (a cheap check before any file is read)."""

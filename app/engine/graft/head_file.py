@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+
 from app.engine.errors import GraftError
 from app.engine.graft.gguf_layout import GgufLayout, TensorInfo, read_gguf_layout
 from app.engine.graft.graft import FreeBytes, GraftResult, disk_free_bytes
@@ -31,6 +33,15 @@ from app.engine.units import format_bytes
 HEAD_FILE_TYPE = "as stored in the head file"
 SHARED_TENSORS = ("token_embd.weight", "output_norm.weight", "output.weight")
 """Tensors a head file carries for the draft to run alone; the trunk has its own."""
+_Q = GGMLQuantizationType
+WEIGHT_TYPES = frozenset(
+    {_Q.F32, _Q.F16, _Q.BF16, _Q.Q8_0, _Q.Q4_0, _Q.Q4_1, _Q.Q5_0, _Q.Q5_1}
+    | {_Q.Q2_K, _Q.Q3_K, _Q.Q4_K, _Q.Q5_K, _Q.Q6_K}
+)
+"""Types a head's matrices may have in any trunk: what llama.cpp's converter writes (F32, F16,
+BF16, Q8_0) and what its quantiser makes of them. Any other type (an IQ or MXFP4 quantisation)
+only where the trunk's own matrices use it; integer types (I8…I64) never — llama.cpp crashed
+(SIGSEGV) on a head matrix retyped to I64, and a chat died on one retyped to IQ2_XXS or MXFP4."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +112,7 @@ def plan_head_file_graft(trunk_path: Path, head_path: Path) -> HeadFilePlan:
             f"{', '.join(map(str, missing))}; download it again"
         )
     _check_same_model(trunk, head_file, head, trunk_blocks)
+    _check_types(trunk, head_file, head)
     return HeadFilePlan(
         trunk=trunk,
         head_file=head_file,
@@ -204,6 +216,40 @@ def _check_same_model(
                 f"{reference.name} of {trunk.path.name} is {list(reference.dims)}; the head file "
                 "belongs to another model"
             )
+
+
+def _check_types(trunk: GgufLayout, head_file: GgufLayout, head: tuple[TensorInfo, ...]) -> None:
+    """Each head tensor's type is one llama.cpp can run for it (see :data:`WEIGHT_TYPES`); a
+    norm is a vector in F32, as the converter always writes it (one stored as a 256×1 matrix
+    stopped llama.cpp with SIGABRT)."""
+    trunk_types = {tensor.ggml_type for tensor in trunk.tensors if len(tensor.dims) > 1}
+    for tensor in head:
+        kind = _type_name(tensor.ggml_type)
+        if len(tensor.dims) == 1 or tensor.name.endswith("norm.weight"):
+            usable = len(tensor.dims) == 1 and tensor.ggml_type == _Q.F32
+            expected = "a vector in F32, as llama.cpp's converter writes every norm"
+            kind = f"{kind} {list(tensor.dims)}"
+        else:
+            usable = tensor.ggml_type in WEIGHT_TYPES | trunk_types
+            block = GGML_QUANT_SIZES.get(_Q(tensor.ggml_type), (1, 0))[0] if usable else 1
+            usable = usable and tensor.dims[0] % block == 0
+            expected = (
+                "F32, F16, BF16, Q8_0, a legacy or K quantisation, or a type the trunk's own "
+                "matrices use, with rows of whole quantisation blocks"
+            )
+        if not usable:
+            raise GraftError(
+                f"{tensor.name} of {head_file.path.name} is stored as {kind}, which the MTP head "
+                f"cannot use (expected {expected}); the head file is damaged or was not made by "
+                "llama.cpp's tools — download it again"
+            )
+
+
+def _type_name(ggml_type: int) -> str:
+    try:
+        return _Q(ggml_type).name
+    except ValueError:
+        return f"type {ggml_type}"
 
 
 def _last_with(layout: GgufLayout, trunk_blocks: int, suffix: str) -> TensorInfo | None:

@@ -29,6 +29,7 @@ from app.engine.errors import GraftError
 from app.engine.graft.gguf_layout import GGUF_MAGIC, GgufLayout, TensorInfo, read_gguf_layout
 from app.engine.jobs import JobContext
 from app.engine.partial_files import create_partial, sweep_partials
+from app.engine.units import format_names
 
 JOIN_PARTIAL = "join-partial"
 """The suffix of a join's temporary file (created exclusively; a killed join's is swept)."""
@@ -64,8 +65,9 @@ def split_parts(first_part: Path) -> list[Path]:
     missing = [part.name for part in parts if not part.is_file()]
     if missing:
         raise GraftError(
-            f"{', '.join(missing)} of {first_part.name} is missing beside it; download every "
-            "part of the quantisation (mtp-studio download REPO --quant LABEL)"
+            f"{len(missing):,} of the {count:,} parts of {first_part.name} are missing beside it "
+            f"({format_names(missing)}); download every part of the quantisation "
+            "(mtp-studio download REPO --quant LABEL)"
         )
     return parts
 

@@ -9,16 +9,15 @@ repos in parallel), so every cache is guarded by a lock.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import httpx2
-from huggingface_hub import HfApi, hf_hub_download
+from huggingface_hub import HfApi
 from huggingface_hub.errors import HfHubHTTPError
 
+from app.engine.bounded_json import parse_bounded_json
 from app.engine.chat.memory import ModelShape
 from app.engine.chat.model_files import config_shape
 from app.engine.hub.drafter_lookup import (
@@ -29,6 +28,7 @@ from app.engine.hub.drafter_lookup import (
 )
 from app.engine.hub.gguf_peek import mtp_blocks_in, remote_metadata
 from app.engine.hub.sidecar_lookup import find_hub_sidecar
+from app.engine.hub.small_file import fetch_small_file
 
 HUB_FAILURES = (HfHubHTTPError, httpx2.HTTPError, OSError)
 
@@ -62,20 +62,23 @@ class HubFacts:
                     self._sidecars[key] = None
             return self._sidecars[key]
 
-    def config(self, repo_id: str) -> dict[str, Any] | None:
-        """``repo_id``'s config.json, or None when it has no readable one."""
+    def config(self, repo_id: str, listed_size: int | None = None) -> dict[str, Any] | None:
+        """``repo_id``'s config.json (``listed_size`` as its listing says, when known), or None
+        when it has no readable one."""
         with self._lock:
             if repo_id not in self._configs:
-                self._configs[repo_id] = self._read_config(repo_id)
+                self._configs[repo_id] = self._read_config(repo_id, listed_size)
             return self._configs[repo_id]
 
-    def shape(self, own: str | None, bases: tuple[str, ...]) -> ModelShape | None:
-        """The shape from the repo's own config.json, else its base models' (None: the fit is
-        judged on file size alone and says so)."""
+    def shape(
+        self, own: str | None, bases: tuple[str, ...], own_size: int | None = None
+    ) -> ModelShape | None:
+        """The shape from the repo's own config.json (``own_size`` as listed), else its base
+        models' (None: the fit is judged on file size alone and says so)."""
         for repo_id in (own, *bases):
             if repo_id is None:
                 continue
-            config = self.config(repo_id)
+            config = self.config(repo_id, own_size if repo_id == own else None)
             if config is None:
                 continue
             text = config.get("text_config")
@@ -129,13 +132,21 @@ class HubFacts:
                     self._drafters[key] = None
             return self._drafters[key]
 
-    def _read_config(self, repo_id: str) -> dict[str, Any] | None:
+    def _read_config(self, repo_id: str, listed_size: int | None) -> dict[str, Any] | None:
+        """None when the repo has no readable config.json — missing, gated, larger than
+        :data:`~.small_file.MAX_SMALL_FILE_BYTES` (a hostile Hub's 300 MB one is not fetched),
+        not JSON or nested past the bounded parser's depth. ``NaN`` or ``Infinity`` for a size
+        counts as not given (:func:`~app.engine.chat.model_files.config_shape`)."""
+        raw = fetch_small_file(
+            repo_id,
+            "config.json",
+            endpoint=self._endpoint,
+            token=self._token,
+            listed_size=listed_size,
+        )
         try:
-            path = hf_hub_download(
-                repo_id, "config.json", endpoint=self._endpoint, token=self._token
-            )
-            config = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (*HUB_FAILURES, ValueError):  # no config (gated, missing, damaged)
+            config = parse_bounded_json(raw or b"null")
+        except ValueError:
             return None
         return config if isinstance(config, dict) else None
 

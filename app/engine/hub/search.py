@@ -52,6 +52,9 @@ SIDECAR = "sidecar in catalog"
 SIDECAR_ON_HUB = "sidecar on the Hub"
 NO_HEAD = "none"
 DEFAULT_LIMIT = 20
+MAX_LIMIT = 500
+MAX_LISTED_BYTES = 2**60
+"""A file size above this (an exbibyte) is not a size a Hub can mean: the listing is broken."""
 PARALLEL_REQUESTS = 4
 _BITS = re.compile(r"(?<![A-Za-z0-9])(\d+)[-_]?bits?(?![A-Za-z0-9])", re.IGNORECASE)
 
@@ -75,6 +78,8 @@ class SearchQuery:
             raise HubError(f"base {self.base!r} is not of the form ORG/NAME, e.g. Qwen/Qwen3.6-27B")
         if not (self.text or self.base):
             raise HubError("give a text to search for, or a base model with --base ORG/NAME")
+        if not 1 <= self.limit <= MAX_LIMIT:
+            raise HubError(f"--limit {self.limit} is invalid: use 1 to {MAX_LIMIT} repos")
 
     def filters(self) -> list[str]:
         tags = [self.format] if self.format else []
@@ -184,6 +189,7 @@ def search_models(
     except HUB_FAILURES as exc:
         what = f"searching {endpoint} for {query.text or query.base!r}"
         raise hub_error(exc, what, endpoint) from None
+    listed = [model for model in listed if _is_repo_id(model.id)]
     facts = HubFacts(endpoint, token)
     with ThreadPoolExecutor(PARALLEL_REQUESTS) as pool:
         infos = list(pool.map(lambda model: _files_of(api, model, endpoint), listed))
@@ -238,8 +244,36 @@ def base_models(tags: Iterable[str]) -> tuple[str, ...]:
     return tuple(found)
 
 
+def listed_sizes(info: ModelInfo) -> dict[str, int]:
+    """File name → size from a repo listing; an entry whose name is not text or whose size is
+    not a plausible byte count is left out (a broken or hostile Hub's)."""
+    sizes: dict[str, int] = {}
+    for sibling in info.siblings or []:
+        name, size = getattr(sibling, "rfilename", None), getattr(sibling, "size", None) or 0
+        if isinstance(name, str) and name and _is_count(size, MAX_LISTED_BYTES):
+            sizes[name] = size
+    return sizes
+
+
+def _is_repo_id(value: object) -> bool:
+    """An ``ORG/NAME`` a Hub listing may give; anything else is left out of the results."""
+    return isinstance(value, str) and value.count("/") == 1 and len(value) <= 200
+
+
+def _is_count(value: object, most: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= most
+
+
+def _count(value: object) -> int:
+    return value if _is_count(value, MAX_LISTED_BYTES) else 0  # type: ignore[return-value]
+
+
+def _strings(values: object) -> list[str]:
+    return [value for value in values if isinstance(value, str)] if isinstance(values, list) else []
+
+
 def repo_format(info: ModelInfo, sizes: Mapping[str, int]) -> str:
-    tags = info.tags or []
+    tags = _strings(info.tags)
     if any(path.endswith(".gguf") for path in sizes):
         return GGUF
     if MLX in tags or info.library_name == MLX:
@@ -258,14 +292,15 @@ def describe_repo(
 ) -> RepoHit | None:
     """What a repo (its ``model_info`` with file sizes) offers, quantisation by quantisation;
     None for a repo that holds only a drafter model."""
-    sizes = {s.rfilename: int(s.size or 0) for s in info.siblings or []}
-    bases = base_models(info.tags or [])
+    sizes = listed_sizes(info)
+    bases = base_models(_strings(info.tags))
     fmt = repo_format(info, sizes)
     sidecar = next((sidecars[b] for b in (info.id, *bases) if b in sidecars), None)
     sidecar_kind = SIDECAR
     if sidecar is None and fmt in FORMATS:
         sidecar, sidecar_kind = facts.hub_sidecar(bases, info.id), SIDECAR_ON_HUB
-    shape = facts.shape(info.id if "config.json" in sizes else None, bases)
+    own_config = sizes.get("config.json")
+    shape = facts.shape(info.id if own_config is not None else None, bases, own_config)
     if fmt == GGUF:
         trunk = trunk_file(sizes)
         found = drafter_files(
@@ -320,7 +355,7 @@ def describe_repo(
     return RepoHit(
         repo_id=info.id,
         format=fmt,
-        downloads=int(info.downloads or 0),
+        downloads=_count(info.downloads),
         base_models=bases,
         quantisations=options,
         sidecar_repo=sidecar,

@@ -38,7 +38,7 @@ def find_hub_sidecar(api: HfApi, bases: Sequence[str], repo_id: str) -> str | No
         if found := _best(listed, owners):
             return found
     for name in sidecar_names(bases, repo_id):
-        listed = api.list_models(search=name, full=True, limit=CANDIDATES)
+        listed = _named(api.list_models(search=name, full=True, limit=CANDIDATES))
         exact = [model for model in listed if model.id.split("/")[-1].lower() == name.lower()]
         if found := _best(exact, owners):
             return found
@@ -55,10 +55,15 @@ def sidecar_names(bases: Sequence[str], repo_id: str) -> list[str]:
     return names
 
 
+def _named(listed: Iterable[ModelInfo]) -> list[ModelInfo]:
+    """The listed models whose id is an ``ORG/NAME`` (a hostile Hub's others are left out)."""
+    return [model for model in listed if isinstance(model.id, str) and model.id.count("/") == 1]
+
+
 def _best(listed: Iterable[ModelInfo], owners: set[str]) -> str | None:
     holding = [
         model.id
-        for model in listed
+        for model in _named(listed)
         if any(sibling.rfilename == SIDECAR_FILE for sibling in model.siblings or [])
     ]
     holding.sort(key=lambda repo: repo.split("/")[0].lower() not in owners)

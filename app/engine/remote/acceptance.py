@@ -21,10 +21,14 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from app.engine.remote.wire import count, counts
+
 MTP_STUDIO = "MTP Studio statistics"
 LLAMA_SERVER = "llama-server timings"
 VLLM_METRICS = "vLLM /metrics counters (whole server, read before and after the reply)"
 
+MAX_COUNTER = 2.0**53
+MAX_POSITIONS = 64
 _VLLM_DRAFTS = "vllm:spec_decode_num_drafts_total"
 _VLLM_DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
 _VLLM_ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
@@ -70,12 +74,15 @@ class RemoteAcceptance:
 
 
 def from_mtp_extension(mtp: Any) -> RemoteAcceptance | None:
-    """MTP Studio's ``mtp`` object, or None when absent or without drafts (plain decoding)."""
+    """MTP Studio's ``mtp`` object, or None when absent, without drafts (plain decoding) or not
+    counts (a server that sends ``["x"]`` or ``[1e999]`` reports nothing)."""
     if not isinstance(mtp, dict):
         return None
-    drafted = tuple(int(n) for n in mtp.get("drafted_by_depth", ()))
-    accepted = tuple(int(n) for n in mtp.get("accepted_by_depth", ()))
-    if not drafted or len(drafted) != len(accepted):
+    drafted = counts(mtp.get("drafted_by_depth"))
+    accepted = counts(mtp.get("accepted_by_depth"))
+    if not drafted or accepted is None or len(drafted) != len(accepted):
+        return None
+    if any(taken > offered for taken, offered in zip(accepted, drafted, strict=True)):
         return None
     return RemoteAcceptance(MTP_STUDIO, sum(drafted), sum(accepted), drafted, accepted)
 
@@ -84,9 +91,10 @@ def from_llama_timings(timings: Any) -> RemoteAcceptance | None:
     """llama-server's ``timings`` (``draft_n`` appears only when it drafted)."""
     if not isinstance(timings, dict) or "draft_n" not in timings:
         return None
-    return RemoteAcceptance(
-        LLAMA_SERVER, int(timings["draft_n"]), int(timings.get("draft_n_accepted", 0))
-    )
+    drafted, accepted = count(timings["draft_n"]), count(timings.get("draft_n_accepted", 0))
+    if drafted is None or accepted is None or accepted > drafted:
+        return None
+    return RemoteAcceptance(LLAMA_SERVER, drafted, accepted)
 
 
 @dataclass(frozen=True)
@@ -100,16 +108,24 @@ class VllmCounters:
 
     @classmethod
     def parse(cls, metrics_text: str) -> VllmCounters | None:
-        """The counters in a /metrics text, or None when it has none (no spec decoding)."""
+        """The counters in a /metrics text, or None when it has none (no spec decoding) or is
+        not well-formed."""
         totals: dict[str, float] = {}
         positions: dict[int, float] = {}
-        for family in text_string_to_metric_families(metrics_text):
-            for sample in family.samples:
-                if sample.name == _VLLM_PER_POSITION:
-                    position = int(sample.labels.get("position", 0))
-                    positions[position] = positions.get(position, 0.0) + sample.value
-                elif sample.name in (_VLLM_DRAFTS, _VLLM_DRAFT_TOKENS, _VLLM_ACCEPTED):
-                    totals[sample.name] = totals.get(sample.name, 0.0) + sample.value
+        try:
+            for family in text_string_to_metric_families(metrics_text):
+                for sample in family.samples:
+                    if not 0 <= sample.value < MAX_COUNTER:  # NaN, negative or absurd
+                        return None
+                    if sample.name == _VLLM_PER_POSITION:
+                        position = int(sample.labels.get("position", 0))
+                        if not 0 <= position < MAX_POSITIONS:
+                            return None
+                        positions[position] = positions.get(position, 0.0) + sample.value
+                    elif sample.name in (_VLLM_DRAFTS, _VLLM_DRAFT_TOKENS, _VLLM_ACCEPTED):
+                        totals[sample.name] = totals.get(sample.name, 0.0) + sample.value
+        except ValueError:  # not Prometheus text (or a position that is not a number)
+            return None
         if _VLLM_DRAFT_TOKENS not in totals:
             return None
         return cls(

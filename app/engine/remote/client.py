@@ -5,12 +5,13 @@ arrives piece by piece; the last chunk carries ``usage`` and, depending on the s
 Studio's ``mtp`` object or llama-server's ``timings``. For vLLM, whose replies carry neither,
 /metrics is read before and after (when the server exposes speculative-decoding counters).
 :meth:`RemoteStream.cancel` closes the connection, which makes these servers stop generating.
+Whatever the server sends is checked by :mod:`.wire` before use: a malformed reply is a
+:class:`RemoteError` naming what was wrong, never a traceback.
 """
 
 from __future__ import annotations
 
 import base64
-import json
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -26,6 +27,7 @@ from app.engine.remote.acceptance import (
     from_llama_timings,
     from_mtp_extension,
 )
+from app.engine.remote.wire import body, count, lines, parse_json, rate, shown
 from app.engine.runtime.chat_format.prompting import ChatMessage
 from app.engine.runtime.sampling.sampler import SamplerSettings
 
@@ -95,10 +97,15 @@ class RemoteEndpoint:
 
     def models(self) -> list[str]:
         data = self._get_json(f"{self.url}/models")
-        try:
-            return [str(model["id"]) for model in data["data"]]
-        except (KeyError, TypeError):
-            raise RemoteError(f"{self.url}/models did not answer with a model list") from None
+        listed = data.get("data") if isinstance(data, dict) else None
+        names = (
+            [model.get("id") for model in listed or () if isinstance(model, dict)]
+            if isinstance(listed, list)
+            else None
+        )
+        if names is None or not all(isinstance(name, str) and name for name in names):
+            raise RemoteError(f"{self.url}/models did not answer with a model list")
+        return names
 
     def model(self) -> str:
         """The model to ask: the one given, else the server's only (or first) model."""
@@ -138,23 +145,26 @@ class RemoteEndpoint:
 
     def _vllm_counters(self) -> VllmCounters | None:
         """vLLM's counters now, or None (no /metrics, or no speculative decoding there)."""
+        url = f"{self.root_url}/metrics"
         try:
-            response = self._http.get(f"{self.root_url}/metrics", timeout=CONNECT_SECONDS)
-        except httpx2.HTTPError:
+            with self._http.stream("GET", url, timeout=CONNECT_SECONDS) as response:
+                if response.status_code != 200:
+                    return None
+                text = body(response, url).decode("utf-8", "replace")
+        except (httpx2.HTTPError, RemoteError):
             return None
-        if response.status_code != 200 or "vllm:" not in response.text:
-            return None
-        return VllmCounters.parse(response.text)
+        return VllmCounters.parse(text) if "vllm:" in text else None
 
     def _get_json(self, url: str) -> Any:
         try:
-            response = self._http.get(url, timeout=CONNECT_SECONDS)
+            with self._http.stream("GET", url, timeout=CONNECT_SECONDS) as response:
+                raw = body(response, url)
         except httpx2.HTTPError as exc:
             raise RemoteError(
                 f"cannot reach {url}: {exc}; check the URL and that it runs"
             ) from None
-        _raise_for_status(response, url)
-        return response.json()
+        _raise_for_status(response, url, raw)
+        return parse_json(raw, url)
 
 
 @dataclass
@@ -209,21 +219,17 @@ class RemoteStream:
             with self._endpoint._http.stream("POST", url, json=self._body) as response:
                 self._response = response
                 if response.status_code != 200:
-                    response.read()
-                    _raise_for_status(response, url)
-                for data in _sse_data(response):
+                    _raise_for_status(response, url, body(response, url))
+                for data in _sse_data(response, url):
                     if self._cancelled.is_set():
                         break
                     if data.get("error"):
                         raise RemoteError(f"{url} failed mid-reply: {_error_message(data)}")
-                    for choice in data.get("choices") or ():
-                        text = (choice.get("delta") or {}).get("content") or ""
+                    for text, reason in _choices(data, url):
                         if text:
                             progress.add(text)
                             yield text
-                        progress.finish_reason = choice.get("finish_reason") or (
-                            progress.finish_reason
-                        )
+                        progress.finish_reason = reason or progress.finish_reason
                     progress.last.update((k, v) for k, v in data.items() if k != "choices")
         except httpx2.HTTPError as exc:
             if not self._cancelled.is_set():
@@ -243,12 +249,13 @@ class RemoteStream:
 
     def _finish(self) -> RemoteReply:
         progress = self._progress
-        usage = progress.last.get("usage") or {}
+        usage = progress.last.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
         return RemoteReply(
             text="".join(progress.pieces),
             finish_reason="cancelled" if self._cancelled.is_set() else progress.finish_reason,
-            prompt_tokens=usage.get("prompt_tokens"),
-            completion_tokens=usage.get("completion_tokens"),
+            prompt_tokens=count(usage.get("prompt_tokens")),
+            completion_tokens=count(usage.get("completion_tokens")),
             seconds_to_first_token=progress.seconds_to_first_token,
             decode_seconds=progress.last_at - progress.first_at,
             acceptance=self._acceptance(progress.last),
@@ -266,44 +273,54 @@ class RemoteStream:
 def _server_speed(last: dict[str, Any]) -> float | None:
     """The decode tok/s in MTP Studio's ``mtp`` object or llama-server's ``timings``."""
     mtp, timings = last.get("mtp"), last.get("timings")
-    if isinstance(mtp, dict) and mtp.get("decode_tokens_per_second"):
-        return float(mtp["decode_tokens_per_second"])
-    if isinstance(timings, dict) and timings.get("predicted_per_second"):
-        return float(timings["predicted_per_second"])
+    if isinstance(mtp, dict) and (speed := rate(mtp.get("decode_tokens_per_second"))):
+        return speed
+    if isinstance(timings, dict) and (speed := rate(timings.get("predicted_per_second"))):
+        return speed
     return None
 
 
-def _sse_data(response: httpx2.Response) -> Iterator[dict[str, Any]]:
-    for line in response.iter_lines():
+def _sse_data(response: httpx2.Response, url: str) -> Iterator[dict[str, Any]]:
+    for line in lines(response, url):
         if not line.startswith("data:"):
             continue
         payload = line[len("data:") :].strip()
         if payload == "[DONE]":
             return
-        try:
-            data = json.loads(payload)
-        except ValueError:
-            raise RemoteError(
-                f"the server sent an event that is not JSON: {payload[:200]}"
-            ) from None
+        data = parse_json(payload, url)
         if isinstance(data, dict):
             yield data
+
+
+def _choices(data: dict[str, Any], url: str) -> Iterator[tuple[str, str | None]]:
+    """Each choice's text and finish reason; a chunk whose ``choices`` are not what OpenAI's are
+    is a :class:`RemoteError` naming what was found."""
+    choices = data.get("choices") or []
+    if not isinstance(choices, list):
+        raise RemoteError(f"{url} sent 'choices' {shown(choices)}, not a list of choices")
+    for choice in choices:
+        delta = choice.get("delta") or {} if isinstance(choice, dict) else None
+        text = delta.get("content") if isinstance(delta, dict) else None
+        if not isinstance(delta, dict) or not isinstance(text, str | None):
+            raise RemoteError(f"{url} sent a choice that is not an OpenAI delta: {shown(choice)}")
+        reason = choice.get("finish_reason")
+        yield text or "", reason if isinstance(reason, str) else None
 
 
 def _error_message(data: Any) -> str:
     error = data.get("error") if isinstance(data, dict) else None
     if isinstance(error, dict):
-        return str(error.get("message") or error)
-    return str(error or data)
+        return shown(error.get("message") or error)
+    return shown(error or data)
 
 
-def _raise_for_status(response: httpx2.Response, url: str) -> None:
+def _raise_for_status(response: httpx2.Response, url: str, raw: bytes) -> None:
     if response.status_code == 200:
         return
     try:
-        message = _error_message(response.json())
-    except ValueError:
-        message = response.text[:300]
+        message = _error_message(parse_json(raw, url))
+    except RemoteError:
+        message = shown(raw)
     hint = {
         401: "pass the server's key with --api-key",
         404: "check the URL (it usually ends in /v1) and --remote-model",

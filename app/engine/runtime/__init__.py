@@ -9,7 +9,8 @@ speculative cycle, acceptance laws, sampler and statistics are backend-agnostic.
 Tool calling and structured output are wire-format-free too, for every API to share: a request
 carries :class:`ToolSpec`\\ s, a :class:`ToolChoice` and an :class:`OutputConstraint` (see
 :func:`json_schema_constraint`); replies are split into content and :class:`ToolCall`\\ s by
-:func:`parse_reply` (whole) or :class:`ToolCallStream` (streamed).
+:func:`parse_reply` (whole) or :class:`ToolCallEvents` (streamed: a call's name, then its
+arguments piece by piece).
 
 The package is organised in rooms, each importing only the rooms below it (checked by
 ``tests/test_architecture.py``): ``sampling`` and ``chat_format`` at the bottom, then ``core``
@@ -41,12 +42,12 @@ _EXPORTS: dict[str, str] = {
     "LoadSettings": "app.engine.runtime.core.backend",
     "ModelInfo": "app.engine.runtime.core.backend",
     "OutputConstraint": "app.engine.runtime.chat_format.constraint",
-    "parse_reply": "app.engine.runtime.chat_format.tool_call_parser",
+    "parse_reply": "app.engine.runtime.chat_format.tool_call_events",
     "RuntimeClient": "app.engine.runtime.process.client",
     "SamplerSettings": "app.engine.runtime.sampling.sampler",
     "TokenChunk": "app.engine.runtime.core.request",
     "ToolCall": "app.engine.runtime.chat_format.tools",
-    "ToolCallStream": "app.engine.runtime.chat_format.tool_call_parser",
+    "ToolCallEvents": "app.engine.runtime.chat_format.tool_call_events",
     "ToolChoice": "app.engine.runtime.chat_format.tools",
     "ToolSpec": "app.engine.runtime.chat_format.tools",
 }
@@ -68,7 +69,7 @@ __all__ = [
     "SamplerSettings",
     "TokenChunk",
     "ToolCall",
-    "ToolCallStream",
+    "ToolCallEvents",
     "ToolChoice",
     "ToolSpec",
     "choose_backend",
@@ -91,7 +92,7 @@ if TYPE_CHECKING:
     from app.engine.runtime.backends.choice import BACKEND_CHOICES, BackendChoice, choose_backend
     from app.engine.runtime.chat_format.constraint import OutputConstraint, json_schema_constraint
     from app.engine.runtime.chat_format.prompting import ChatMessage
-    from app.engine.runtime.chat_format.tool_call_parser import ToolCallStream, parse_reply
+    from app.engine.runtime.chat_format.tool_call_events import ToolCallEvents, parse_reply
     from app.engine.runtime.chat_format.tools import ToolCall, ToolChoice, ToolSpec
     from app.engine.runtime.core.backend import DecodeBackend, LoadSettings, ModelInfo
     from app.engine.runtime.core.demo_model import demo_model_path

@@ -1,8 +1,9 @@
 """The chat window: pick a model, talk to it, and see what MTP does for every reply.
 
-Layout: the model bar on top (picker, model facts, load state, backend indicator); below it the
-conversations list, the transcript with the banner and the composer, and the settings panel side
-by side.
+Layout: the model bar on top (picker, model facts, load state, pictures line, backend
+indicator); below it the conversations list, the transcript with the banner and the composer,
+and the settings panel side by side. Pictures dropped anywhere on the window are attached to the
+next message (:mod:`~app.ui.chat.controls.attachment_control`).
 
 The window only lays these out and hands the work to one object each: the local model
 (:mod:`~app.ui.chat.controls.model_choice`), the servers
@@ -23,7 +24,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QResizeEvent, QShowEvent
+from PySide6.QtGui import (
+    QAction,
+    QCloseEvent,
+    QDragEnterEvent,
+    QDropEvent,
+    QKeySequence,
+    QResizeEvent,
+    QShowEvent,
+)
 from PySide6.QtWidgets import QHBoxLayout, QMainWindow, QScrollArea, QVBoxLayout, QWidget
 
 from app.engine.chat.connections import CONNECTIONS_FILE_NAME, ConnectionStore
@@ -35,6 +44,7 @@ from app.engine.settings import AppDirs, Settings
 from app.ui.chat.bridges.remote_bridge import RemoteBridge
 from app.ui.chat.bridges.reply_target import ReplyTarget
 from app.ui.chat.bridges.runtime_bridge import RuntimeBridge
+from app.ui.chat.controls.attachment_control import AttachmentControl
 from app.ui.chat.controls.compare_dialog import CompareDialog
 from app.ui.chat.controls.conversation_control import ConversationControl
 from app.ui.chat.controls.convert_action import ConvertAction
@@ -52,6 +62,7 @@ from app.ui.chat.widgets.connect_dialog import ConnectDialog
 from app.ui.chat.widgets.context_meter import ContextMeter
 from app.ui.chat.widgets.conversation_list import ConversationList
 from app.ui.chat.widgets.model_bar import ModelBar
+from app.ui.chat.widgets.picture_offer import picture_offer
 from app.ui.chat.widgets.settings_panel import SettingsPanel
 from app.ui.chat.widgets.side_panels import ChatSplitter, SidePanels
 from app.ui.chat.widgets.template_dialog import show_template
@@ -74,6 +85,7 @@ class ChatWindow(QMainWindow):
         if embedded:  # the main window's Chat page (QMainWindow always starts as a window)
             self.setWindowFlags(Qt.WindowType.Widget)
         self.setObjectName("chatWindow")
+        self.setAcceptDrops(True)  # pictures dropped anywhere go with the next message
         self.resize(1360, 860)
         self.store, history_problem = open_history(dirs.data / HISTORY_FILE_NAME)
         self.bridge = RuntimeBridge()
@@ -90,7 +102,7 @@ class ChatWindow(QMainWindow):
         self.conversations = ConversationList()
         self.transcript = TranscriptView()
         self.banner = Banner()
-        self.composer = Composer()
+        self.composer = Composer(self.transcript.thumbnails)
         self.context_meter = ContextMeter()
         self.settings_panel = SettingsPanel()
         self.remote_controls = RemoteControls(self.settings_panel, self.composer)
@@ -163,6 +175,15 @@ class ChatWindow(QMainWindow):
             is_closed=closed,
         )
         self.presets = PresetControl(self, self.store, self.settings_panel)
+        self.attachments = AttachmentControl(  # after the model's: it reads what they set
+            self,
+            composer=self.composer,
+            transcript=self.transcript,
+            banner=self.banner,
+            target=self.target,
+            bridge=self.bridge,
+            remote_bridge=self.remote_bridge,
+        )
 
     def _connect(self) -> None:
         self.settings_panel.show_template_requested.connect(
@@ -259,6 +280,16 @@ class ChatWindow(QMainWindow):
         super().showEvent(event)
         if not self._started:
             self._start()
+
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        if picture_offer(event.mimeData()) is not None:
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        offer = picture_offer(event.mimeData())
+        if offer is not None:
+            event.acceptProposedAction()
+            self.attachments.take(offer)
 
     def show_context_use(self, *_changed: object) -> None:
         """The context meter for the open conversation and the model that answers."""

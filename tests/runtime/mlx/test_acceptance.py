@@ -101,9 +101,9 @@ def _plain_distribution(backend: MlxBackend, prompt: list[int]) -> dict[tuple[in
 
 
 @pytest.mark.slow
-def test_sampled_mtp_tokens_follow_the_exact_plain_distribution(four_bit: MlxBackend) -> None:
-    prompt = four_bit.tokenize("The sea", parse_special=False)
-    expected = _plain_distribution(four_bit, prompt)
+def test_sampled_mtp_tokens_follow_the_exact_plain_distribution(bf16: MlxBackend) -> None:
+    prompt = bf16.tokenize("The sea", parse_special=False)
+    expected = _plain_distribution(bf16, prompt)
     assert abs(sum(expected.values()) - 1.0) < 1e-9
     samples: Counter[tuple[int, int]] = Counter()
     accepted = 0
@@ -115,7 +115,7 @@ def test_sampled_mtp_tokens_follow_the_exact_plain_distribution(four_bit: MlxBac
             accept=AcceptMode.LEVIATHAN_CHEN,
             sampler=SamplerSettings(temperature=1.0, top_k=4, seed=seed),
         )
-        result = generate(four_bit, request, emit=lambda _c: None, cancelled=lambda: False)
+        result = generate(bf16, request, emit=lambda _c: None, cancelled=lambda: False)
         assert len(result.token_ids) == 3
         samples[result.token_ids[1:]] += 1
         accepted += result.stats.accepted_by_depth[0]

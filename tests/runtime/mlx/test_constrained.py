@@ -1,4 +1,4 @@
-"""Constrained decoding on the MLX backend (converted demo + sidecar): a JSON schema holds, and
+"""Constrained decoding on the MLX backend (the demo's BF16 folder): a JSON schema holds, and
 greedy MTP under the schema gives plain decoding's tokens."""
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ def _run(backend: MlxBackend, depth: int) -> GenerationResult:
 
 
 @pytest.mark.slow
-def test_greedy_constrained_mtp_equals_constrained_plain_decoding(four_bit: MlxBackend) -> None:
-    plain = _run(four_bit, 0)
+def test_greedy_constrained_mtp_equals_constrained_plain_decoding(bf16: MlxBackend) -> None:
+    plain = _run(bf16, 0)
     jsonschema.validate(json.loads(plain.text), SCHEMA)
     for depth in (1, 3):
-        assert _run(four_bit, depth).token_ids == plain.token_ids, depth
+        assert _run(bf16, depth).token_ids == plain.token_ids, depth

@@ -1,4 +1,5 @@
-"""The decoding contract on the MLX backend with the converted demo + sidecar.
+"""The decoding contract on the MLX backend: on the converted demo + sidecar (what a user runs),
+and on the demo's BF16 folder for the state checks.
 
 The contract: docs/architecture.md#the-exactness-contract.
 
@@ -73,15 +74,15 @@ def test_greedy_mtp_equals_plain_decoding_on_the_8bit_model(eight_bit: MlxBacken
     assert result.token_ids == plain.token_ids
 
 
-def test_after_a_partial_accept_the_state_equals_a_fresh_prefill(four_bit: MlxBackend) -> None:
+def test_after_a_partial_accept_the_state_equals_a_fresh_prefill(bf16: MlxBackend) -> None:
     request = GenerationRequest(messages=(ChatMessage("user", PROMPTS[1]),), sampler=GREEDY)
-    prompt = prompt_tokens(four_bit, request)
-    four_bit.reset()
-    last = greedy_token(four_bit.prefill(prompt, with_mtp=True))
+    prompt = prompt_tokens(bf16, request)
+    bf16.reset()
+    last = greedy_token(bf16.prefill(prompt, with_mtp=True))
     committed = list(prompt)
     recorder = StatsRecorder(mode="lc", depth=3)
     decoder = SpeculativeDecoder(
-        four_bit, GREEDY, AcceptMode.LEVIATHAN_CHEN, np.random.default_rng(0), recorder
+        bf16, GREEDY, AcceptMode.LEVIATHAN_CHEN, np.random.default_rng(0), recorder
     )
     for _ in range(30):
         cycle = decoder.cycle(last, 3)
@@ -91,17 +92,17 @@ def test_after_a_partial_accept_the_state_equals_a_fresh_prefill(four_bit: MlxBa
             break
     else:
         pytest.fail("no cycle accepted part of its drafts")
-    assert four_bit.committed_length == len(committed)
+    assert bf16.committed_length == len(committed)
 
-    after_cycles_head = four_bit.draft(last, 1, lambda _i, row: greedy_token(row)).logits[0]
-    after_cycles = four_bit.verify([last]).logits[0]
-    four_bit.rollback(four_bit.committed_length)
+    after_cycles_head = bf16.draft(last, 1, lambda _i, row: greedy_token(row)).logits[0]
+    after_cycles = bf16.verify([last]).logits[0]
+    bf16.rollback(bf16.committed_length)
 
-    four_bit.reset()
-    fresh = four_bit.prefill([*committed, last], with_mtp=True)
-    four_bit.reset()
-    four_bit.prefill(committed, with_mtp=True)
-    fresh_head = four_bit.draft(last, 1, lambda _i, row: greedy_token(row)).logits[0]
+    bf16.reset()
+    fresh = bf16.prefill([*committed, last], with_mtp=True)
+    bf16.reset()
+    bf16.prefill(committed, with_mtp=True)
+    fresh_head = bf16.draft(last, 1, lambda _i, row: greedy_token(row)).logits[0]
 
     trunk_diff = float(np.max(np.abs(after_cycles - fresh)))
     head_diff = float(np.max(np.abs(after_cycles_head - fresh_head)))
@@ -113,7 +114,7 @@ def test_after_a_partial_accept_the_state_equals_a_fresh_prefill(four_bit: MlxBa
 
 
 def test_drafts_stopped_early_by_the_confidence_stop_keep_greedy_output_exact(
-    four_bit: MlxBackend,
+    bf16: MlxBackend,
 ) -> None:
     policies = DepthPolicies(remember=False)
     stops = 0
@@ -128,7 +129,7 @@ def test_drafts_stopped_early_by_the_confidence_stop_keep_greedy_output_exact(
                 stop_unsure_drafts=True,
             )
             return generate(
-                four_bit,
+                bf16,
                 request,
                 emit=lambda _chunk: None,
                 cancelled=lambda: False,

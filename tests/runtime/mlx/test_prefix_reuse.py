@@ -1,5 +1,5 @@
-"""Prefix reuse on the MLX backend: a prompt that shares a prefix with kept state gives what a
-fresh prefill gives.
+"""Prefix reuse on the MLX backend (the demo's BF16 folder): a prompt that shares a prefix with
+kept state gives what a fresh prefill gives.
 
 Each turn runs through the real generation loop twice: on a backend that keeps its states
 across the scenario, and on a reference backend reset before the turn. The logits of the last
@@ -26,7 +26,7 @@ from app.engine.runtime.core.backend import LoadSettings, PrefixReuse
 from app.engine.runtime.core.request import GenerationRequest, GenerationResult
 from app.engine.runtime.sampling.sampler import SamplerSettings
 from app.engine.runtime.speculative.generation import generate, prompt_tokens
-from tests.runtime.mlx.conftest import SETTINGS, MlxDemo
+from tests.runtime.mlx.conftest import DEMO_HF, SETTINGS
 from tests.runtime.mlx.tiny_models import GLM4_MOE, write_nextn_sidecar, write_tiny_folder
 
 GREEDY = SamplerSettings(temperature=0.0)
@@ -131,64 +131,64 @@ def _turn(
 
 
 @pytest.fixture(scope="module")
-def reference(mlx_demo: MlxDemo) -> Iterator[MlxBackend]:
-    backend = MlxBackend(mlx_demo.four_bit, SETTINGS, mlx_demo.sidecar)
+def reference() -> Iterator[MlxBackend]:
+    backend = MlxBackend(DEMO_HF, SETTINGS)
     yield backend
     backend.close()
 
 
 @pytest.mark.slow
 def test_chat_turns_a_regenerate_and_an_edit_reuse_kept_state_exactly(
-    four_bit: MlxBackend, reference: MlxBackend
+    bf16: MlxBackend, reference: MlxBackend
 ) -> None:
-    four_bit.reset()
+    bf16.reset()
     first = _messages("Tell me a short story about a lighthouse keeper.")
-    turn1 = _turn(four_bit, reference, first)
+    turn1 = _turn(bf16, reference, first)
     assert turn1.reuse == PrefixReuse(0, turn1.prompt_length, "")
 
     second = _messages(*(m.content for m in first), turn1.result.text, "Make it shorter.")
-    turn2 = _turn(four_bit, reference, second)
+    turn2 = _turn(bf16, reference, second)
     # turn 1's prompt and reply (but its last token) are still the live state
     assert turn2.reuse.source == "live"
     assert turn2.reuse.reused_tokens >= turn1.prompt_length + len(turn1.result.token_ids) - 1
 
     # turn 2 computed fewer than CHECKPOINT_MIN_GAP tokens in one batch (no mark inside it):
     # the same prompt again resumes where that batch began, the end of turn 1's reply
-    regenerate = _turn(four_bit, reference, second)
+    regenerate = _turn(bf16, reference, second)
     assert regenerate.reuse == PrefixReuse(
         turn2.reuse.reused_tokens, turn2.reuse.computed_tokens, "checkpoint"
     )
     assert regenerate.reuse.computed_tokens <= CHECKPOINT_MIN_GAP
 
     third = _messages(*(m.content for m in second), regenerate.result.text, "Now as a poem.")
-    turn3 = _turn(four_bit, reference, third)
+    turn3 = _turn(bf16, reference, third)
     assert turn3.reuse.source == "live"
 
     # the second user message is edited: the history changes in the middle
     edited = _messages(
         first[0].content, turn1.result.text, "Make it longer.", regenerate.result.text, "A poem."
     )
-    edit = _turn(four_bit, reference, edited)
+    edit = _turn(bf16, reference, edited)
     assert edit.reuse.source == "checkpoint"
-    edit_at = len(prompt_tokens(four_bit, GenerationRequest(messages=second[:2])))
+    edit_at = len(prompt_tokens(bf16, GenerationRequest(messages=second[:2])))
     assert turn1.prompt_length <= edit.reuse.reused_tokens <= edit_at
-    assert four_bit.kept_state_bytes > 0
+    assert bf16.kept_state_bytes > 0
 
 
 @pytest.mark.slow
 def test_a_conversation_switched_away_from_and_back_to_is_restored(
-    four_bit: MlxBackend, reference: MlxBackend
+    bf16: MlxBackend, reference: MlxBackend
 ) -> None:
-    four_bit.reset()
+    bf16.reset()
     story = _messages(STORY)
-    turn1 = _turn(four_bit, reference, story)
+    turn1 = _turn(bf16, reference, story)
     assert turn1.prompt_length + TOKENS > SAVE_MIN_TOKENS
 
-    other = _turn(four_bit, reference, _messages("Explain what a hash table is."))
+    other = _turn(bf16, reference, _messages("Explain what a hash table is."))
     assert other.reuse.reused_tokens < 8  # only the template's first tokens are shared
 
     back = _messages(STORY, turn1.result.text, "Give the keeper a name.")
-    turn2 = _turn(four_bit, reference, back)
+    turn2 = _turn(bf16, reference, back)
     assert turn2.reuse.source == "saved"
     # at least up to the checkpoint before turn 1's last prompt token (the reply's text may
     # tokenize otherwise than the tokens generated)
@@ -197,33 +197,31 @@ def test_a_conversation_switched_away_from_and_back_to_is_restored(
 
 @pytest.mark.slow
 def test_an_edit_past_a_checkpoint_interval_resumes_at_the_interval_mark(
-    four_bit: MlxBackend, reference: MlxBackend, monkeypatch: pytest.MonkeyPatch
+    bf16: MlxBackend, reference: MlxBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # a real interval (1024 tokens) takes minutes to prefill with mlx's CPU ops: same code, 64
     interval = CHECKPOINT_MIN_GAP
     monkeypatch.setattr(mlx_backend, "CHECKPOINT_INTERVAL", interval)
-    four_bit.reset()
-    turn1 = _turn(four_bit, reference, _messages(STORY))
+    bf16.reset()
+    turn1 = _turn(bf16, reference, _messages(STORY))
     assert turn1.prompt_length > interval
     # the end of the story changes: the prompt diverges a few tokens before its end
     edited = _messages(STORY.replace("still out at sea", "lost in the fog"))
-    tokens = prompt_tokens(four_bit, GenerationRequest(messages=edited))
-    original = prompt_tokens(four_bit, GenerationRequest(messages=_messages(STORY)))
+    tokens = prompt_tokens(bf16, GenerationRequest(messages=edited))
+    original = prompt_tokens(bf16, GenerationRequest(messages=_messages(STORY)))
     diverge = next(i for i, (a, b) in enumerate(zip(tokens, original, strict=False)) if a != b)
     assert interval < diverge < turn1.prompt_length - 1
-    edit = _turn(four_bit, reference, edited, depth=2)
+    edit = _turn(bf16, reference, edited, depth=2)
     assert edit.reuse == PrefixReuse(interval, len(tokens) - interval, "checkpoint")
 
 
 @pytest.mark.slow
-def test_plain_and_mtp_requests_alternate_exactly(
-    four_bit: MlxBackend, reference: MlxBackend
-) -> None:
-    four_bit.reset()
+def test_plain_and_mtp_requests_alternate_exactly(bf16: MlxBackend, reference: MlxBackend) -> None:
+    bf16.reset()
     texts = ["Explain what a hash table is."]
     turns = []
     for depth in (0, 2, 0, 3):
-        turn = _turn(four_bit, reference, _messages(*texts), depth=depth)
+        turn = _turn(bf16, reference, _messages(*texts), depth=depth)
         turns.append(turn)
         texts += [turn.result.text, f"Say more about point {len(turns)}."]
     # the head ran no rows for turn 1's plain request: the MTP turn recomputes it all
@@ -237,9 +235,9 @@ def test_plain_and_mtp_requests_alternate_exactly(
 
 
 @pytest.mark.slow
-def test_kept_states_stay_within_the_budget(mlx_demo: MlxDemo, reference: MlxBackend) -> None:
+def test_kept_states_stay_within_the_budget(reference: MlxBackend) -> None:
     # a checkpoint of the demo's recurrent state is ~0.4 MiB: 1 MiB keeps two
-    tiny = MlxBackend(mlx_demo.four_bit, LoadSettings(context_length=1024, state_cache_mib=1))
+    tiny = MlxBackend(DEMO_HF, LoadSettings(context_length=1024, state_cache_mib=1))
     texts = [STORY]
     first_prompt = 0
     for turn_index in range(3):
@@ -257,7 +255,7 @@ def test_kept_states_stay_within_the_budget(mlx_demo: MlxDemo, reference: MlxBac
     assert tiny.kept_state_bytes <= MIB
     tiny.close()
 
-    nothing = MlxBackend(mlx_demo.four_bit, LoadSettings(context_length=1024, state_cache_mib=0))
+    nothing = MlxBackend(DEMO_HF, LoadSettings(context_length=1024, state_cache_mib=0))
     turn1 = _turn(nothing, reference, _messages(texts[0]), depth=0)
     turn2 = _turn(nothing, reference, _messages(*texts[:2], "Go on."), depth=0)
     assert turn2.reuse.source == "live"  # the live state needs no budget
@@ -267,17 +265,17 @@ def test_kept_states_stay_within_the_budget(mlx_demo: MlxDemo, reference: MlxBac
     nothing.close()
 
 
-def test_reset_forgets_every_kept_state(four_bit: MlxBackend) -> None:
-    four_bit.reset()
-    tokens = prompt_tokens(four_bit, GenerationRequest(messages=_messages(STORY)))
-    four_bit.prefill(tokens, with_mtp=True)
-    four_bit.prefill(tokens, with_mtp=True)
-    assert four_bit.last_prefix_reuse == PrefixReuse(len(tokens) - 1, 1, "checkpoint")
-    assert four_bit.kept_state_bytes > 0
-    four_bit.reset()
-    assert four_bit.kept_state_bytes == 0
-    four_bit.prefill(tokens, with_mtp=True)
-    assert four_bit.last_prefix_reuse == PrefixReuse(0, len(tokens), "")
+def test_reset_forgets_every_kept_state(bf16: MlxBackend) -> None:
+    bf16.reset()
+    tokens = prompt_tokens(bf16, GenerationRequest(messages=_messages(STORY)))
+    bf16.prefill(tokens, with_mtp=True)
+    bf16.prefill(tokens, with_mtp=True)
+    assert bf16.last_prefix_reuse == PrefixReuse(len(tokens) - 1, 1, "checkpoint")
+    assert bf16.kept_state_bytes > 0
+    bf16.reset()
+    assert bf16.kept_state_bytes == 0
+    bf16.prefill(tokens, with_mtp=True)
+    assert bf16.last_prefix_reuse == PrefixReuse(0, len(tokens), "")
 
 
 @pytest.mark.slow

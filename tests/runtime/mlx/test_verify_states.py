@@ -22,7 +22,7 @@ from app.engine.runtime.chat_format.prompting import ChatMessage
 from app.engine.runtime.core.request import GenerationRequest, GenerationResult
 from app.engine.runtime.sampling.sampler import SamplerSettings, greedy_token
 from app.engine.runtime.speculative.generation import generate, prompt_tokens
-from tests.runtime.mlx.conftest import SETTINGS, MlxDemo
+from tests.runtime.mlx.conftest import DEMO_HF, SETTINGS
 from tests.runtime.mlx.tiny_models import QWEN3_NEXT, write_qwen_sidecar, write_tiny_folder
 
 GREEDY = SamplerSettings(temperature=0.0)
@@ -31,8 +31,8 @@ PROMPT = "Tell me a short story about a lighthouse keeper."
 
 
 @pytest.fixture(scope="module")
-def rerun(mlx_demo: MlxDemo) -> Iterator[MlxBackend]:
-    backend = MlxBackend(mlx_demo.four_bit, SETTINGS, mlx_demo.sidecar, per_token_states=False)
+def rerun() -> Iterator[MlxBackend]:
+    backend = MlxBackend(DEMO_HF, SETTINGS, per_token_states=False)
     yield backend
     backend.close()
 
@@ -60,13 +60,13 @@ def _generate(backend: MlxBackend, prompt: str, depth: int) -> GenerationResult:
 
 
 def test_captured_states_equal_the_rerun_after_every_rollback(
-    four_bit: MlxBackend, rerun: MlxBackend
+    bf16: MlxBackend, rerun: MlxBackend
 ) -> None:
     prompt = prompt_tokens(
-        four_bit, GenerationRequest(messages=(ChatMessage("user", PROMPT),), sampler=GREEDY)
+        bf16, GenerationRequest(messages=(ChatMessage("user", PROMPT),), sampler=GREEDY)
     )
-    backends = (four_bit, rerun)
-    assert four_bit._capturers and not rerun._capturers  # one captures, the other re-runs
+    backends = (bf16, rerun)
+    assert bf16._capturers and not rerun._capturers  # one captures, the other re-runs
     last = 0
     for backend in backends:
         backend.reset()
@@ -82,12 +82,12 @@ def test_captured_states_equal_the_rerun_after_every_rollback(
         accepted = next((i for i, d in enumerate(drafts[0]) if d != targets[i]), len(drafts[0]))
         partial += 0 < accepted < DEPTH
         rejected += accepted == 0
-        start = four_bit.committed_length - DEPTH - 1
+        start = bf16.committed_length - DEPTH - 1
         for backend in backends:
             backend.rollback(start + accepted + 1)
-        assert _kv_offsets(four_bit) == _kv_offsets(rerun)
+        assert _kv_offsets(bf16) == _kv_offsets(rerun)
         for captured, replayed in zip(
-            _recurrent_arrays(four_bit), _recurrent_arrays(rerun), strict=True
+            _recurrent_arrays(bf16), _recurrent_arrays(rerun), strict=True
         ):
             assert captured.shape == replayed.shape and captured.dtype == replayed.dtype
             worst_state = max(worst_state, float(mx.max(mx.abs(captured - replayed)).item()))
@@ -106,10 +106,10 @@ def test_captured_states_equal_the_rerun_after_every_rollback(
 
 @pytest.mark.slow
 def test_greedy_tokens_through_generate_equal_the_rerun_path_and_plain_decoding(
-    four_bit: MlxBackend, rerun: MlxBackend
+    bf16: MlxBackend, rerun: MlxBackend
 ) -> None:
-    plain = _generate(four_bit, PROMPT, 0)
-    captured = _generate(four_bit, PROMPT, DEPTH)
+    plain = _generate(bf16, PROMPT, 0)
+    captured = _generate(bf16, PROMPT, DEPTH)
     replayed = _generate(rerun, PROMPT, DEPTH)
     assert captured.token_ids == replayed.token_ids == plain.token_ids
     assert captured.stats.accepted_by_depth == replayed.stats.accepted_by_depth

@@ -12,6 +12,7 @@ import platform
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Protocol
 
 from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.backends.gguf_info import read_gguf_summary
@@ -98,6 +99,33 @@ def refuse_fp8(folder: Path) -> None:
 def resolve_backend(name: str, model_path: Path) -> str:
     """The concrete backend name for ``name`` and ``model_path`` (see :func:`choose_backend`)."""
     return choose_backend(name, model_path).name
+
+
+class Vocabulary(Protocol):
+    """A model's text side without its weights: what a prompt count needs."""
+
+    def tokenize(self, text: str, *, parse_special: bool) -> list[int]: ...
+
+    @property
+    def chat_template(self) -> str | None: ...
+
+    @property
+    def special_token_texts(self) -> dict[str, str]: ...
+
+    @property
+    def bos_token_id(self) -> int | None: ...
+
+
+def open_vocabulary(name: str, model_path: Path) -> Vocabulary:
+    """The tokenizer and chat template of ``model_path`` without its weights, for the (already
+    chosen) backend ``name``: cheap enough to hold in a front end's own process."""
+    if name == MLX:
+        from app.engine.runtime.backends.mlx.vocabulary_only import open_vocabulary as open_mlx
+
+        return open_mlx(Path(model_path))
+    from app.engine.runtime.backends.llama_cpp.vocabulary_only import VocabularyOnly
+
+    return VocabularyOnly(Path(model_path))
 
 
 def open_backend(

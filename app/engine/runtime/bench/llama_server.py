@@ -5,7 +5,9 @@ is: same model, same prompts, same sampling, same thread count, same machine at 
 So ``bench decode --vs-llama-server PATH`` starts one llama-server per configuration — plain
 decoding, and ``--spec-type draft-mtp --spec-draft-n-max K`` for each depth — all at once on
 local ports (an idle server only waits), and the benchmark sends every prompt to each of them
-right after running it through its own modes. The figures come from each reply's ``timings``:
+right after running it through its own modes. A model that drafts with a separate drafter model
+(Gemma 4's assistant) gets it as ``--model-draft D`` beside ``--spec-type draft-mtp``: the same
+pair as ours. The figures come from each reply's ``timings``:
 ``predicted_n`` / ``predicted_ms`` (decode only, like ours) and, with drafting,
 ``draft_n`` / ``draft_n_accepted``.
 
@@ -148,11 +150,13 @@ class LlamaServer:
         p_min: float = 0.0,
         projector: Path | None = None,
         parallel: int = 1,
+        drafter: Path | None = None,
     ) -> None:
         """``context`` 0: llama-server's default context (the model's trained one); ``p_min``
         > 0: drafting stops at a token whose draft probability is below it; ``projector``: a
         vision projector (``--mmproj``) for requests with images; ``parallel``: its slots
-        (``-np``: sequences decoded together, each with its own share of ``context``)."""
+        (``-np``: sequences decoded together, each with its own share of ``context``);
+        ``drafter``: the separate drafter model drafting runs with."""
         self.depth = depth
         self.p_min = p_min
         self.label = "llama-server plain" if depth == 0 else f"llama-server MTP K={depth}"
@@ -176,6 +180,8 @@ class LlamaServer:
             command += ["-c", str(context)]
         if depth:
             command += ["--spec-type", "draft-mtp", "--spec-draft-n-max", str(depth)]
+            if drafter is not None:
+                command += ["--model-draft", str(drafter)]
         if p_min:
             command += ["--spec-draft-p-min", str(p_min)]
         if projector is not None:
@@ -306,7 +312,15 @@ class LlamaServerPool:
     """llama-server plain, at each depth, and at the deepest with :data:`PUBLISHED_P_MIN`,
     started together and stopped together."""
 
-    def __init__(self, binary: Path, model: Path, *, depths: Sequence[int], threads: int) -> None:
+    def __init__(
+        self,
+        binary: Path,
+        model: Path,
+        *,
+        depths: Sequence[int],
+        threads: int,
+        drafter: Path | None = None,
+    ) -> None:
         if not binary.is_file():
             raise RuntimeBackendError(
                 f"--vs-llama-server {binary}: no such file; build it with "
@@ -315,10 +329,17 @@ class LlamaServerPool:
         self.servers: list[LlamaServer] = []
         try:
             for depth in (0, *depths):
-                self.servers.append(LlamaServer(binary, model, depth=depth, threads=threads))
+                self.servers.append(
+                    LlamaServer(binary, model, depth=depth, threads=threads, drafter=drafter)
+                )
             self.servers.append(
                 LlamaServer(
-                    binary, model, depth=max(depths), threads=threads, p_min=PUBLISHED_P_MIN
+                    binary,
+                    model,
+                    depth=max(depths),
+                    threads=threads,
+                    p_min=PUBLISHED_P_MIN,
+                    drafter=drafter,
                 )
             )
             for server in self.servers:

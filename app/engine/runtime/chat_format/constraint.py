@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from app.engine.errors import RuntimeBackendError
+from app.engine.runtime.chat_format.schema_limits import check_schema_size, on_compiler_stack
 
 if TYPE_CHECKING:
     import llguidance
@@ -49,10 +50,13 @@ class OutputConstraint:
 
 def json_schema_constraint(schema: dict[str, Any], what: str) -> OutputConstraint:
     """The reply is one JSON value matching ``schema`` (with :func:`closed_objects`); a schema
-    llguidance cannot compile is a :class:`RuntimeBackendError` naming ``what``."""
+    past the size limits (:mod:`.schema_limits`) or one llguidance cannot compile is a
+    :class:`RuntimeBackendError` naming ``what``."""
+    check_schema_size([schema], what)
+    text = json.dumps(closed_objects(schema))
     try:
-        grammar = _matcher_type().grammar_from_json_schema(
-            json.dumps(closed_objects(schema)), defaults=JSON_LAYOUT
+        grammar = on_compiler_stack(
+            lambda: _matcher_type().grammar_from_json_schema(text, defaults=JSON_LAYOUT)
         )
     except ValueError as exc:
         raise RuntimeBackendError(f"{what} is not a usable JSON schema: {exc}") from None
@@ -95,12 +99,13 @@ def closed_objects(schema: Any) -> Any:
 
 
 def lark_constraint(lark: str, what: str) -> OutputConstraint:
-    return checked(OutputConstraint(_matcher_type().grammar_from_lark(lark), what))
+    grammar = on_compiler_stack(lambda: _matcher_type().grammar_from_lark(lark))
+    return checked(OutputConstraint(grammar, what))
 
 
 def checked(constraint: OutputConstraint) -> OutputConstraint:
     """``constraint`` when llguidance accepts its grammar, else a clear error."""
-    problem = _matcher_type().validate_grammar(constraint.grammar)
+    problem = on_compiler_stack(lambda: _matcher_type().validate_grammar(constraint.grammar))
     if problem:
         raise RuntimeBackendError(f"{constraint.what} cannot be enforced: {_first_line(problem)}")
     return constraint
@@ -124,7 +129,9 @@ class GrammarState:
     def __init__(
         self, constraint: OutputConstraint, tokenizer: llguidance.LLTokenizer, vocab_size: int
     ) -> None:
-        self._matcher = _matcher_type()(tokenizer, constraint.grammar, log_level=0)
+        self._matcher = on_compiler_stack(
+            lambda: _matcher_type()(tokenizer, constraint.grammar, log_level=0)
+        )
         self._what = constraint.what
         self._vocab_size = vocab_size
         self.mask_seconds = 0.0  # time spent computing masks, and how many (for benchmarks)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import NoReturn
@@ -134,11 +134,12 @@ def render_chat(
     add_generation_prompt: bool = True,
     tools: Sequence[ToolSpec] = (),
     image_marker: str | None = None,
+    variables: Mapping[str, str] | None = None,
 ) -> str:
     """The prompt text for ``messages``, followed by the assistant turn's opening unless
     ``add_generation_prompt`` is False; ``tools`` are offered to the model; each image is
     written as ``image_marker`` (a model without a vision projector has none: images are
-    refused)."""
+    refused); ``variables`` are given to the template beside them (``reasoning_effort``)."""
     if image_marker is None and images_of(messages):
         raise ImageError(
             f"{model_name} has no vision projector (an mmproj-*.gguf file beside the model), so "
@@ -157,6 +158,7 @@ def render_chat(
             add_generation_prompt=add_generation_prompt,
             **special_tokens,
             **extra,
+            **(variables or {}),
         )
     except jinja2.TemplateError as exc:
         raise RuntimeBackendError(

@@ -1,4 +1,4 @@
-"""Tool calls out of a model's reply text, whole or while it streams.
+"""The call blocks a model writes in its reply, and the readers of what is inside them.
 
 Three formats are read. Inside ``<tool_call>…</tool_call>``: Hermes/Qwen (a JSON object with
 ``name`` and ``arguments``) and GLM-4.5 (the name, then ``<arg_key>k</arg_key><arg_value>v
@@ -8,7 +8,8 @@ name`` then the arguments in a fenced json block) or as V3.1 does (``name<｜too
 arguments``); this needs the markers in the text, which they are where the GGUF marks them as
 user-defined tokens. A block left open at the end of the reply (the model ended its turn right
 after the arguments) is read too. Text around the blocks is the reply's content. A block that
-cannot be read stays in the content, so nothing the model wrote is lost.
+cannot be read stays in the content, so nothing the model wrote is lost. The reply itself is
+read, whole or while it streams, by :mod:`.tool_call_events`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.engine.runtime.chat_format.tools import CALL_CLOSE, CALL_OPEN, ToolCall
@@ -25,14 +27,6 @@ DEEPSEEK_OPEN, DEEPSEEK_CLOSE = "<｜tool▁calls▁begin｜>", "<｜tool▁call
 _DEEPSEEK_CALL = re.compile(r"<｜tool▁call▁begin｜>(.*?)(?:<｜tool▁call▁end｜>|$)", re.DOTALL)
 _DEEPSEEK_SEPARATOR = "<｜tool▁sep｜>"
 _JSON_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
-
-
-@dataclass(frozen=True)
-class ParsedReply:
-    """``content`` None when the reply held nothing but calls."""
-
-    content: str | None
-    tool_calls: tuple[ToolCall, ...]
 
 
 def new_call_id() -> str:
@@ -88,11 +82,20 @@ def _tool_call_block(body: str) -> list[ToolCall] | None:
     return [call] if call is not None else None
 
 
-_FORMATS = (
-    (CALL_OPEN, CALL_CLOSE, _tool_call_block),
-    (DEEPSEEK_OPEN, DEEPSEEK_CLOSE, parse_deepseek_block),
+@dataclass(frozen=True)
+class BlockFormat:
+    """A call block's opening and closing markers and the reader of what is between them (None
+    when it cannot be read)."""
+
+    opening: str
+    closing: str
+    read: Callable[[str], list[ToolCall] | None]
+
+
+BLOCK_FORMATS = (
+    BlockFormat(CALL_OPEN, CALL_CLOSE, _tool_call_block),
+    BlockFormat(DEEPSEEK_OPEN, DEEPSEEK_CLOSE, parse_deepseek_block),
 )
-"""Each block format: its opening and closing markers and the reader of what is between."""
 
 
 def _json_or_text(value: str) -> object:
@@ -102,74 +105,10 @@ def _json_or_text(value: str) -> object:
         return value
 
 
-def parse_reply(text: str) -> ParsedReply:
-    """Split a whole reply into its content (as written when there are no calls, else trimmed
-    of the blank lines the blocks leave) and its calls."""
-    stream = ToolCallStream()
-    pieces = [stream.feed(text)]
-    calls = list(stream.calls)
-    tail, last = stream.finish()
-    pieces.append(tail)
-    calls.extend(last)
-    content = "".join(pieces)
-    if not calls:
-        return ParsedReply(content, ())
-    return ParsedReply(content.strip() or None, tuple(calls))
-
-
-class ToolCallStream:
-    """Feeds reply text as it arrives; releases content text at once, holds back anything that
-    may be a call, and collects calls as their blocks close (read :attr:`calls` after each
-    :meth:`feed`: the calls found so far, in order)."""
-
-    def __init__(self) -> None:
-        self._pending = ""
-        self.calls: list[ToolCall] = []
-
-    def feed(self, text: str) -> str:
-        """Add ``text``; return the content that is certainly not part of a call."""
-        self._pending += text
-        released: list[str] = []
-        while True:
-            found = [
-                (self._pending.find(opening), opening, closing, parse)
-                for opening, closing, parse in _FORMATS
-            ]
-            found = [item for item in found if item[0] >= 0]
-            if not found:
-                keep = _partial_marker_length(self._pending)
-                released.append(self._pending[: len(self._pending) - keep])
-                self._pending = self._pending[len(self._pending) - keep :]
-                return "".join(released)
-            start, opening, closing, parse = min(found, key=lambda item: item[0])
-            end = self._pending.find(closing, start)
-            if end < 0:
-                released.append(self._pending[:start])
-                self._pending = self._pending[start:]
-                return "".join(released)
-            calls = parse(self._pending[start + len(opening) : end])
-            if calls is None:
-                released.append(self._pending[: end + len(closing)])
-            else:
-                released.append(self._pending[:start])
-                self.calls.extend(calls)
-            self._pending = self._pending[end + len(closing) :]
-
-    def finish(self) -> tuple[str, list[ToolCall]]:
-        """At the end of the reply: the held-back text and a call left open, if it is one."""
-        pending, self._pending = self._pending, ""
-        for opening, _closing, parse in _FORMATS:
-            if pending.startswith(opening):
-                calls = parse(pending[len(opening) :])
-                if calls is not None:
-                    return "", calls
-        return pending, []
-
-
-def _partial_marker_length(text: str) -> int:
+def partial_marker_length(text: str) -> int:
     """How many characters at the end of ``text`` could begin a block's opening marker."""
-    longest = max(len(opening) for opening, _closing, _parse in _FORMATS)
+    longest = max(len(block.opening) for block in BLOCK_FORMATS)
     for length in range(min(longest - 1, len(text)), 0, -1):
-        if any(opening.startswith(text[-length:]) for opening, _c, _p in _FORMATS):
+        if any(block.opening.startswith(text[-length:]) for block in BLOCK_FORMATS):
             return length
     return 0

@@ -19,6 +19,7 @@ from app.engine.runtime.chat_format.constraint import (
     closed_objects,
     lark_constraint,
 )
+from app.engine.runtime.chat_format.schema_limits import check_schema_size
 
 CALL_OPEN = "<tool_call>"
 CALL_CLOSE = "</tool_call>"
@@ -76,6 +77,8 @@ def forced_call_constraint(
     if not choice.forces_call:
         return None
     chosen = [tool for tool in tools if choice.mode == REQUIRED or tool.name == choice.function]
+    what = f"the call to {choice.function!r}" if choice.function else "a tool call"
+    check_schema_size((json.loads(tool.parameters) for tool in chosen), what)
     alternatives = " | ".join(f"call_{index}" for index in range(len(chosen)))
     rules = [
         f'start: {marker(CALL_OPEN)} "\\n" ({alternatives}) "\\n" {marker(CALL_CLOSE)}',
@@ -84,7 +87,6 @@ def forced_call_constraint(
         opening = json.dumps(f'{{"name": {json.dumps(tool.name)}, "arguments": ')
         rules.append(f'call_{index}: {opening} args_{index} "}}"')
         rules.append(f"args_{index}: %json {_object_schema(tool.parameters)}")
-    what = f"the call to {choice.function!r}" if choice.function else "a tool call"
     return lark_constraint("\n".join(rules), what)
 
 

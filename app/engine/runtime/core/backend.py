@@ -65,6 +65,11 @@ class LoadSettings:
     """Look for the projector beside the model when none is named (False: text only)."""
     image_max_tokens: int | None = None
     """At most this many tokens per image (None: the projector's own limit)."""
+    drafter: Path | None = None
+    """A separate drafter model to draft with (Gemma 4's assistant: a GGUF for a GGUF model, a
+    folder for a model folder; docs/drafters.md), checked against the model before anything
+    loads. None: the drafter found beside the model (its folder or an ``MTP/`` subfolder), if
+    any, for a model that takes one."""
 
 
 def default_threads() -> int:
@@ -74,7 +79,9 @@ def default_threads() -> int:
 
 @dataclass(frozen=True)
 class ModelInfo:
-    """What a loaded model offers. ``mtp_unavailable_reason`` is None when MTP can run."""
+    """What a loaded model offers. ``mtp_unavailable_reason`` is None when MTP can run;
+    ``cpu_variant`` names the CPU code a portable llama.cpp build picked (None: native code, or
+    another backend)."""
 
     path: Path
     backend: str
@@ -90,6 +97,10 @@ class ModelInfo:
     """The vision projector loaded with the model (None: it reads no images)."""
     images_unavailable_reason: str | None = None
     """Why the model reads no images (one line for the user), when it does not."""
+    drafter: Path | None = None
+    """The separate drafter model that drafts for it (None: its own MTP head, or none)."""
+    cpu_variant: str | None = None
+    """The CPU code a portable llama.cpp build picked (None: native code, or another backend)."""
 
     @property
     def mtp_available(self) -> bool:

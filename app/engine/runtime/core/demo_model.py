@@ -13,11 +13,13 @@ from app.engine.errors import RuntimeBackendError
 
 DEMO_MODEL_FILENAME = "demo-mtp.gguf"
 MODELS_DIR = Path(__file__).resolve().parents[4] / "resources" / "models"
-DEMO_VISION_DIR = MODELS_DIR / "demo-vision"
+DEMO_VISION_FOLDER = "demo-vision"
+DEMO_VISION_FILENAME = "demo-vision-Q8_0.gguf"
+DEMO_VISION_DIR = MODELS_DIR / DEMO_VISION_FOLDER
 """The vision demo (``tools/make_vision_model.py``): a small Qwen3.5 trunk with its MTP block and
 the projector of an untrained vision tower, in a folder of their own (a projector belongs to every
 GGUF model in its folder)."""
-DEMO_VISION_MODEL = DEMO_VISION_DIR / "demo-vision-Q8_0.gguf"
+DEMO_VISION_MODEL = DEMO_VISION_DIR / DEMO_VISION_FILENAME
 DEMO_VISION_PROJECTOR = DEMO_VISION_DIR / "mmproj-demo-vision-F16.gguf"
 
 

@@ -43,6 +43,10 @@ class GenerationRequest:
     ``tools`` are offered to the model through its chat template; ``tool_choice`` required or a
     named function forces one call whose arguments match the tool's schema. ``constraint``
     makes the whole reply match a grammar (a JSON schema); drafts are held to it too.
+
+    A conversation whose last message is the assistant's (without tool calls) is continued:
+    the reply goes on from its text (a prefill). ``template_variables`` are handed to the chat
+    template beside the messages (``reasoning_effort`` for a template that reads it).
     """
 
     messages: tuple[ChatMessage, ...] = ()
@@ -59,6 +63,7 @@ class GenerationRequest:
     trim_history: bool = False
     """Leave out the oldest turns when the conversation no longer fits the context
     (:mod:`~app.engine.runtime.speculative.history_fit`) instead of failing."""
+    template_variables: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if bool(self.messages) == (self.prompt is not None):

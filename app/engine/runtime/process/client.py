@@ -12,8 +12,13 @@ This is the API the CLI and the chat window use::
     stream.cancel()                              # from any thread; the worker stops promptly
     client.close()
 
+A separate drafter named in the settings (``LoadSettings.drafter``) is checked against the model
+here, so a drafter that does not fit is refused in one line before any worker starts.
+
 The worker is a ``spawn``-ed process. If it dies (a native abort, out of memory, a kill), the
-stream raises a clear :class:`RuntimeBackendError` and the next request starts a fresh worker.
+stream raises a clear :class:`RuntimeBackendError` and the next request starts a fresh worker —
+unless it died by SIGILL: then every request raises the same :class:`UnrunnableBuildError`, which
+says how to get a build this CPU runs (``worker_death``).
 A worker that does not stop within ``cancel_grace_seconds`` of a cancel is terminated.
 """
 
@@ -23,7 +28,6 @@ import contextlib
 import dataclasses
 import multiprocessing
 import secrets
-import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -31,7 +35,8 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
-from app.engine.errors import RuntimeBackendError
+from app.engine.drafter.pairing import choose_drafter
+from app.engine.errors import RuntimeBackendError, UnrunnableBuildError
 from app.engine.runtime.backends.choice import MLX, BackendChoice, choose_backend
 from app.engine.runtime.core.backend import LoadSettings, ModelInfo
 from app.engine.runtime.core.request import GenerationRequest, GenerationResult, TokenChunk
@@ -47,6 +52,7 @@ from app.engine.runtime.process.messages import (
     WorkerFailure,
 )
 from app.engine.runtime.process.worker import worker_main
+from app.engine.runtime.process.worker_death import worker_death_error
 
 _POLL_SECONDS = 0.05
 _SHUTDOWN_SECONDS = 5.0
@@ -68,6 +74,8 @@ class RuntimeClient:
         self.choice: BackendChoice = choose_backend(backend, self._model_path)
         self._backend = self.choice.name
         self._settings = _with_projector(settings or LoadSettings(), self.choice, self._model_path)
+        if self._settings.drafter is not None:
+            choose_drafter(self._model_path, self._settings.drafter)
         self._sidecar = _checked_sidecar(sidecar, self.choice) if sidecar is not None else None
         self._cancel_grace_seconds = cancel_grace_seconds
         self._process: BaseProcess | None = None
@@ -76,6 +84,7 @@ class RuntimeClient:
         self._send_lock = threading.Lock()
         self._next_request_id = 1
         self._active: GenerationStream | None = None
+        self._unrunnable: UnrunnableBuildError | None = None
 
     @property
     def info(self) -> ModelInfo | None:
@@ -85,6 +94,12 @@ class RuntimeClient:
     @property
     def worker_pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
+
+    @property
+    def drafter(self) -> Path | None:
+        """The separate drafter model named in the settings (None: the one the worker finds
+        beside the model, if any; :attr:`info` says which drafts once loaded)."""
+        return self._settings.drafter
 
     @property
     def sidecar(self) -> Path | None:
@@ -99,6 +114,8 @@ class RuntimeClient:
         if sidecar is not None and sidecar != self._sidecar:
             self._sidecar = _checked_sidecar(sidecar, self.choice)
             self._info = None
+        if self._unrunnable is not None:
+            raise self._unrunnable  # a new worker would die by the same illegal instruction
         if self._info is not None and self._process is not None and self._process.is_alive():
             return self._info
         self._stop_worker()
@@ -188,20 +205,15 @@ class RuntimeClient:
 
     def _worker_died(self, doing: str) -> RuntimeBackendError:
         process = self._process
-        how = "unknown cause"
+        code = None
         if process is not None:
             process.join(1.0)
             code = process.exitcode
-            if code is not None and code < 0:
-                how = f"killed by {signal.Signals(-code).name}"
-            elif code is not None:
-                how = f"exit code {code}"
         self._stop_worker()
-        return RuntimeBackendError(
-            f"the {self._backend} worker stopped unexpectedly while {doing} "
-            f"{self._model_path.name} ({how}) — a native crash or out of memory in the inference "
-            "library; the next request starts a fresh worker"
-        )
+        error = worker_death_error(self._backend, doing, self._model_path.name, code)
+        if isinstance(error, UnrunnableBuildError):
+            self._unrunnable = error
+        return error
 
     def _stop_worker(self) -> None:
         """Kill the worker if it still runs (it holds nothing that needs a graceful exit)."""

@@ -17,12 +17,17 @@ underflow or lose mass in half precision.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from app.engine.errors import RuntimeBackendError
 
+MIN_TEMPERATURE = 1e-3
+"""The smallest temperature above 0: logits divided by a temperature like 1e-320 overflow to
+infinity and the distribution becomes NaN, while at 0.001 sampling already picks the most likely
+token almost always."""
 _TOP_P_FIRST_CANDIDATES = 64
 _TOP_K_SAMPLE_PER_CANDIDATE = 8  # a strided sample of about 8·k logits bounds the top k ...
 _TOP_K_MARGIN = 2  # ... at the rank where about 2·k logits of the row reach the bound
@@ -39,9 +44,10 @@ class SamplerSettings:
     seed: int | None = None
 
     def __post_init__(self) -> None:
-        if not self.temperature >= 0.0:
+        if not (self.temperature == 0.0 or MIN_TEMPERATURE <= self.temperature < math.inf):
             raise RuntimeBackendError(
-                f"temperature {self.temperature} is invalid: use 0 (greedy) or a positive value"
+                f"temperature {self.temperature} is invalid: use 0 (greedy) or a value of at "
+                f"least {MIN_TEMPERATURE:g}"
             )
         if self.top_k < 0:
             raise RuntimeBackendError(f"top-k {self.top_k} is invalid: use 0 (off) or a count ≥ 1")
@@ -106,7 +112,13 @@ def sparse_distribution(logits: np.ndarray, settings: SamplerSettings) -> Sparse
     top_k_on = 0 < settings.top_k < size
     candidates = top_k_ids(logits, settings.top_k) if top_k_on else np.arange(size)
     scaled = logits[candidates].astype(np.float64) / settings.temperature
-    kept = np.exp(scaled - scaled.max())
+    top = scaled.max() if scaled.size else np.nan
+    if not np.isfinite(top):  # NaN compares false everywhere, so top-k kept nothing
+        raise RuntimeBackendError(
+            "the model computed logits that are not numbers (NaN or infinity): its weights are "
+            "damaged; download or convert the model again"
+        )
+    kept = np.exp(scaled - top)
     kept /= kept.sum()
     if settings.top_p < 1.0:
         kept = _keep_top_p(kept, settings.top_p)

@@ -17,12 +17,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.engine.errors import ImageError, RuntimeBackendError
+from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.chat_format.constraint import GrammarState, masked
 from app.engine.runtime.chat_format.detokenizer import StreamingDetokenizer
-from app.engine.runtime.chat_format.prompting import ChatMessage, images_of, render_chat
-from app.engine.runtime.chat_format.tools import NONE, ToolSpec, forced_call_constraint
+from app.engine.runtime.chat_format.prompting import ChatMessage
+from app.engine.runtime.chat_format.tools import forced_call_constraint
 from app.engine.runtime.core.backend import DecodeBackend
+from app.engine.runtime.core.prompt import prompt_token_ids
 from app.engine.runtime.core.request import GenerationRequest, GenerationResult, TokenChunk
 from app.engine.runtime.core.stats import StatsRecorder
 from app.engine.runtime.sampling.draft_confidence import ConfidenceStop
@@ -38,11 +39,6 @@ recomputes fewer than this many more prompt tokens than the winning way would.""
 
 ChunkSink = Callable[[TokenChunk], None]
 CancelCheck = Callable[[], bool]
-
-
-def offered_tools(request: GenerationRequest) -> tuple[ToolSpec, ...]:
-    """The tools shown to the model: none when the request says it must not call any."""
-    return () if request.tool_choice.mode == NONE else request.tools
 
 
 def grammar_state(backend: DecodeBackend, request: GenerationRequest) -> GrammarState | None:
@@ -79,9 +75,9 @@ def next_token(
 
 
 def prompt_tokens(backend: DecodeBackend, request: GenerationRequest) -> list[int]:
-    """The prompt as token ids: chat template applied, BOS added when the model wants one; an
-    image stands as the cells it fills (:meth:`DecodeBackend.tokenize_with_images`)."""
-    tokens = _prompt_token_ids(backend, request)
+    """The prompt as token ids (:func:`prompt_token_ids`: chat template applied, an image as the
+    cells it fills, BOS added when the model wants one), checked to fit the context."""
+    tokens = _token_ids(backend, request)
     if not tokens:
         raise RuntimeBackendError("the prompt is empty: type a message or pass --prompt TEXT")
     context = backend.info.context_length
@@ -94,47 +90,22 @@ def prompt_tokens(backend: DecodeBackend, request: GenerationRequest) -> list[in
     return tokens
 
 
-def _prompt_token_ids(backend: DecodeBackend, request: GenerationRequest) -> list[int]:
-    if request.messages:
-        return _rendered_tokens(backend, request, request.messages)
-    tokens = backend.tokenize(request.prompt or "", parse_special=False)
-    bos = backend.bos_token_id
-    if bos is not None and (not tokens or tokens[0] != bos):
-        tokens.insert(0, bos)
-    return tokens
-
-
-def _rendered_tokens(
+def _token_ids(
     backend: DecodeBackend,
     request: GenerationRequest,
-    messages: Sequence[ChatMessage],
+    messages: Sequence[ChatMessage] | None = None,
     *,
     add_generation_prompt: bool = True,
 ) -> list[int]:
-    """``messages`` rendered with the model's template and turned into cells (text tokens, and
-    an image's cells where a picture stands), BOS first when the model wants one."""
-    images = images_of(messages)
-    if images and backend.image_marker is None:
-        raise ImageError(
-            backend.info.images_unavailable_reason
-            or f"{backend.info.path.name} cannot read images: send text only"
-        )
-    text = render_chat(
-        backend.chat_template,
+    """:func:`prompt_token_ids` on ``backend`` (an image refused with the backend's reason)."""
+    return prompt_token_ids(
+        backend,
+        request,
+        backend.info.path.name,
         messages,
-        special_tokens=backend.special_token_texts,
-        model_name=backend.info.path.name,
         add_generation_prompt=add_generation_prompt,
-        tools=offered_tools(request),
-        image_marker=backend.image_marker,
+        no_images_reason=backend.info.images_unavailable_reason,
     )
-    if images:
-        return backend.tokenize_with_images(text, images)
-    tokens = backend.tokenize(text, parse_special=True)
-    bos = backend.bos_token_id
-    if bos is not None and (not tokens or tokens[0] != bos):
-        tokens.insert(0, bos)
-    return tokens
 
 
 def last_user_message_start(
@@ -149,7 +120,7 @@ def last_user_message_start(
     users = [index for index, message in enumerate(messages) if message.role == "user"]
     if not users or users[-1] == 0 or backend.chat_template is None:
         return ()
-    prefix = _rendered_tokens(backend, request, messages[: users[-1]], add_generation_prompt=False)
+    prefix = _token_ids(backend, request, messages[: users[-1]], add_generation_prompt=False)
     if 0 < len(prefix) < len(tokens) and list(tokens[: len(prefix)]) == prefix:
         return (len(prefix),)
     return ()
@@ -328,7 +299,7 @@ def generate(
     started = time.perf_counter()  # an image's preparation counts in the time to first token
     context = backend.info.context_length
     request, left_out = fit_history(
-        request, lambda fitted: len(_prompt_token_ids(backend, fitted)), context
+        request, lambda fitted: len(_token_ids(backend, fitted)), context
     )
     tokens = prompt_tokens(backend, request)
     grammar = grammar_state(backend, request)

@@ -5,13 +5,17 @@ turn's ``tool_use`` blocks become its tool calls; a user turn's ``tool_result`` 
 a ``tool`` turn answering the call they name (a result marked ``is_error`` says so), with the
 user's own text, if any, as a user turn after them. ``image`` blocks (a ``base64`` source, or a
 ``url`` one under the same rules as OpenAI's image URLs, :mod:`app.engine.server.core.images`)
-stand where they are in a user turn's text or a tool result's. Blocks this server cannot run
-(documents, …) are refused with a 400 naming the block, never dropped.
+stand where they are in a user turn's text or a tool result's. A ``system`` turn inside the
+conversation (Claude Code sends them) stays a system turn where it is. ``thinking`` and
+``redacted_thinking`` blocks (an earlier reply's reasoning, which Anthropic's API also leaves out
+of the prompt) and ``document`` blocks are passed over, each named in the request's log line.
+Other blocks this server cannot read are refused with a 400 naming the block.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from app.engine.runtime import ToolCall
@@ -21,20 +25,29 @@ from app.engine.server.core.api_errors import bad_request
 from app.engine.server.core.echo import echo
 from app.engine.server.core.images import RequestImages
 
-ANTHROPIC_ROLES = ("user", "assistant")
+ANTHROPIC_ROLES = ("user", "assistant", "system")
 TEXT_BLOCK, TOOL_USE_BLOCK, TOOL_RESULT_BLOCK, IMAGE_BLOCK = (
     "text",
     "tool_use",
     "tool_result",
     "image",
 )
+PASSED_OVER_BLOCKS = ("thinking", "redacted_thinking", "document")
 ERROR_RESULT_PREFIX = "Error: "
 
 
-def conversation_turns(raw_messages: list[Any], images: RequestImages) -> tuple[ChatMessage, ...]:
+@dataclass(frozen=True)
+class Conversation:
+    turns: tuple[ChatMessage, ...]
+    passed_over: tuple[str, ...]
+    """Blocks left out of the prompt, as ``thinking block at messages[1].content[0]``."""
+
+
+def conversation_turns(raw_messages: list[Any], images: RequestImages) -> Conversation:
     """The turns of ``messages``, each ``tool_result`` matched to the ``tool_use`` it answers."""
     turns: list[ChatMessage] = []
     called: dict[str, str] = {}  # tool_use id → tool name
+    passed_over: list[str] = []
     for index, item in enumerate(raw_messages):
         where = f"messages[{index}]"
         if not isinstance(item, dict):
@@ -47,8 +60,12 @@ def conversation_turns(raw_messages: list[Any], images: RequestImages) -> tuple[
                 f"{where}.role",
             )
         content = item.get("content")
+        if isinstance(content, list):
+            content = _kept_blocks(content, f"{where}.content", passed_over)
         if isinstance(content, str):
             turns.append(ChatMessage(role, content))
+        elif isinstance(content, list) and role == "system":
+            turns.append(ChatMessage(role, text_of_blocks(content, where, separator="\n\n")))
         elif isinstance(content, list):
             if role == "assistant":
                 turns.extend(_assistant_blocks(content, f"{where}.content", called))
@@ -59,7 +76,19 @@ def conversation_turns(raw_messages: list[Any], images: RequestImages) -> tuple[
                 f"'{where}.content' must be a string or a list of content blocks",
                 f"{where}.content",
             )
-    return tuple(turns)
+    return Conversation(tuple(turns), tuple(passed_over))
+
+
+def _kept_blocks(blocks: list[Any], where: str, passed_over: list[str]) -> list[Any]:
+    """``blocks`` without those the prompt leaves out, each named in ``passed_over``."""
+    kept = []
+    for number, block in enumerate(blocks):
+        kind = _kind(block)
+        if kind in PASSED_OVER_BLOCKS:
+            passed_over.append(f"{kind} block at {where}[{number}]")
+        else:
+            kept.append(block)
+    return kept
 
 
 def text_of_blocks(blocks: list[Any], where: str, *, separator: str) -> str:

@@ -6,10 +6,11 @@ the server has; ``serve --alias 'claude-*'`` lets Claude Code's own model names 
 request that waits for its turn gets its headers at once (:mod:`..core.waiting_reply`).
 
 ``POST /v1/messages`` answers whole or streamed (Anthropic's event sequence, from
-:mod:`.replies`); ``POST /v1/messages/count_tokens`` measures a conversation with the
-model's own template and tokenizer by prefilling it (the prompt then stays cached for the message
-that usually follows). Errors come in Anthropic's shape (the route's ``dialect``); the key may be
-sent as ``x-api-key``; ``anthropic-version`` is accepted whatever its value.
+:mod:`.replies`); ``POST /v1/messages/count_tokens`` measures a conversation with the model's own
+template and tokenizer in the server's process, in milliseconds, without waiting for the worker
+(:mod:`app.engine.server.core.prompt_check`). Errors come in Anthropic's shape (the route's
+``dialect``); the key may be sent as ``x-api-key``; ``anthropic-version`` is accepted whatever
+its value.
 """
 
 from __future__ import annotations
@@ -21,17 +22,18 @@ from typing import TYPE_CHECKING, Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from app.engine.runtime.chat_format.prompting import images_of
 from app.engine.runtime.core.request import GenerationRequest, GenerationResult, TokenChunk
 from app.engine.runtime.sampling.sampler import SamplerSettings
 from app.engine.server.anthropic import replies as anthropic_replies
 from app.engine.server.anthropic.parsing import parse_count_tokens_body, parse_messages_body
 from app.engine.server.core.api_errors import ApiError
-from app.engine.server.core.generation_flow import (
-    CLIENT_GONE_STATUS,
-    Finished,
-    collect,
-    collect_unless_gone,
-    pieces,
+from app.engine.server.core.generation_flow import CLIENT_GONE_STATUS, Finished
+from app.engine.server.core.reply_stream import (
+    WholeReply,
+    gathered_reply,
+    reply_events,
+    whole_reply,
 )
 from app.engine.server.core.request_fields import ParsedRequest, parses_calls
 from app.engine.server.core.scheduler import Job, JobEvent
@@ -56,7 +58,8 @@ class AnthropicRoutes:
         body = await server.body(request)
         target = await server.model_for(body)
         images = await server.request_images(body)
-        parsed = parse_messages_body(body, target.defaults, images)
+        defaults = target.defaults
+        parsed = await server.check(lambda: parse_messages_body(body, defaults, images))
         job, first = await server.start(request, parsed, target, "messages")
         reply = _Message(server, request, job, parsed, target.id, started)
         if parsed.stream:
@@ -68,23 +71,29 @@ class AnthropicRoutes:
         if isinstance(first, Waiting):
             whole = json_after_waiting(first, reply.gathered, reply.failed_body, reply.gone)
             return StreamingResponse(whole, media_type="application/json")
-        text, finished = await collect_unless_gone(request, job, parsed.stop, first)
-        return JSONResponse(reply.whole(text, finished))
+        return JSONResponse(reply.whole(await whole_reply(request, job, parsed, first)))
 
     async def count_tokens(self, request: Request) -> Response:
-        """``{"input_tokens": N}``: the prompt prefilled, one token generated and dropped."""
+        """``{"input_tokens": N}``: the prompt rendered and tokenized in the server's process
+        (no worker time, and a prompt longer than the context is counted too); one with images
+        prefilled by the worker, which has the projector."""
         server = self._server
         body = await server.body(request)
         target = await server.model_for(body)
-        conversation = parse_count_tokens_body(body, await server.request_images(body))
+        images = await server.request_images(body)
+        conversation = await server.check(lambda: parse_count_tokens_body(body, images))
         probe = GenerationRequest(
             **conversation, max_tokens=1, sampler=SamplerSettings(seed=0), mtp_depth=0
         )
+        if target.prompts is not None and not images_of(probe.messages):
+            return JSONResponse({"input_tokens": await target.prompts.count(probe)})
+        # an image's cells need the model's projector, and a model not loaded yet has no
+        # tokenizer here: its worker prefills the prompt to count it (loading the model)
         parsed = ParsedRequest(None, probe, (), stream=False, include_usage_chunk=False)
         job, first = await server.start(request, parsed, target, "count_tokens", early=False)
         assert not isinstance(first, Waiting)
-        _, finished = await collect_unless_gone(request, job, (), first)
-        return JSONResponse({"input_tokens": finished.result.prompt_token_count})
+        reply = await whole_reply(request, job, parsed, first)
+        return JSONResponse({"input_tokens": reply.finished.result.prompt_token_count})
 
 
 class _Message:
@@ -107,23 +116,16 @@ class _Message:
         self._started = started
         self._id = anthropic_replies.new_message_id()
 
-    def whole(self, text: str, finished: Finished) -> dict[str, Any]:
-        body = anthropic_replies.message(
-            self._id,
-            self._model,
-            text,
-            finished,
-            reads_calls=parses_calls(self._parsed.generation),
-        )
+    def whole(self, reply: WholeReply) -> dict[str, Any]:
+        body = anthropic_replies.message(self._id, self._model, reply)
         self._server.log_generation(
-            self._request, self._started, finished.result, body["stop_reason"]
+            self._request, self._started, reply.finished.result, body["stop_reason"]
         )
         return body
 
     async def gathered(self, first: JobEvent) -> dict[str, Any]:
         """The whole message after waiting: the stream watches the client."""
-        text, finished = await collect(self._job, self._parsed.stop, first)
-        return self.whole(text, finished)
+        return self.whole(await gathered_reply(self._job, self._parsed, first))
 
     def failed_body(self, error: ApiError) -> dict[str, Any]:
         """A failure after the headers went out: logged, and Anthropic's error object."""
@@ -147,16 +149,16 @@ class _Message:
         prompt_tokens = stats.prompt_tokens - stats.prompt_reused_tokens if stats else 0
         try:
             yield anthropic_replies.stream_opening(message_id, self._model, prompt_tokens, blocks)
-            async for piece in pieces(job, parsed.stop, first):
-                if isinstance(piece, Finished):
-                    finished = piece
-                    break
-                events = blocks.feed(piece)
-                if events:
+            async for reply_event in reply_events(job, parsed, first):
+                if isinstance(reply_event, Finished):
+                    finished = reply_event
+                elif events := blocks.feed(reply_event):
                     yield events
             assert finished is not None
             yield anthropic_replies.stream_closing(finished, blocks)
-            reason = anthropic_replies.stop_reason(finished, called=blocks.called)
+            reason = anthropic_replies.stop_reason(
+                finished, called=blocks.called, complete=blocks.complete
+            )
             server.log_generation(request, started, finished.result, reason)
         except ApiError as error:  # the generation failed after the 200 went out
             yield self.failed_event(error)

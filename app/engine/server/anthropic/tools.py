@@ -22,11 +22,13 @@ from app.engine.runtime import ToolCall, ToolChoice, ToolSpec
 from app.engine.runtime.chat_format.tools import AUTO, NONE, REQUIRED, forced_call_constraint
 from app.engine.server.core.api_errors import bad_request
 from app.engine.server.core.echo import echo
+from app.engine.server.core.request_fields import check_schemas, check_tool_count
 
-_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,128}")
 CUSTOM_TOOL_TYPES = (None, "custom")
 _CHOICE_MODES = {"auto": AUTO, "any": REQUIRED, "none": NONE}
 TOOL_USE_REASON = "tool_use"
+PARTIAL_TRIM_CHARACTERS = 64
 
 
 def tool_fields(body: dict[str, Any]) -> dict[str, Any]:
@@ -49,7 +51,9 @@ def _tools(value: Any) -> tuple[ToolSpec, ...]:
         return ()
     if not isinstance(value, list):
         raise bad_request("'tools' must be an array of tools", "tools")
+    check_tool_count(value)
     tools = [_tool(item, f"tools[{index}]") for index, item in enumerate(value)]
+    check_schemas([item["input_schema"] for item in value], "tools")
     names = [tool.name for tool in tools]
     if len(set(names)) != len(names):
         raise bad_request("'tools' names a tool twice; give each tool one entry", "tools")
@@ -68,7 +72,7 @@ def _tool(item: Any, where: str) -> ToolSpec:
             where,
         )
     name = item.get("name")
-    if not isinstance(name, str) or not _TOOL_NAME.match(name):
+    if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
         raise bad_request(
             f"'{where}.name' must be 1-128 letters, digits, '_' or '-', got {echo(name)}",
             f"{where}.name",
@@ -115,6 +119,47 @@ def new_tool_use_id() -> str:
 
 
 def tool_use_block(call: ToolCall, tool_use_id: str) -> dict[str, Any]:
-    """The ``tool_use`` content block of a call the model made."""
-    input_value = json.loads(call.arguments)  # the parser writes arguments with json.dumps
+    """The ``tool_use`` content block of a call the model made (a call the length limit cut
+    off holds the input written so far)."""
+    try:
+        input_value = json.loads(call.arguments)  # whole calls' arguments are json.dumps'
+    except ValueError:
+        input_value = partial_input(call.arguments)
+    if not isinstance(input_value, dict):
+        input_value = {}
     return {"type": "tool_use", "id": tool_use_id, "name": call.name, "input": input_value}
+
+
+def partial_input(arguments: str) -> dict[str, Any]:
+    """The members a cut-off call's JSON text completed, as the object Anthropic's ``input``
+    must be: the text closed (open string, objects, arrays) after dropping up to
+    :data:`PARTIAL_TRIM_CHARACTERS` characters of an unfinished key or value; ``{}`` failing
+    that."""
+    for cut in range(min(len(arguments), PARTIAL_TRIM_CHARACTERS) + 1):
+        try:
+            value = json.loads(_closed(arguments[: len(arguments) - cut]))
+        except ValueError:
+            continue
+        return value if isinstance(value, dict) else {}
+    return {}
+
+
+def _closed(text: str) -> str:
+    """``text`` with its open string, arrays and objects closed."""
+    closers: list[str] = []
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            closers.append("}" if char == "{" else "]")
+        elif char in "}]" and closers:
+            closers.pop()
+    return text + ('"' if in_string else "") + "".join(reversed(closers))

@@ -16,7 +16,9 @@ ANTHROPIC_ERROR_TYPES = {
     401: "authentication_error",
     403: "permission_error",
     404: "not_found_error",
+    408: "invalid_request_error",
     413: "request_too_large",
+    415: "invalid_request_error",
     429: "rate_limit_error",
     503: "overloaded_error",
     529: "overloaded_error",
@@ -36,7 +38,9 @@ class ApiError(Exception):
         code: str | None = None,
         headers: dict[str, str] | None = None,
         log_detail: str | None = None,
+        anthropic_message: str | None = None,
     ) -> None:
+        """``anthropic_message``: the words Anthropic's clients look for, where they differ."""
         super().__init__(message)
         self.log_detail = log_detail or message
         """What the request log says (a worker bug's traceback, where the reply says less)."""
@@ -46,6 +50,7 @@ class ApiError(Exception):
         self.param = param
         self.code = code
         self.headers = headers or {}
+        self.anthropic_message = anthropic_message or message
 
     def body(self) -> dict[str, Any]:
         return {
@@ -59,7 +64,7 @@ class ApiError(Exception):
 
     def anthropic_body(self) -> dict[str, Any]:
         error_type = ANTHROPIC_ERROR_TYPES.get(self.status, "api_error")
-        return {"type": "error", "error": {"type": error_type, "message": self.message}}
+        return {"type": "error", "error": {"type": error_type, "message": self.anthropic_message}}
 
 
 def bad_request(message: str, param: str | None = None) -> ApiError:

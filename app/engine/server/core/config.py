@@ -1,7 +1,10 @@
-"""The settings of one ``serve`` run, and the rule that keeps a server off the network by default.
+"""The settings of one ``serve`` run, the limits every request is held to, and the rule that keeps
+a server off the network by default.
 
 A server reachable from other machines hands out compute (and whatever the model knows) to anyone
-who finds the port, so binding anything but a loopback address requires an API key.
+who finds the port, so binding anything but a loopback address requires an API key. The limits
+keep any one request or client from stopping the server for everyone (issue 34): each is refused
+with a 400 naming it, before any work, so they are stated here and in docs/server-api.md.
 """
 
 from __future__ import annotations
@@ -20,6 +23,25 @@ DEFAULT_PORT = 8080
 DEFAULT_QUEUE_SIZE = 16
 DEFAULT_MAX_BODY_MIB = 8
 
+MAX_TOOLS = 256
+"""Tools one request may offer (OpenAI allows 128): a forced call over 10,000 tools took 7 s to
+compile. Their schemas together are held to the grammar compiler's limits
+(:data:`~app.engine.runtime.chat_format.schema_limits.MAX_SCHEMA_VALUES`)."""
+MAX_STOP_STRINGS = 32
+MAX_STOP_CHARACTERS = 512
+"""Stop strings per request (OpenAI allows 4), and the length of each, which bound the text held
+back while a reply streams and the work of watching for them."""
+CHECK_SECONDS = 10.0
+"""How long reading a request's JSON and checking its fields (schemas compiled, tools read) may
+take on the server's checking threads before it is refused; within the limits above it takes well
+under a second."""
+READ_SECONDS = 30.0
+"""How long a client may take to send one request, headers and body."""
+MAX_CONNECTIONS = 256
+MAX_CONNECTIONS_PER_CLIENT = 64
+"""Open connections, in all and per client address (well under the usual 1,024 file
+descriptors); past a cap the oldest connection still sending its request makes room."""
+
 
 @dataclass(frozen=True)
 class ServerConfig:
@@ -32,7 +54,9 @@ class ServerConfig:
     ``max_body_bytes``: larger request bodies get a 413. ``cors_origins``: web origins whose
     pages may call the server from a browser (none by default). ``images``: what a request's
     images may be (whether a model reads them at all is its loaded
-    :attr:`~app.engine.runtime.core.backend.ModelInfo.reads_images`)."""
+    :attr:`~app.engine.runtime.core.backend.ModelInfo.reads_images`).
+    ``allowed_hosts``: names besides the loopback ones a request's ``Host`` may give
+    (:mod:`.request_guard`)."""
 
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
@@ -43,6 +67,7 @@ class ServerConfig:
     max_body_bytes: int = DEFAULT_MAX_BODY_MIB * 2**20
     cors_origins: tuple[str, ...] = ()
     images: ImageRules = field(default_factory=ImageRules)
+    allowed_hosts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_bind(self.host, self.api_key)

@@ -6,7 +6,9 @@ at most every few seconds; a pinned server (``serve --model``) has its one model
 A name that picks no model is the API's 404 (or a 400 for a missing or ambiguous name), naming
 what the server has. Every model asked for gets its own :class:`Scheduler` — requests for
 different models run at once, requests for one model queue — over the shared
-:class:`~app.engine.server.models.pool.ModelPool` (docs/server-api.md#models).
+:class:`~app.engine.server.models.pool.ModelPool` (docs/server-api.md#models). A loaded model's
+prompts are counted in the server's process (:class:`PromptCheck`, over the counter its runner
+opened with it); a model not loaded yet has its prompts measured by its worker once it loads.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from app.engine.chat.memory import RUNTIME_DEFAULT_CONTEXT
+from app.engine.errors import UnrunnableBuildError
 from app.engine.runtime.core.backend import ModelInfo
 from app.engine.runtime.core.request import MAX_DRAFT_DEPTH, GenerationResult
 from app.engine.server.core.api_errors import ApiError, bad_request
 from app.engine.server.core.config import ServerConfig
+from app.engine.server.core.prompt_check import PromptCheck
 from app.engine.server.core.request_fields import RequestDefaults
 from app.engine.server.core.scheduler import JobStatus, Scheduler
 from app.engine.server.models.catalogue import MTP_NONE, Catalogue, ServableModel
@@ -45,6 +49,8 @@ class RequestModel:
     image_refusal: str | None
     """Why the model cannot take images (None when it reads them, or may: a model not loaded
     yet with a projector beside it is asked, and says so if it cannot)."""
+    prompts: PromptCheck | None = None
+    """Counts the model's prompts in the server's process (None until the model is loaded)."""
 
     @property
     def id(self) -> str:
@@ -65,6 +71,7 @@ class ModelDirectory:
         scan: Callable[[], Catalogue] | None = None,
         aliases: Sequence[Alias] = (),
         on_finished: Callable[[GenerationResult], None] | None = None,
+        on_unrunnable: Callable[[UnrunnableBuildError], None] | None = None,
     ) -> None:
         self._catalogue = catalogue
         self._scanned_at = time.monotonic()
@@ -75,6 +82,7 @@ class ModelDirectory:
         self.config = config
         self.aliases = tuple(aliases)
         self._on_finished = on_finished
+        self._on_unrunnable = on_unrunnable
         self._schedulers: dict[str, Scheduler] = {}
         self._leases: dict[str, PoolLease] = {}
         self._lock = threading.Lock()
@@ -121,7 +129,11 @@ class ModelDirectory:
             if scheduler is None:
                 lease = PoolLease(self.pool, model)
                 scheduler = Scheduler(
-                    lease, self.config.queue_size, self._on_finished, model=model.id
+                    lease,
+                    self.config.queue_size,
+                    self._on_finished,
+                    model=model.id,
+                    on_unrunnable=self._on_unrunnable,
                 )
                 self._schedulers[model.id] = scheduler
                 self._leases[model.id] = lease
@@ -129,7 +141,16 @@ class ModelDirectory:
             else:
                 self._leases[model.id].model = model  # a rescan may have new facts about it
         refusal = _image_refusal(model, self.factory.known_info(model.id), self.factory.rules)
-        return RequestModel(model, scheduler, self._defaults(model), refusal)
+        return RequestModel(
+            model, scheduler, self._defaults(model), refusal, self._prompts(model.id)
+        )
+
+    def _prompts(self, model_id: str) -> PromptCheck | None:
+        runner = self.pool.loaded_runner(model_id)
+        if runner is None:
+            return None
+        info = runner.info
+        return PromptCheck(runner.counter, info.context_length, info.path.name)
 
     def _defaults(self, model: ServableModel) -> RequestDefaults:
         info = self.factory.known_info(model.id)

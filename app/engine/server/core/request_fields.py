@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.engine.errors import RuntimeBackendError
+from app.engine.runtime.chat_format.schema_limits import check_schema_size
 from app.engine.runtime.chat_format.tools import NONE
 from app.engine.runtime.core.request import MAX_DRAFT_DEPTH, GenerationRequest
 from app.engine.runtime.sampling.sampler import SamplerSettings
 from app.engine.runtime.speculative.depth_policy import AUTO
 from app.engine.server.core.api_errors import bad_request
+from app.engine.server.core.config import MAX_STOP_CHARACTERS, MAX_STOP_STRINGS, MAX_TOOLS
 from app.engine.server.core.depth import DepthSetting, allowed_depths, deepest
 from app.engine.server.core.echo import clean, echo
 
@@ -29,17 +31,32 @@ RANDOM_SEED = -1  # llama.cpp's convention: a fresh seed per request
 MAX_SEED = 2**64 - 1
 MAX_WHOLE_NUMBER = 2**64 - 1
 RUNTIME_MESSAGE_CHARACTERS = 200
+REASONING_EFFORT = "reasoning_effort"
+"""The template variable gpt-oss's chat template (and others) read."""
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 
 
 @dataclass(frozen=True)
 class ParsedRequest:
-    """What a completion request asks for: the generation, its stop strings and how to reply."""
+    """What a completion request asks for: the generation, its stop strings and how to reply.
+
+    ``max_calls``: the reply ends after this many tool calls (``parallel_tool_calls: false`` is
+    one). ``template_fields``: the request field each of the generation's template variables
+    came from (a 400 names it when the model's template does not read the variable).
+    ``passed_over``: what the request held that the prompt leaves out (a thinking block …),
+    for the request's log line. ``echo``: the reply's text starts with the prompt.
+    ``prompt_field``: the field that holds the conversation (named by a too-long prompt's 400)."""
 
     model: str | None
     generation: GenerationRequest
     stop: tuple[str, ...]
     stream: bool
     include_usage_chunk: bool
+    max_calls: int | None = None
+    template_fields: tuple[tuple[str, str], ...] = ()
+    passed_over: tuple[str, ...] = ()
+    echo: bool = False
+    prompt_field: str = "messages"
 
 
 @dataclass(frozen=True)
@@ -95,7 +112,8 @@ def generation_fields(
 
 
 def stop_strings(body: dict[str, Any], name: str) -> tuple[str, ...]:
-    """``body[name]``: one stop string or a list of them (any number), as a tuple."""
+    """``body[name]``: one stop string or a list of up to :data:`MAX_STOP_STRINGS` of them (each
+    up to :data:`MAX_STOP_CHARACTERS` long), as a tuple."""
     value = body.get(name)
     if value is None:
         return ()
@@ -103,6 +121,19 @@ def stop_strings(body: dict[str, Any], name: str) -> tuple[str, ...]:
     if not isinstance(stops, list) or not all(isinstance(stop, str) and stop for stop in stops):
         raise bad_request(
             f"'{name}' must be a non-empty string or a list of them, got {echo(value)}", name
+        )
+    if len(stops) > MAX_STOP_STRINGS:
+        raise bad_request(
+            f"'{name}' lists {len(stops)} stop strings; this server accepts at most "
+            f"{MAX_STOP_STRINGS}",
+            name,
+        )
+    longest = max(stops, key=len, default="")
+    if len(longest) > MAX_STOP_CHARACTERS:
+        raise bad_request(
+            f"'{name}' holds a stop string of {len(longest):,} characters "
+            f"({echo(longest)}); this server accepts at most {MAX_STOP_CHARACTERS} per string",
+            name,
         )
     return tuple(stops)
 
@@ -160,6 +191,47 @@ def integer(body: dict[str, Any], name: str, default: int) -> int:
             f"'{name}' must be a whole number of at most 20 digits, got {echo(value)}", name
         )
     return value
+
+
+def check_tool_count(tools: list[Any]) -> None:
+    """400 when ``tools`` offers more than :data:`MAX_TOOLS`."""
+    if len(tools) > MAX_TOOLS:
+        raise bad_request(
+            f"'tools' offers {len(tools):,} tools; this server accepts at most {MAX_TOOLS} per "
+            "request",
+            "tools",
+        )
+
+
+def check_schemas(schemas: list[Any], field: str) -> None:
+    """400 naming ``field`` when ``schemas`` together pass the grammar compiler's size limits
+    (checked whether or not they are compiled: the worker renders them into the prompt)."""
+    try:
+        check_schema_size(schemas, f"'{field}'")
+    except RuntimeBackendError as exc:
+        raise bad_request(str(exc), field) from None
+
+
+def reasoning_effort(value: Any, field: str) -> str | None:
+    """The effort a request asks the model's template for (None: the template's default)."""
+    if value is None:
+        return None
+    if value not in REASONING_EFFORTS:
+        raise bad_request(
+            f"'{field}' must be one of {', '.join(REASONING_EFFORTS)}, got {echo(value)}", field
+        )
+    return str(value)
+
+
+def one_call_unless_parallel(body: dict[str, Any]) -> int | None:
+    """``parallel_tool_calls: false`` → the reply ends after one call."""
+    parallel = body.get("parallel_tool_calls")
+    if parallel is not None and not isinstance(parallel, bool):
+        raise bad_request(
+            f"'parallel_tool_calls' must be true or false, got {echo(parallel)}",
+            "parallel_tool_calls",
+        )
+    return 1 if parallel is False else None
 
 
 def parses_calls(request: GenerationRequest) -> bool:

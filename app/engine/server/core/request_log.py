@@ -33,6 +33,8 @@ class RequestLogEntry:
     """``"auto"`` where the depth was chosen each cycle, else the fixed depth (0 = plain)."""
     drafts_per_cycle: float = 0.0
     error: str | None = None
+    passed_over: tuple[str, ...] = ()
+    """What the request held that the prompt left out (``thinking block at messages[1]``)."""
 
     @classmethod
     def for_generation(
@@ -67,6 +69,7 @@ class RequestLogEntry:
         if not isinstance(data, dict) or data.pop("event", None) != LOG_EVENT:
             return None
         data["acceptance_by_depth"] = tuple(data.get("acceptance_by_depth", ()))
+        data["passed_over"] = tuple(data.get("passed_over", ()))
         try:
             return cls(**data)
         except TypeError:
@@ -84,6 +87,8 @@ class RequestLogEntry:
                 line += f" · acceptance {rates}"
             if self.mtp_depth == AUTO:
                 line += f" · depth auto, {self.drafts_per_cycle:.2f} drafts/cycle"
+        if self.passed_over:
+            line += f" · passed over: {', '.join(self.passed_over)}"
         if self.error:
             line += f" · {self.error}"
         return line

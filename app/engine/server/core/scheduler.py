@@ -11,7 +11,8 @@ docs/server-api.md#several-clients). It hands the model back when no job runs or
 between jobs when another model waits for its memory. Each job streams its chunks back to the
 request's event loop. A full queue refuses at once (the handler answers 503 with Retry-After) and
 a cancelled job (its client went away) leaves the queue at once, freeing its place, or is stopped
-if running.
+if running. A worker killed by an illegal instruction fails its job and is reported through
+``on_unrunnable`` (``serve`` stops with it): every later job would crash the same way.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from app.engine.errors import MtpStudioError
+from app.engine.errors import MtpStudioError, UnrunnableBuildError, WorkerStopped
 from app.engine.runtime.core.request import GenerationRequest, GenerationResult, TokenChunk
 from app.engine.runtime.process.client import GenerationStream
 from app.engine.server.models.runner import ModelRunner
@@ -40,10 +41,14 @@ _POLL_SECONDS = 0.5
 
 @dataclass(frozen=True)
 class JobFailed:
-    """The generation could not run: ``user_error`` False means a bug in the server or runtime."""
+    """The generation could not run: ``user_error`` False means a bug in the server or runtime;
+    ``unrunnable``: the inference library cannot run on this machine (the server stops);
+    ``worker_stopped``: the worker process died under it (the next job starts a fresh one)."""
 
     message: str
     user_error: bool
+    unrunnable: bool = False
+    worker_stopped: bool = False
 
 
 JobEvent = TokenChunk | GenerationResult | JobFailed
@@ -100,7 +105,7 @@ class Job:
         request: GenerationRequest,
         loop: asyncio.AbstractEventLoop,
         withdraw: Callable[[Job], None],
-        origin: JobOrigin,
+        origin: JobOrigin = JobOrigin(),
     ) -> None:
         self.request = request
         self.origin = origin
@@ -163,6 +168,7 @@ class Scheduler:
         queue_size: int,
         on_finished: Callable[[GenerationResult], None] | None = None,
         model: str = "",
+        on_unrunnable: Callable[[UnrunnableBuildError], None] | None = None,
     ) -> None:
         self._source = source
         self._queue_size = queue_size
@@ -174,6 +180,7 @@ class Scheduler:
         self._stopping = False
         self._loading = False
         self._on_finished = on_finished
+        self._on_unrunnable = on_unrunnable
         self._recent_seconds: deque[float] = deque(maxlen=RECENT_DURATIONS)
         self._thread = threading.Thread(
             target=self._dispatch, name=f"mtp-studio-scheduler {model}", daemon=True
@@ -293,6 +300,9 @@ class Scheduler:
             return self._source.acquire(
                 still_needed=lambda: self.waiting > 0 and not self._stopping
             )
+        except UnrunnableBuildError as exc:  # the model's worker died by SIGILL while loading
+            self._fail_waiting(JobFailed(str(exc), user_error=True, unrunnable=True))
+            self._report_unrunnable(exc)
         except MtpStudioError as exc:
             self._fail_waiting(JobFailed(str(exc), user_error=True))
         except Exception:
@@ -345,6 +355,13 @@ class Scheduler:
             for chunk in stream:
                 job._post(chunk)
             result = stream.wait()
+        except UnrunnableBuildError as exc:
+            job._post(JobFailed(str(exc), user_error=True, unrunnable=True))
+            self._report_unrunnable(exc)
+            return
+        except WorkerStopped as exc:
+            job._post(JobFailed(str(exc), user_error=False, worker_stopped=True))
+            return
         except MtpStudioError as exc:
             job._post(JobFailed(str(exc), user_error=True))
             return
@@ -354,6 +371,10 @@ class Scheduler:
         if self._on_finished is not None:
             self._on_finished(result)
         job._post(result)
+
+    def _report_unrunnable(self, error: UnrunnableBuildError) -> None:
+        if self._on_unrunnable is not None:
+            self._on_unrunnable(error)
 
     def _join_jobs(self) -> None:
         with self._changed:

@@ -1,6 +1,7 @@
-"""The plumbing both APIs' routes share: the API-key check, the request log, body reading, the
-request's model and its queue, errors in the shape of the API called, and the endpoints that
-belong to neither API (``/health``, ``/metrics``, ``/v1/status``, ``POST /models/unload``).
+"""The plumbing both APIs' routes share: the Host and API-key checks, the request log, body
+reading and checking off the event loop, the request's model, its prompt check and its queue,
+errors in the shape of the API called, and the endpoints that belong to neither API
+(``/health``, ``/metrics``, ``/v1/status``, ``POST /models/unload``).
 
 Each API's routes (:mod:`app.engine.server.openai.routes`,
 :mod:`app.engine.server.anthropic.routes`) hold an :class:`ApiServer` and add their handlers;
@@ -9,10 +10,11 @@ Each API's routes (:mod:`app.engine.server.openai.routes`,
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -20,15 +22,17 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from app.engine.runtime.chat_format.prompting import images_of
 from app.engine.runtime.core.request import GenerationResult
 from app.engine.server.core.api_errors import ApiError, bad_api_key, bad_request, queue_full
-from app.engine.server.core.body import json_body
-from app.engine.server.core.config import ServerConfig
+from app.engine.server.core.body import decode_json, read_body
+from app.engine.server.core.config import CHECK_SECONDS, ServerConfig
 from app.engine.server.core.echo import clean
 from app.engine.server.core.generation_flow import CLIENT_GONE_STATUS, ClientGone
 from app.engine.server.core.images import RequestImages, remote_urls
 from app.engine.server.core.metrics import CONTENT_TYPE, ServerMetrics
 from app.engine.server.core.model_directory import ModelDirectory, RequestModel
+from app.engine.server.core.offload import Offloader
 from app.engine.server.core.remote_images import fetch_images
 from app.engine.server.core.request_fields import ParsedRequest, json_object, model_name
+from app.engine.server.core.request_guard import check_host, check_json_content_type
 from app.engine.server.core.request_log import RequestLogEntry
 from app.engine.server.core.scheduler import Job, JobEvent, JobOrigin, QueueFull
 from app.engine.server.core.server_status import server_status, unload_model
@@ -37,6 +41,7 @@ from app.engine.server.core.waiting_reply import HEADERS_AFTER_SECONDS, Waiting,
 LOGGED_ERROR_CHARACTERS = 300
 Handler = Callable[[Request], Awaitable[Response]]
 OPENAI, ANTHROPIC = "openai", "anthropic"
+T = TypeVar("T")
 
 
 class ApiServer:
@@ -54,6 +59,7 @@ class ApiServer:
         self.metrics = metrics
         self.log = log
         self.started = int(time.time())
+        self.offload = Offloader(CHECK_SECONDS)
 
     # --- plumbing -------------------------------------------------------------------------
 
@@ -63,6 +69,7 @@ class ApiServer:
         async def wrapped(request: Request) -> Response:
             started = time.monotonic()
             try:
+                check_host(request, self.config)
                 if needs_key:
                     self._authorise(request)
                 response = await handler(request)
@@ -107,6 +114,7 @@ class ApiServer:
                 status,
                 time.monotonic() - started,
                 error=error,
+                passed_over=getattr(request.state, "passed_over", ()),
             )
         )
 
@@ -114,21 +122,29 @@ class ApiServer:
         self, request: Request, started: float, result: GenerationResult, reason: str
     ) -> None:
         request.state.logged = True
-        self.log(
-            RequestLogEntry.for_generation(
-                request.method, clean(request.url.path), time.monotonic() - started, result, reason
-            )
+        entry = RequestLogEntry.for_generation(
+            request.method, clean(request.url.path), time.monotonic() - started, result, reason
         )
+        self.log(dataclasses.replace(entry, passed_over=getattr(request.state, "passed_over", ())))
 
     async def body(self, request: Request) -> Any:
-        return await json_body(request, self.config.max_body_bytes)
+        """The JSON body (415 unless sent as JSON), read here and decoded on a checking thread
+        (:mod:`.offload`)."""
+        check_json_content_type(request)
+        raw = await read_body(request, self.config.max_body_bytes)
+        return await self.offload.run(lambda: decode_json(raw))
+
+    async def check(self, parse: Callable[[], T]) -> T:
+        """``parse()`` — reading a body's fields, which may compile schemas, read tools and decode
+        images — on a checking thread, within the time budget."""
+        return await self.offload.run(parse)
 
     async def request_images(self, body: Any) -> RequestImages:
         """The reader of the body's images, with its remote URLs fetched when they are allowed."""
         rules = self.config.images
         if not rules.allow_remote:
             return RequestImages(rules)
-        urls = remote_urls(body)
+        urls = await self.check(lambda: remote_urls(body))
         if len(urls) > rules.max_images:
             raise bad_request(
                 f"the request names {len(urls)} image URLs; a request may hold at most "
@@ -150,11 +166,15 @@ class ApiServer:
         *,
         early: bool = True,
     ) -> tuple[Job, JobEvent | Waiting]:
-        """Queue the generation on its model and wait for its first event (see
+        """Check that the prompt fits (the model's :class:`PromptCheck`, once it is loaded),
+        queue the generation on its model and wait for its first event (see
         :func:`first_or_waiting`); with ``early``, a job still waiting for its turn after
         :data:`HEADERS_AFTER_SECONDS` is handed back as :class:`Waiting` so its reply starts."""
         if target.image_refusal and images_of(parsed.generation.messages):
             raise bad_request(target.image_refusal, "messages")
+        request.state.passed_over = parsed.passed_over
+        if target.prompts is not None:
+            await target.prompts.check_fits(parsed)
         client = request.client
         origin = JobOrigin(
             endpoint, parsed.stream, f"{client.host}:{client.port}" if client else ""

@@ -20,6 +20,7 @@ from app.engine.load_options import LoadOptions
 from app.engine.runtime.backends.choice import MLX, choose_backend
 from app.engine.runtime.core.backend import ModelInfo
 from app.engine.runtime.process.client import RuntimeClient
+from app.engine.runtime.process.prompt_counter import PromptCounter
 from app.engine.server.models.catalogue import ServableModel
 from app.engine.server.models.runner import ModelRunner, WorkerRunner
 
@@ -32,7 +33,8 @@ worker's resident memory is 130-150 MB with its model and caches (bench serve pr
 class LoadRules:
     """What every model is loaded with; ``backend``: ``auto`` for the library (llama.cpp for a
     GGUF, MLX for a folder), or the one ``serve --backend`` names for a pinned model; images:
-    the projector beside each GGUF model unless ``projector`` names one or ``images`` is off."""
+    the projector beside each GGUF model unless ``projector`` names one or ``images`` is off;
+    drafting: the drafter paired with each model unless ``drafter`` names one."""
 
     options: LoadOptions
     threads: int
@@ -44,6 +46,9 @@ class LoadRules:
     GGUF model, if any."""
     images: bool = True
     """False (``--mmproj none``): every model reads text only."""
+    drafter: Path | None = None
+    """The drafter ``--drafter`` names (a pinned model's); None: the one the library pairs with
+    each model, if any."""
 
 
 class RunnerFactory:
@@ -66,10 +71,13 @@ class RunnerFactory:
                 threads=self.rules.threads,
                 max_draft_depth=self.rules.max_draft_depth,
             )
-            images = dataclasses.replace(
-                plan.settings, projector=self.rules.projector, images=self.rules.images
+            settings = dataclasses.replace(
+                plan.settings,
+                projector=self.rules.projector,
+                images=self.rules.images,
+                drafter=self.rules.drafter or plan.settings.drafter,
             )
-            plan = dataclasses.replace(plan, settings=images)
+            plan = dataclasses.replace(plan, settings=settings)
             with self._lock:
                 self._plans[model.id] = plan
         return plan
@@ -95,9 +103,10 @@ class RunnerFactory:
         )
         try:
             info = client.load()
+            counter = PromptCounter(client.choice.name, model.path)
         except BaseException:
             client.close()
             raise
         with self._lock:
             self._infos[model.id] = info
-        return WorkerRunner(client, info, plan)
+        return WorkerRunner(client, info, plan, counter)

@@ -205,6 +205,12 @@ class ModelPool:
         with self._changed:
             return tuple(e.model.id for e in self._entries.values() if e.state == LOADED)
 
+    def loaded_runner(self, model_id: str) -> ModelRunner | None:
+        """The model's runner while it is loaded (None otherwise)."""
+        with self._changed:
+            entry = self._entries.get(model_id)
+            return entry.runner if entry is not None and entry.state == LOADED else None
+
     def held_bytes(self) -> int:
         """The memory estimates of the models loaded or loading."""
         with self._changed:

@@ -7,6 +7,8 @@ generations it can run at once (:attr:`ModelRunner.sequences`) and starts up to 
 one generation at a time (:class:`WorkerRunner`, one sequence); a runner that decodes N sequences
 in one llama.cpp context with continuous batching (issue 32's second half) reports N and hands
 out N streams at once, and nothing above this module changes (docs/server-api.md#several-clients).
+A runner also holds the model's :class:`PromptCounter` (its tokenizer and chat template, opened
+with the model and closed with it), which counts prompts in the server's process.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from app.engine.chat.context_choice import LoadPlan
 from app.engine.runtime.core.backend import ModelInfo
 from app.engine.runtime.core.request import GenerationRequest
 from app.engine.runtime.process.client import GenerationStream, RuntimeClient
+from app.engine.runtime.process.prompt_counter import PromptCounter
 
 
 class ModelRunner(Protocol):
@@ -27,6 +30,11 @@ class ModelRunner(Protocol):
 
     @property
     def plan(self) -> LoadPlan: ...
+
+    @property
+    def counter(self) -> PromptCounter:
+        """Counts the model's prompts without its worker."""
+        ...
 
     @property
     def sequences(self) -> int:
@@ -45,10 +53,13 @@ class ModelRunner(Protocol):
 class WorkerRunner:
     """One inference worker process (:class:`RuntimeClient`): one generation at a time."""
 
-    def __init__(self, client: RuntimeClient, info: ModelInfo, plan: LoadPlan) -> None:
+    def __init__(
+        self, client: RuntimeClient, info: ModelInfo, plan: LoadPlan, counter: PromptCounter
+    ) -> None:
         self._client = client
         self._info = info
         self._plan = plan
+        self._counter = counter
 
     @property
     def info(self) -> ModelInfo:
@@ -57,6 +68,10 @@ class WorkerRunner:
     @property
     def plan(self) -> LoadPlan:
         return self._plan
+
+    @property
+    def counter(self) -> PromptCounter:
+        return self._counter
 
     @property
     def sequences(self) -> int:
@@ -70,4 +85,5 @@ class WorkerRunner:
         return (pid,) if pid is not None else ()
 
     def close(self) -> None:
+        self._counter.close()
         self._client.close()

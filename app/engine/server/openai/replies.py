@@ -12,8 +12,10 @@ import uuid
 from typing import Any
 
 from app.engine.runtime.core.request import GenerationResult
+from app.engine.server.core.generation_flow import Finished
 from app.engine.server.core.mtp_field import MTP_EXTENSION, mtp_extension
 
+TOOL_CALLS_REASON = "tool_calls"
 _FINISH_REASONS = {"stop": "stop", "length": "length", "context": "length", "cancelled": "stop"}
 
 
@@ -21,8 +23,14 @@ def new_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:24]}"
 
 
-def finish_reason(result: GenerationResult, stopped_by_sequence: bool) -> str:
-    return "stop" if stopped_by_sequence else _FINISH_REASONS.get(result.finish_reason, "stop")
+def finish_reason(finished: Finished, *, calls: int = 0, calls_complete: bool = True) -> str:
+    """``tool_calls`` when the reply made calls, ``length`` when its last call was cut off (or
+    the text reached the limit), else ``stop``."""
+    if calls:
+        return TOOL_CALLS_REASON if calls_complete else "length"
+    if finished.stopped_by_sequence:
+        return "stop"
+    return _FINISH_REASONS.get(finished.result.finish_reason, "stop")
 
 
 def usage(result: GenerationResult) -> dict[str, int]:
@@ -60,7 +68,7 @@ def chat_completion(
 def chat_chunk(
     reply_id: str,
     model: str,
-    delta: dict[str, str],
+    delta: dict[str, Any],
     reason: str | None = None,
     result: GenerationResult | None = None,
 ) -> dict[str, Any]:

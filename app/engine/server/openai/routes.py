@@ -5,9 +5,10 @@ as server-sent events) and ``GET /v1/models`` / ``GET /v1/models/{id}``, over th
 A request's ``model`` picks the model that answers (a 404 ``model_not_found`` when it names none
 the server has), and the reply names that model. A reply starts once the generation has
 started, so an error known before any text is an HTTP 4xx — unless the request waits for its
-turn past a moment, when its headers go out at once (:mod:`..core.waiting_reply`). A client that
-disconnects — while queued, mid-stream or while waiting for a whole reply — cancels its
-generation.
+turn past a moment, when its headers go out at once (:mod:`..core.waiting_reply`). Tool calls
+stream as they are written (:mod:`app.engine.server.core.reply_stream`), and a stream silent for
+10 s gets a keep-alive comment; a client that disconnects — while queued, mid-stream or while
+waiting for a whole reply — cancels its generation.
 """
 
 from __future__ import annotations
@@ -20,16 +21,23 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from app.engine.server.core.api_errors import ApiError
-from app.engine.server.core.generation_flow import (
-    CLIENT_GONE_STATUS,
-    Finished,
-    collect,
-    collect_unless_gone,
-    pieces,
+from app.engine.runtime.chat_format.tool_call_events import (
+    ArgumentsPiece,
+    CallEnded,
+    CallStarted,
+    TextPiece,
 )
+from app.engine.server.core.api_errors import ApiError
+from app.engine.server.core.generation_flow import CLIENT_GONE_STATUS, Finished
 from app.engine.server.core.model_directory import RequestModel
-from app.engine.server.core.request_fields import ParsedRequest, parses_calls
+from app.engine.server.core.reply_stream import (
+    KeepAlive,
+    WholeReply,
+    gathered_reply,
+    reply_events,
+    whole_reply,
+)
+from app.engine.server.core.request_fields import ParsedRequest
 from app.engine.server.core.scheduler import Job, JobEvent
 from app.engine.server.core.server import ApiServer
 from app.engine.server.core.waiting_reply import (
@@ -40,9 +48,9 @@ from app.engine.server.core.waiting_reply import (
 from app.engine.server.openai import replies
 from app.engine.server.openai.model_cards import model_card, model_list
 from app.engine.server.openai.parsing import parse_chat_body, parse_completion_body
-from app.engine.server.openai.tool_fields import TOOL_CALLS_REASON, StreamedCalls, whole_message
+from app.engine.server.openai.tool_fields import call_delta, whole_message
 
-Gather = Callable[[Job, tuple[str, ...], JobEvent], Awaitable[tuple[str, Finished]]]
+Gather = Callable[[Job, ParsedRequest, JobEvent], Awaitable[WholeReply]]
 
 
 class OpenAiRoutes:
@@ -76,11 +84,12 @@ class OpenAiRoutes:
         server = self._server
         body = await server.body(request)
         target = await server.model_for(body)
+        defaults = target.defaults
         if chat:
             images = await server.request_images(body)
-            parsed = parse_chat_body(body, target.defaults, images)
+            parsed = await server.check(lambda: parse_chat_body(body, defaults, images))
         else:
-            parsed = parse_completion_body(body, target.defaults)
+            parsed = await server.check(lambda: parse_completion_body(body, defaults))
         endpoint = "chat_completions" if chat else "completions"
         job, first = await server.start(request, parsed, target, endpoint)
         reply_id = replies.new_id("chatcmpl" if chat else "cmpl")
@@ -94,8 +103,8 @@ class OpenAiRoutes:
 
 
 def _unless_gone(request: Request) -> Gather:
-    async def gather(job: Job, stops: tuple[str, ...], first: JobEvent) -> tuple[str, Finished]:
-        return await collect_unless_gone(request, job, stops, first)
+    async def gather(job: Job, parsed: ParsedRequest, first: JobEvent) -> WholeReply:
+        return await whole_reply(request, job, parsed, first)
 
     return gather
 
@@ -125,23 +134,22 @@ class _Reply:
 
     async def gathered(self, first: JobEvent) -> dict[str, Any]:
         """The whole reply after waiting: the stream watches the client."""
-        return await self.whole(first, collect)
+        return await self.whole(first, gathered_reply)
 
     async def whole(self, first: JobEvent, gather: Gather) -> dict[str, Any]:
         parsed, model = self._parsed, self._model
-        text, finished = await gather(self._job, parsed.stop, first)
-        reason = replies.finish_reason(finished.result, finished.stopped_by_sequence)
+        reply = await gather(self._job, parsed, first)
+        reason = replies.finish_reason(
+            reply.finished, calls=len(reply.calls), calls_complete=reply.calls_complete
+        )
+        result = reply.finished.result
         if self._chat:
-            body = replies.chat_completion(self._id, model, text, finished.result, reason)
-            message, called = whole_message(text, parsed.generation)
-            body["choices"][0]["message"] = message
-            if called:
-                reason = body["choices"][0]["finish_reason"] = TOOL_CALLS_REASON
+            body = replies.chat_completion(self._id, model, reply.content, result, reason)
+            body["choices"][0]["message"] = whole_message(reply)
         else:
-            body = replies.text_completion(
-                self._id, model, text, reason, finished.result, whole=True
-            )
-        self._server.log_generation(self._request, self._started, finished.result, reason)
+            text = _echoed(parsed) + reply.content
+            body = replies.text_completion(self._id, model, text, reason, result, whole=True)
+        self._server.log_generation(self._request, self._started, result, reason)
         return body
 
     def stream(self, first: JobEvent | Waiting) -> AsyncIterator[str]:
@@ -166,29 +174,27 @@ class _Reply:
         request, job, parsed, model = self._request, self._job, self._parsed, self._model
         chat, reply_id = self._chat, self._id
         finished: Finished | None = None
+        calls, calls_complete = 0, True
         try:
             if chat:
                 yield _sse(
                     replies.chat_chunk(reply_id, model, {"role": "assistant", "content": ""})
                 )
-            calls = StreamedCalls() if chat and parses_calls(parsed.generation) else None
-            async for piece in pieces(job, parsed.stop, first):
-                if isinstance(piece, Finished):
-                    finished = piece
-                    break
-                if calls is not None:
-                    for delta in calls.feed(piece):
-                        yield _sse(replies.chat_chunk(reply_id, model, delta))
-                elif chat:
-                    yield _sse(replies.chat_chunk(reply_id, model, {"content": piece}))
-                else:
-                    yield _sse(replies.text_completion(reply_id, model, piece))
+            elif parsed.echo:
+                yield _sse(replies.text_completion(reply_id, model, _echoed(parsed)))
+            async for event in reply_events(job, parsed, first):
+                if isinstance(event, Finished):
+                    finished = event
+                elif isinstance(event, KeepAlive):
+                    yield KEEP_ALIVE_COMMENT
+                elif isinstance(event, TextPiece):
+                    yield _sse(_text_chunk(reply_id, model, event.text, chat=chat))
+                elif isinstance(event, CallStarted | ArgumentsPiece):
+                    yield _sse(replies.chat_chunk(reply_id, model, call_delta(event)))
+                elif isinstance(event, CallEnded):
+                    calls, calls_complete = calls + 1, calls_complete and event.complete
             assert finished is not None
-            reason = replies.finish_reason(finished.result, finished.stopped_by_sequence)
-            if calls is not None:
-                for delta in calls.finish():
-                    yield _sse(replies.chat_chunk(reply_id, model, delta))
-                reason = TOOL_CALLS_REASON if calls.had_calls else reason
+            reason = replies.finish_reason(finished, calls=calls, calls_complete=calls_complete)
             result = finished.result
             if chat:
                 yield _sse(replies.chat_chunk(reply_id, model, {}, reason, result))
@@ -207,6 +213,21 @@ class _Reply:
         finally:
             if finished is None:
                 job.cancel()
+
+
+KEEP_ALIVE_COMMENT = ": keep-alive\n\n"
+"""An SSE comment: clients skip it, proxies and timeouts see the stream is alive."""
+
+
+def _text_chunk(reply_id: str, model: str, text: str, *, chat: bool) -> dict[str, Any]:
+    if chat:
+        return replies.chat_chunk(reply_id, model, {"content": text})
+    return replies.text_completion(reply_id, model, text)
+
+
+def _echoed(parsed: ParsedRequest) -> str:
+    """The prompt, when the request asked for it back (``echo``)."""
+    return (parsed.generation.prompt or "") if parsed.echo else ""
 
 
 def _sse(data: dict[str, Any]) -> str:

@@ -1,5 +1,6 @@
 """OpenAI's tool and structured-output fields: ``tools``, ``tool_choice``, ``response_format``,
-tool-call turns in ``messages``, and ``tool_calls`` in replies (whole and streamed).
+tool-call turns in ``messages``, and ``tool_calls`` in replies (whole, and streamed as they are
+written: the call's id and name, then its arguments in pieces).
 
 The fields become the runtime's wire-independent values (:class:`ToolSpec`, :class:`ToolChoice`,
 :class:`OutputConstraint`, :class:`ToolCall`), checked here so that a bad schema or an unknown
@@ -8,9 +9,6 @@ function is a 400 naming the field before anything is generated or streamed.
 
 from __future__ import annotations
 
-import json
-import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from app.engine.errors import RuntimeBackendError
@@ -20,7 +18,7 @@ from app.engine.runtime.chat_format.constraint import (
     json_schema_constraint,
 )
 from app.engine.runtime.chat_format.prompting import ChatMessage
-from app.engine.runtime.chat_format.tool_call_parser import ToolCallStream, parse_reply
+from app.engine.runtime.chat_format.tool_call_events import ArgumentsPiece, CallStarted
 from app.engine.runtime.chat_format.tools import (
     AUTO,
     NONE,
@@ -28,40 +26,19 @@ from app.engine.runtime.chat_format.tools import (
     ToolCall,
     ToolChoice,
     ToolSpec,
-    forced_call_constraint,
 )
-from app.engine.runtime.core.request import GenerationRequest
 from app.engine.server.core.api_errors import bad_request
-from app.engine.server.core.request_fields import parses_calls
-
-_FUNCTION_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-EMPTY_PARAMETERS = {"type": "object", "properties": {}}
-TOOL_CALLS_REASON = "tool_calls"
+from app.engine.server.core.function_tools import checked_tools, function_spec, tool_request_fields
+from app.engine.server.core.reply_stream import WholeReply
+from app.engine.server.core.request_fields import check_tool_count
 
 
 def request_fields(body: dict[str, Any]) -> dict[str, Any]:
     """The :class:`GenerationRequest` fields for the body's ``tools``, ``tool_choice`` and
-    ``response_format`` (only those it sets)."""
-    fields: dict[str, Any] = {}
+    ``response_format`` (only those it sets; see :func:`tool_request_fields`)."""
     tools = _tools(body.get("tools"))
     choice = _tool_choice(body.get("tool_choice"), tools)
-    constraint = _response_format(body.get("response_format"))
-    if tools:
-        fields.update(tools=tools, tool_choice=choice)
-    if constraint is not None:
-        if choice.forces_call:
-            raise bad_request(
-                "'response_format' cannot be combined with a 'tool_choice' that forces a call; "
-                "drop one of them",
-                "response_format",
-            )
-        fields["constraint"] = constraint
-    if choice.forces_call:
-        try:
-            forced_call_constraint(tools, choice)
-        except RuntimeBackendError as exc:
-            raise bad_request(f"'tools': {exc}", "tools") from None
-    return fields
+    return tool_request_fields(tools, choice, _response_format(body.get("response_format")))
 
 
 def _tools(value: Any) -> tuple[ToolSpec, ...]:
@@ -69,6 +46,7 @@ def _tools(value: Any) -> tuple[ToolSpec, ...]:
         return ()
     if not isinstance(value, list):
         raise bad_request("'tools' must be an array of function tools", "tools")
+    check_tool_count(value)
     tools = []
     for index, item in enumerate(value):
         where = f"tools[{index}]"
@@ -82,26 +60,15 @@ def _tools(value: Any) -> tuple[ToolSpec, ...]:
                 f'\'{where}\' must be {{"type": "function", "function": {{"name": ...}}}}',
                 where,
             )
-        name = function.get("name")
-        if not isinstance(name, str) or not _FUNCTION_NAME.match(name):
-            raise bad_request(
-                f"'{where}.function.name' must be 1-64 letters, digits, '_', '.' or '-'",
-                f"{where}.function.name",
+        tools.append(
+            function_spec(
+                function.get("name"),
+                function.get("description"),
+                function.get("parameters"),
+                f"{where}.function",
             )
-        description = function.get("description") or ""
-        if not isinstance(description, str):
-            raise bad_request(f"'{where}.function.description' must be a string", where)
-        parameters = function.get("parameters", EMPTY_PARAMETERS)
-        if not isinstance(parameters, dict):
-            raise bad_request(
-                f"'{where}.function.parameters' must be a JSON schema object",
-                f"{where}.function.parameters",
-            )
-        tools.append(ToolSpec(name, description, json.dumps(parameters)))
-    names = [tool.name for tool in tools]
-    if len(set(names)) != len(names):
-        raise bad_request("'tools' names a function twice; give each function one entry", "tools")
-    return tuple(tools)
+        )
+    return checked_tools(tools)
 
 
 def _tool_choice(value: Any, tools: tuple[ToolSpec, ...]) -> ToolChoice:
@@ -225,40 +192,22 @@ def call_value(call: ToolCall) -> dict[str, Any]:
     }
 
 
-def whole_message(text: str, request: GenerationRequest) -> tuple[dict[str, Any], bool]:
-    """The reply's ``message`` object, and whether it holds tool calls."""
-    if not parses_calls(request):
-        return {"role": "assistant", "content": text}, False
-    reply = parse_reply(text)
-    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
-    if reply.tool_calls:
-        message["tool_calls"] = [call_value(call) for call in reply.tool_calls]
-    return message, bool(reply.tool_calls)
+def whole_message(reply: WholeReply) -> dict[str, Any]:
+    """The reply's ``message`` object: text as ``content`` (null beside calls when there is
+    none), calls as ``tool_calls``."""
+    if not reply.calls:
+        return {"role": "assistant", "content": reply.content}
+    return {
+        "role": "assistant",
+        "content": reply.content.strip() or None,
+        "tool_calls": [call_value(call) for call in reply.calls],
+    }
 
 
-@dataclass
-class StreamedCalls:
-    """Turns streamed text into ``delta`` objects: content as it comes, each call whole (with
-    its index) as soon as its block closes."""
-
-    stream: ToolCallStream = field(default_factory=ToolCallStream)
-    sent: int = 0
-
-    def feed(self, text: str) -> list[dict[str, Any]]:
-        return self._deltas(self.stream.feed(text))
-
-    def finish(self) -> list[dict[str, Any]]:
-        tail, calls = self.stream.finish()
-        self.stream.calls.extend(calls)
-        return self._deltas(tail)
-
-    @property
-    def had_calls(self) -> bool:
-        return self.sent > 0
-
-    def _deltas(self, content: str) -> list[dict[str, Any]]:
-        deltas: list[dict[str, Any]] = [{"content": content}] if content else []
-        for call in self.stream.calls[self.sent :]:
-            deltas.append({"tool_calls": [{"index": self.sent, **call_value(call)}]})
-            self.sent += 1
-        return deltas
+def call_delta(event: CallStarted | ArgumentsPiece) -> dict[str, Any]:
+    """A streamed call's ``delta``: its id and name first, then its arguments in pieces."""
+    if isinstance(event, CallStarted):
+        function = {"name": event.name, "arguments": ""}
+        start = {"index": event.index, "id": event.id, "type": "function", "function": function}
+        return {"tool_calls": [start]}
+    return {"tool_calls": [{"index": event.index, "function": {"arguments": event.text}}]}

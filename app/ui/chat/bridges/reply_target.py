@@ -16,6 +16,7 @@ from app.engine.chat.connections import Connection
 from app.engine.chat.model_files import ModelDescription
 from app.engine.runtime.core.backend import ModelInfo
 from app.ui.chat.widgets.model_bar import ModelBar
+from app.ui.wording import in_window_words
 
 LoadState = Literal["none", "loading", "ready", "failed"]
 """Loading covers a server being checked; failed, a load or a check that failed."""
@@ -56,6 +57,15 @@ class ReplyTarget:
         """A model or server is chosen, and it has not failed."""
         chosen = self.model is not None or self.remote is not None
         return chosen and self.state not in ("none", "failed")
+
+    def pictures_refused(self) -> str | None:
+        """Why the loaded local model reads no pictures, in one line; None when it reads them,
+        while it loads (the load says), and for a server (the server says, as a reply's error)."""
+        info = self.info
+        if self.remote is not None or info is None or info.reads_images:
+            return None
+        reason = info.images_unavailable_reason or f"{info.path.name} reads no pictures"
+        return in_window_words(reason)
 
     def reply_model_name(self) -> str:
         """The name a reply is shown and stored under."""

@@ -9,6 +9,7 @@ be deleted, since the reply is still being written into it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
@@ -18,6 +19,7 @@ from app.engine.chat.conversation import ChatSettings, Conversation, StoredMessa
 from app.engine.chat.export import export_conversation
 from app.engine.chat.history import HistoryStore
 from app.engine.errors import MtpStudioError
+from app.engine.runtime.chat_format.prompting import PlacedImage
 from app.ui.chat.transcript.column import TranscriptView
 from app.ui.chat.widgets.composer import Composer
 from app.ui.chat.widgets.conversation_list import ConversationList
@@ -26,6 +28,8 @@ from app.ui.errors import show_error
 
 BUSY_TIP = "Stop the reply to switch conversations"
 EXPORT_MESSAGE_MS = 8000
+PICTURE_TITLE = "A picture"
+"""The title of a conversation whose first message is pictures alone."""
 
 
 class ConversationControl(QObject):
@@ -99,16 +103,15 @@ class ConversationControl(QObject):
         if self.current is not None:
             self.show(self._store.conversation(self.current.id))
 
-    def add_user_message(self, text: str) -> StoredMessage:
-        """Store ``text`` as the user's next message, in a new conversation (titled after it,
-        with the panel's settings) when none is open."""
+    def add_user_message(self, text: str, images: Sequence[PlacedImage] = ()) -> StoredMessage:
+        """Store ``text`` with ``images`` as the user's next message, in a new conversation
+        (titled after it, with the panel's settings) when none is open."""
         if self.current is None:
-            conversation_id = self._store.create_conversation(
-                title_from(text), self._panel.settings()
-            )
+            title = title_from(text) if text.strip() or not images else PICTURE_TITLE
+            conversation_id = self._store.create_conversation(title, self._panel.settings())
         else:
             conversation_id = self.current.id
-        message = self._store.add_user_message(conversation_id, text)
+        message = self._store.add_user_message(conversation_id, text, images)
         self.current = self._store.conversation(conversation_id)
         self._update_title()
         self.refresh_list()

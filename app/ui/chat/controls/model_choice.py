@@ -8,7 +8,9 @@ first that runs. A model that cannot run says why in the banner and leaves the l
 place; a load failure is shown as the runtime's readable message, in one line with its details
 folded away. A model grafted from the model bar ("Add the MTP head") is opened once its job
 succeeds. An FP8 checkpoint, which mlx-lm cannot load, gets a way forward in the banner: convert
-it here (a job; the copy opens when it is done), or find a converted repo on the Hub.
+it here (a job; the copy opens when it is done), or find a converted repo on the Hub. The vision
+projector a GGUF model reads pictures with is chosen in the model bar
+(:mod:`~app.ui.chat.controls.projector_choice`); another choice loads the model again.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from app.engine.chat.discovery import (
     ModelSources,
     default_model_roots,
     discover_models,
+    with_drafter,
     with_sidecar,
 )
 from app.engine.chat.history import HistoryStore
@@ -38,6 +41,7 @@ from app.ui.chat.bridges.reply_target import ReplyTarget
 from app.ui.chat.bridges.runtime_bridge import RuntimeBridge
 from app.ui.chat.controls.convert_action import ConvertAction
 from app.ui.chat.controls.graft_action import GraftAction
+from app.ui.chat.controls.projector_choice import ProjectorChoice
 from app.ui.chat.controls.remote_controls import RemoteControls
 from app.ui.chat.controls.worker_memory import WorkerMemory
 from app.ui.chat.transcript.column import TranscriptView
@@ -91,6 +95,8 @@ class ModelChoice(QObject):
         self._loaded_with: LoadSettings | None = None
         self._wanted_repo: str | None = None
         self.memory = WorkerMemory(lambda: bridge.worker_pid, bar.set_memory_in_use, self)
+        self.projectors = ProjectorChoice(parent, store, bar.projector_row)
+        self.projectors.changed.connect(self._reload)
         bar.set_load_options(settings.load_options)
         self._connect(bar, graft, convert, bridge)
 
@@ -176,7 +182,8 @@ class ModelChoice(QObject):
 
     def open_model(self, path: Path) -> ModelDescription:
         """Describe, remember and load the GGUF file or model folder at ``path``."""
-        description = with_sidecar(describe_model(Path(path)), self.model_sources())
+        sources = self.model_sources()
+        description = with_drafter(with_sidecar(describe_model(Path(path)), sources), sources)
         if description.problem is None:
             self._store.remember_model(description.path)
         models = [m for m in self._bar.models if m.path != description.path]
@@ -194,9 +201,10 @@ class ModelChoice(QObject):
             else:
                 self._bar.set_load_state(f"Cannot load {model.repo_id or model.name}", error=True)
             return
-        settings = load_settings_for(model, self._app_settings)
+        settings = self.projectors.apply(model, load_settings_for(model, self._app_settings))
         if self._target.loaded_model == model.path and self._loaded_with == settings:
             return
+        self.projectors.show_loading(model)
         self._loaded_with = settings
         self._target.use_local(model)
         self._remote_controls.use_local()
@@ -204,6 +212,12 @@ class ModelChoice(QObject):
         self._banner.hide()
         sidecar = model.sidecar if model.backend is not None and model.backend.name == MLX else None
         self._bridge.load(model.path, settings, sidecar)
+
+    def _reload(self) -> None:
+        """Load the chosen model again (its projector changed), if it is the one in use."""
+        model = self._target.model
+        if model is not None and self._target.remote is None:
+            self.choose_model(model)
 
     def unload(self) -> None:
         """Stop the worker: its memory goes back; choosing a model (or this one) loads again."""
@@ -313,6 +327,7 @@ class ModelChoice(QObject):
         self._target.state = "ready"
         self._transcript.set_speed_model(model.name if model else "", info.path, info.backend)
         self._bar.set_load_state(f"Ready: {info.path.name}")
+        self.projectors.show_loaded(model, info)
         self.memory.follow(True)
         template = model.chat_template if model is not None else None
         self._panel.set_model_capabilities(
@@ -328,6 +343,7 @@ class ModelChoice(QObject):
         self._bar.set_load_state(f"Could not load {name}", error=True)
         self._bar.set_unloadable(False)
         self.memory.follow(False)
+        self.projectors.show_loaded(model, None)
         self.show_problem(message, model.path if model is not None else None)
 
     # -- a way forward ------------------------------------------------------------------------

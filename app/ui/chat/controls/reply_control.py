@@ -5,6 +5,11 @@ Nothing is thrown away: Regenerate adds a version beside the reply (‹ 2/2 ›)
 changed message as a new version beside the original, which keeps what followed it, and "Try MTP
 depth 3" on a reply auto ran without drafts answers again at that depth, as another version.
 
+A message carries the pictures waiting above the message box (placed before its text); an edited
+one keeps the original's pictures unless the editor's were changed; a regenerated reply is asked
+with the same pictures. A model that reads no pictures is not asked about a conversation that
+shows some: the banner says why, in one line.
+
 A reply streams from the worker process (or a remote server) through its bridge as a
 :class:`ReplyTicket`; the :class:`ReplyRecorder` writes it into the history as it streams, so the
 text so far is kept if the reply is stopped, fails, or the app stops. Only one reply streams at
@@ -14,11 +19,12 @@ refused. A reply that fails keeps its partial text and says why under it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QMainWindow
 
+from app.engine.chat.attachments import placed_first
 from app.engine.chat.conversation import (
     ASSISTANT,
     USER,
@@ -28,6 +34,7 @@ from app.engine.chat.conversation import (
 )
 from app.engine.chat.history import HistoryStore
 from app.engine.chat.recorder import ReplyRecorder
+from app.engine.runtime.chat_format.images import ImagePart
 from app.engine.runtime.core.request import GenerationResult
 from app.engine.runtime.speculative.draft_health import DRAFTING_STOPPED
 from app.ui.chat.bridges.remote_bridge import RemoteBridge
@@ -99,14 +106,19 @@ class ReplyControl(QObject):
         return self.ticket is not None
 
     def _send_typed(self, text: str) -> None:
-        if self.send(text):
-            self._composer.editor.clear()
+        if self.send(text, self._composer.attachments.pictures()):
+            self._composer.clear()
 
-    def send(self, text: str) -> bool:
-        """Add ``text`` as the user's message and stream the reply; False when refused."""
-        if self.streaming or not self._can_generate(text):
+    def send(self, text: str, pictures: Sequence[ImagePart] = ()) -> bool:
+        """Add ``text`` with ``pictures`` as the user's message and stream the reply; False
+        when refused."""
+        if self.streaming or not self._can_generate(text, bool(pictures)):
             return False
-        message = self._conversations.add_user_message(text)
+        conversation = self._conversations.current
+        earlier = conversation.messages if conversation is not None else ()
+        if self._pictures_refused(earlier, bool(pictures)):
+            return False
+        message = self._conversations.add_user_message(text, placed_first(pictures))
         self._transcript.add(USER).show_message(message)
         self._start_reply()
         return True
@@ -116,19 +128,38 @@ class ReplyControl(QObject):
         conversation = self._conversations.current
         if self.streaming or conversation is None or not self._can_generate():
             return
-        reply = next((m for m in conversation.messages if m.id == message_id), None)
-        if reply is None or reply.parent_id is None:
+        ids = [m.id for m in conversation.messages]
+        if message_id not in ids:
+            return
+        reply = conversation.messages[ids.index(message_id)]
+        if reply.parent_id is None:
+            return
+        if self._pictures_refused(conversation.messages[: ids.index(message_id)], False):
             return
         self._store.answer_again(reply.parent_id)
         self._conversations.reload()
         self._start_reply()
 
-    def edit_and_resend(self, message_id: int, text: str) -> None:
+    def edit_and_resend(
+        self, message_id: int, text: str, pictures: Sequence[ImagePart] | None = None
+    ) -> None:
         """Send ``text`` as a new version of user message ``message_id`` and answer it; the
-        original and what followed it stay as the other version."""
-        if self.streaming or self._conversations.current is None or not self._can_generate(text):
+        original and what followed it stay as the other version. ``pictures``: the new
+        version's (None, or the original's unchanged: the original's, where they stood)."""
+        conversation = self._conversations.current
+        ids = [m.id for m in conversation.messages] if conversation is not None else []
+        if self.streaming or conversation is None or message_id not in ids:
             return
-        self._store.branch(message_id, text)
+        index = ids.index(message_id)
+        kept = tuple(placed.image for placed in conversation.messages[index].images)
+        if pictures is not None and tuple(pictures) == kept:
+            pictures = None
+        shown = bool(kept if pictures is None else pictures)
+        if not self._can_generate(text, shown):
+            return
+        if self._pictures_refused(conversation.messages[:index], shown):
+            return
+        self._store.branch(message_id, text, None if pictures is None else placed_first(pictures))
         self._conversations.reload()
         self._start_reply()
 
@@ -151,8 +182,8 @@ class ReplyControl(QObject):
             self.ticket.cancel()
             self._window.statusBar().showMessage("Stopping…", STOPPING_MESSAGE_MS)
 
-    def _can_generate(self, text: str = "x") -> bool:
-        if not text.strip():
+    def _can_generate(self, text: str = "x", pictures: bool = False) -> bool:
+        if not text.strip() and not pictures:
             return False
         if not self._target.can_answer:
             self._banner.show_text(
@@ -160,6 +191,15 @@ class ReplyControl(QObject):
             )
             return False
         return True
+
+    def _pictures_refused(self, earlier: Sequence[StoredMessage], pictures: bool) -> bool:
+        """Say why, when the model reads no pictures and the request would carry some: those
+        of the ``earlier`` messages, or new ones (``pictures``)."""
+        refused = self._target.pictures_refused()
+        if refused is not None and (pictures or any(m.images for m in earlier)):
+            self._banner.show_text(refused)
+            return True
+        return False
 
     def _start_reply(self) -> None:
         conversation = self._conversations.current
@@ -224,6 +264,8 @@ class ReplyControl(QObject):
                 self._banner.show_text(NOTHING_TO_COMPARE_TEXT)
                 return None
             context = messages[: last_user + 1]
+        if self._pictures_refused(context, False):
+            return None
         settings = self._panel.settings()
         self.compare_dialog = CompareDialog(self._bridge, settings, tuple(context), self._window)
         self.compare_dialog.plain_finished.connect(self._transcript.record_plain_reply)

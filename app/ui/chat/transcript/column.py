@@ -8,8 +8,9 @@ model's plain replies as its measured plain speed (:meth:`record_plain_reply`) a
 speed to the replies that model wrote, which show their "MTP ×N faster" badge from it.
 
 Its messages' actions come out as the transcript's own signals (``edit_submitted``,
-``regenerate_requested``, ``version_chosen``, ``depth_requested``), so whoever answers them
-connects once, not to every message.
+``attach_to_edit_requested``, ``regenerate_requested``, ``version_chosen``,
+``depth_requested``), so whoever answers them connects once, not to every message. The
+thumbnails of the pictures in its messages are made and kept by its :attr:`thumbnails`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from app.engine.chat.plain_speed import PlainSpeed, PlainSpeedStore, speed_key
 from app.engine.runtime.core.stats import DecodeStats
 from app.ui.chat.transcript.code_block import warm_up_highlighting
 from app.ui.chat.transcript.message_widget import MessageWidget
+from app.ui.thumbnails import Thumbnails
 
 EMPTY_TEXT = (
     "<p style='font-size:15px'><b>Start a conversation</b></p>"
@@ -35,8 +37,10 @@ EMPTY_TEXT = (
 
 
 class TranscriptView(QScrollArea):
-    edit_submitted = Signal(int, str)
-    """A user message was edited: its id and new text."""
+    edit_submitted = Signal(int, str, object)
+    """A user message was edited: its id, new text and pictures (a tuple of ImagePart)."""
+    attach_to_edit_requested = Signal(int)
+    """Pictures should be added to the new version of a user message (its id) being edited."""
     regenerate_requested = Signal(int)
     """The last reply (its id) should be answered again."""
     version_chosen = Signal(int)
@@ -59,6 +63,7 @@ class TranscriptView(QScrollArea):
         self._layout.addWidget(self.empty_label)
         self._layout.addStretch(1)
         self.setWidget(self._column)
+        self.thumbnails = Thumbnails(self)
         self.messages: list[MessageWidget] = []
         self.plain_speeds = PlainSpeedStore.in_app_data()
         self._speed_model = ""
@@ -85,8 +90,9 @@ class TranscriptView(QScrollArea):
         return widgets
 
     def add(self, role: str, model: str = "") -> MessageWidget:
-        widget = MessageWidget(role, model)
+        widget = MessageWidget(role, self.thumbnails, model)
         widget.edit_submitted.connect(self.edit_submitted)
+        widget.attach_to_edit_requested.connect(self.attach_to_edit_requested)
         widget.regenerate_requested.connect(self.regenerate_requested)
         widget.version_chosen.connect(self.version_chosen)
         widget.depth_requested.connect(self.depth_requested)
@@ -96,6 +102,10 @@ class TranscriptView(QScrollArea):
         self.empty_label.hide()
         self._follow = True
         return widget
+
+    def message(self, message_id: int) -> MessageWidget | None:
+        """The widget showing message ``message_id``, if it is shown."""
+        return next((widget for widget in self.messages if widget.message_id == message_id), None)
 
     def remove_from(self, index: int) -> None:
         """Drop the message widgets from ``index`` on (an edited message's old answers)."""

@@ -1,8 +1,10 @@
 """One message in the transcript: who wrote it, its rendered text, its figures and its actions.
 
-A user's message is a tinted bubble on the right; a reply runs the full width under the name
-of the model that wrote it, its code blocks highlighted, each with a Copy button (see
-:mod:`~app.ui.chat.transcript.reply_body`).
+A user's message is a tinted bubble on the right, its pictures as thumbnails above its text
+(a click shows one larger; :mod:`app.ui.picture_tiles`); a reply runs the full width under the
+name of the model that wrote it, its code blocks highlighted, each with a Copy button (see
+:mod:`~app.ui.chat.transcript.reply_body`). Edit changes the text and keeps the pictures, or
+takes some away (their ×) and adds others (**Add pictures…**, ``attach_to_edit_requested``).
 
 A reply that is streaming shows its first text at once (what the user reads as time to first token),
 then re-renders at most every ``RENDER_INTERVAL_MS`` (longer when rendering itself gets slow on a
@@ -55,10 +57,13 @@ from app.engine.chat.figures import (
 )
 from app.engine.chat.history import FAILED_REASON
 from app.engine.chat.plain_speed import PlainSpeed, speedup
+from app.engine.runtime.chat_format.images import ImagePart
 from app.engine.runtime.core.request import GenerationResult
 from app.engine.runtime.core.stats import DecodeStats
 from app.ui.chat.transcript.prompt_figures import prompt_line
 from app.ui.chat.transcript.reply_body import ReplyBody
+from app.ui.picture_tiles import PictureTiles
+from app.ui.thumbnails import Thumbnails
 from app.ui.wording import in_window_words
 
 RENDER_INTERVAL_MS = 60
@@ -73,27 +78,35 @@ BUBBLE_TINT_ALPHA = 46
 RENDER_BUDGET_SHARE = 0.25
 """A re-render may use at most this share of the GUI thread while a reply streams."""
 INTERRUPTED_TEXT = "Interrupted: the app stopped while this reply was being written."
+PICTURE_SIDE = 160
+"""The longest side of a sent picture's thumbnail in the transcript, in pixels."""
 
 
 class MessageWidget(QFrame):
     """Shows one message; a streaming reply is fed with :meth:`append` and closed with
     :meth:`finish` or :meth:`fail`.
 
-    Signals: ``edit_submitted(id, text)``, ``regenerate_requested(id)``, ``version_chosen(id)``
-    (‹ › between a message's versions) and ``depth_requested(id, depth)`` ("Try MTP depth 3" on
-    a reply auto ran without drafts)."""
+    Signals: ``edit_submitted(id, text, pictures)``, ``attach_to_edit_requested(id)``,
+    ``regenerate_requested(id)``, ``version_chosen(id)`` (‹ › between a message's versions) and
+    ``depth_requested(id, depth)`` ("Try MTP depth 3" on a reply auto ran without drafts)."""
 
-    edit_submitted = Signal(int, str)
+    edit_submitted = Signal(int, str, object)
+    attach_to_edit_requested = Signal(int)
     regenerate_requested = Signal(int)
     version_chosen = Signal(int)
     depth_requested = Signal(int, int)
 
-    def __init__(self, role: str, model: str = "", parent: QWidget | None = None) -> None:
+    def __init__(
+        self, role: str, thumbnails: Thumbnails, model: str = "", parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
         self.role = role
         self.model = model
         self.message_id = 0
         self.versions: tuple[int, ...] = ()
+        self._thumbnails = thumbnails
+        self.pictures = PictureTiles(thumbnails, PICTURE_SIDE)
+        self.pictures.setObjectName("messagePictures")
         self.setObjectName("userMessage" if role == USER else "assistantMessage")
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.header = QLabel(f"<b>{html.escape(model) if model else 'Assistant'}</b>")
@@ -101,7 +114,7 @@ class MessageWidget(QFrame):
         self.header.setTextFormat(Qt.TextFormat.RichText)
         self.header.setVisible(role == ASSISTANT)
         self.body = ReplyBody()
-        self.bubble = Bubble(self.body) if role == USER else None
+        self.bubble = Bubble(self.body, self.pictures) if role == USER else None
         self._build_figures()
         self._build_actions()
         self.edit_area: QWidget | None = None  # built on the first Edit
@@ -227,6 +240,8 @@ class MessageWidget(QFrame):
         """Show a stored message (a finished, failed or interrupted one) and its versions."""
         self.message_id = message.id
         self._text = message.content
+        self.pictures.set_pictures([placed.image for placed in message.images])
+        self.body.setVisible(bool(message.content) or message.role == ASSISTANT)
         self._render()
         self.show_versions(message.versions)
         if message.role != ASSISTANT:
@@ -391,6 +406,7 @@ class MessageWidget(QFrame):
             self._build_editor()
         assert self.edit_area is not None
         self.editor.setPlainText(self._text)
+        self.edit_pictures.set_pictures(self.pictures.pictures())
         (self.bubble or self.body).hide()
         self.edit_area.show()
         self.editor.setFocus()
@@ -408,23 +424,39 @@ class MessageWidget(QFrame):
         self.save_edit_button.clicked.connect(self._submit_edit)
         self.cancel_edit_button = QPushButton("Cancel")
         self.cancel_edit_button.clicked.connect(self._end_edit)
+        self.edit_pictures = PictureTiles(self._thumbnails, PICTURE_SIDE // 2, removable=True)
+        self.add_pictures_button = QPushButton("Add pictures…")
+        self.add_pictures_button.setToolTip(
+            "Add pictures to the new version (take the old ones away with their ×)"
+        )
+        self.add_pictures_button.clicked.connect(
+            lambda: self.attach_to_edit_requested.emit(self.message_id)
+        )
         edit_buttons = QHBoxLayout()
+        edit_buttons.addWidget(self.add_pictures_button)
         edit_buttons.addStretch(1)
         edit_buttons.addWidget(self.cancel_edit_button)
         edit_buttons.addWidget(self.save_edit_button)
         self.edit_area = QWidget()
         edit_layout = QVBoxLayout(self.edit_area)
         edit_layout.setContentsMargins(0, 0, 0, 0)
+        edit_layout.addWidget(self.edit_pictures)
         edit_layout.addWidget(self.editor)
         edit_layout.addLayout(edit_buttons)
         self._layout.insertWidget(self._edit_at, self.edit_area)
 
+    def add_edit_picture(self, picture: ImagePart) -> None:
+        """A picture read for the version being edited."""
+        if self.edit_area is not None and self.edit_area.isVisible():
+            self.edit_pictures.add(picture)
+
     def _submit_edit(self) -> None:
         text = self.editor.toPlainText().strip()
-        if not text:
+        pictures = self.edit_pictures.pictures()
+        if not text and not pictures:
             return
         self._end_edit()
-        self.edit_submitted.emit(self.message_id, text)
+        self.edit_submitted.emit(self.message_id, text, pictures)
 
     def _end_edit(self) -> None:
         if self.edit_area is not None:
@@ -434,10 +466,13 @@ class MessageWidget(QFrame):
 
 class Bubble(QFrame):
     """A user's message: a rounded box tinted with the palette's highlight colour, as wide as
-    its text up to ``BUBBLE_WIDTH_SHARE`` of the transcript."""
+    its text (or its row of pictures) up to ``BUBBLE_WIDTH_SHARE`` of the transcript."""
 
-    def __init__(self, body: ReplyBody, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, body: ReplyBody, pictures: PictureTiles, parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
+        self._pictures = pictures
         self.setObjectName("userBubble")
         self.setMinimumWidth(BUBBLE_MIN_WIDTH)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
@@ -445,11 +480,14 @@ class Bubble(QFrame):
         layout.setContentsMargins(
             BUBBLE_PADDING, BUBBLE_PADDING // 2, BUBBLE_PADDING, BUBBLE_PADDING // 2
         )
+        layout.addWidget(pictures)
         layout.addWidget(body)
 
     def fit(self, text: str, available: int) -> None:
         metrics = QFontMetrics(self.font())
         natural = max((metrics.horizontalAdvance(line) for line in text.splitlines()), default=0)
+        if self._pictures.tiles:
+            natural = max(natural, len(self._pictures.tiles) * (PICTURE_SIDE + 6 + 6))
         wanted = natural + 2 * BUBBLE_PADDING + BUBBLE_SLACK
         self.setMaximumWidth(
             max(min(wanted, int(available * BUBBLE_WIDTH_SHARE)), BUBBLE_MIN_WIDTH)

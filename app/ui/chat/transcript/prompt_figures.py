@@ -1,6 +1,7 @@
 """The prompt line of a reply's Details: how many prompt tokens the reply started from, how many
 of them were reused from the state the runtime kept since earlier turns, and how long computing
-the rest took.
+the rest took; and how many pictures went through the vision encoder for it (none when the picture
+was already in the kept state: a follow-up or a regenerated reply about the same picture).
 
 Reuse is why a long conversation can answer its next message at once: only the new message runs
 through the model (``DecodeStats.prompt_computed_tokens``), the rest was kept
@@ -25,6 +26,9 @@ def prompt_line(stats: DecodeStats) -> str | None:
     if stats.mode == REMOTE_MODE:
         return f"{prompt} ({REMOTE_REUSE_UNKNOWN})"
     computed_in = f"in {stats.prefill_seconds * 1000:,.0f} ms"
+    encoded = stats.prompt_images_encoded
+    if encoded > 0:
+        computed_in += f" ({encoded} picture{'s' if encoded > 1 else ''} encoded)"
     if stats.prompt_reused_tokens <= 0:
         return f"{prompt}, all computed {computed_in}"
     return (

@@ -3,9 +3,10 @@
 One row holds what is done most: the side panels' toggles (conversations, settings), the picker,
 Open (a GGUF file, a model folder, or look again), Unload, and the load state with the memory the
 inference worker holds ("RAM in use"). Under it, the chosen model's info line (see
-:mod:`~app.ui.chat.widgets.model_text`), the offer to add an MTP head, and the backend line (CPU /
-CUDA / Metal; the reason in full when a better accelerator exists but is not used, else in its
-tooltip). Everything wraps or elides, so the strip fits a window of 800 px.
+:mod:`~app.ui.chat.widgets.model_text`), the pictures line with its vision projector (see
+:mod:`~app.ui.chat.widgets.projector_row`), the offer to add an MTP head, and the backend line
+(CPU / CUDA / Metal; the reason in full when a better accelerator exists but is not used, else in
+its tooltip). Everything wraps or elides, so the strip fits a window of 800 px.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from app.ui.chat.widgets.model_text import (
     item_text,
     sidecar_label,
 )
+from app.ui.chat.widgets.projector_row import ProjectorRow
 from app.ui.icons import icon
 from app.ui.look.tones import tone_color, tone_style
 from app.ui.wording import in_window_words
@@ -163,6 +165,7 @@ class ModelBar(QWidget):
         self.info.setTextFormat(Qt.TextFormat.RichText)
         self.info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.info.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.projector_row = ProjectorRow()
         self.backend = QLabel(self._accelerator_text)
         self.backend.setObjectName("backendIndicator")
         self.backend.setWordWrap(True)
@@ -188,8 +191,9 @@ class ModelBar(QWidget):
         layout.addLayout(top, 0, 0)
         layout.addLayout(status, 1, 0)
         layout.addWidget(self.info, 2, 0)
-        layout.addWidget(self.graft_button, 3, 0, Qt.AlignmentFlag.AlignLeft)
-        layout.addWidget(self.backend, 4, 0)
+        layout.addWidget(self.projector_row, 3, 0)
+        layout.addWidget(self.graft_button, 4, 0, Qt.AlignmentFlag.AlignLeft)
+        layout.addWidget(self.backend, 5, 0)
 
     @property
     def models(self) -> list[ModelDescription]:
@@ -362,6 +366,7 @@ class ModelBar(QWidget):
         self._remote = connection
         self._shown = None
         self._update_graft_button()
+        self.projector_row.hide()  # the server reads pictures with its own projector, or not
         self.info.setText(
             f"Remote server {html.escape(connection.name)} · model "
             f"{html.escape(model or connection.model or 'the server’s first')} · key "

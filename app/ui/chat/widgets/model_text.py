@@ -1,6 +1,6 @@
 """How the model bar words a model: its picker entry and its info line (size, architecture, MTP
-heads or the paired sidecar, the memory estimate for the load options in Settings with a "fits
-your machine" hint, and the context it gets and why).
+heads or the paired sidecar or drafter model, the memory estimate for the load options in Settings
+with a "fits your machine" hint, and the context it gets and why).
 """
 
 from __future__ import annotations
@@ -61,6 +61,8 @@ def describe_html(
         parts.append(f"MTP heads: {model.mtp_blocks} block(s) ✓")
     elif model.mtp_blocks:
         parts.append(f"MTP heads: {model.mtp_blocks} block(s), unusable here")
+    elif model.drafter is not None:
+        parts.append(f"MTP: drafter {format_bytes(model.drafter_bytes)} ✓")
     else:
         parts.append("MTP heads: none")
     plan = plan_load(model, options or LoadOptions(), memory_bytes=memory_bytes)
@@ -89,6 +91,8 @@ def describe_html(
     if model.sidecar is not None:
         note = f" — {LLAMA_CPP_SIDECAR_NOTE}" if model.kind == GGUF else ""
         lines.append(f"Sidecar paired: {html.escape(str(model.sidecar))}{html.escape(note)}")
+    elif model.drafter is not None:
+        lines.append(f"Drafter paired: {html.escape(str(model.drafter))}")
     elif model.mtp_note is not None and model.runnable:
         note = html.escape(in_window_words(model.mtp_note))
         lines.append(f"<span style='{tone_style('warning')}'>{note}</span>")

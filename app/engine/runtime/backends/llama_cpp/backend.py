@@ -9,7 +9,9 @@ facade that implements :class:`DecodeBackend`; the work is in rooms of their own
   file has a head: an MTP context on a model loaded without it aborts the process) and makes the
   contexts; :mod:`.contexts` wraps one context (decode, logits and hidden rows, memory, states);
 - :mod:`.vocab` is the vocabulary, the chat template and the grammar tokenizer;
-- :mod:`.drafter` is what drafts, :mod:`.mtp_head` the model's own MTP head as one;
+- :mod:`.drafter` is what drafts: :mod:`.mtp_head` the model's own MTP head, or
+  :mod:`.gemma4_assistant` a separate drafter model (Gemma 4's assistant, docs/drafters.md) found
+  beside the model or named by ``LoadSettings.drafter``, whose context reads the target's cache;
 - :mod:`.kept_states` keeps states between requests for prefix reuse, per lane;
 - :mod:`.decode` runs requests: prefill, step, draft, verify, rollback;
 - :mod:`.image_input` holds a vision model's projector (:mod:`.images`) and the images prepared
@@ -22,6 +24,11 @@ export (``masked=True``) looks right for the draft, but in this llama.cpp the MT
 export copies the *first* n_outputs rows of the batch, which is the wrong row as soon as a batch
 carries queued rows before the drafting row (checked: for a 3-row batch whose last row is the
 output, the masked export holds row 0's state); unmasked export has every row at its batch index.
+
+A model without an MTP head of its own keeps only the window in its sliding-window layers
+(``swa_full`` off, as llama-server runs them: the whole context's KV for every sliding layer
+otherwise) and so, like a recurrent trunk, resumes a prompt further back than the window only
+from a checkpoint (:mod:`.kept_states`); rolling back a few rejected drafts stays a plain trim.
 
 A request decoded without drafts (``prefill(..., with_mtp=False)``) runs on a second target
 context with no recurrent-state snapshots and no hidden-state export: keeping snapshots makes
@@ -41,12 +48,16 @@ import llama_cpp
 import llguidance
 import numpy as np
 
+from app.engine.drafter.facts import DRAFTER_REASON, is_drafter_architecture
+from app.engine.drafter.pairing import DrafterMatch, choose_drafter, may_take_drafter
 from app.engine.errors import RuntimeBackendError
 from app.engine.load_options import LoadOptions, load_options_problem
 from app.engine.runtime.backends.gguf_info import GgufSummary, read_gguf_summary
 from app.engine.runtime.backends.llama_cpp.batch import NumpyBatch
 from app.engine.runtime.backends.llama_cpp.contexts import LlamaContext
 from app.engine.runtime.backends.llama_cpp.decode import Decoder
+from app.engine.runtime.backends.llama_cpp.drafter import Drafter
+from app.engine.runtime.backends.llama_cpp.gemma4_assistant import open_gemma4_assistant
 from app.engine.runtime.backends.llama_cpp.image_input import ImageInput
 from app.engine.runtime.backends.llama_cpp.images import VisionProjector
 from app.engine.runtime.backends.llama_cpp.kept_states import KeptLanes, Lane
@@ -55,6 +66,7 @@ from app.engine.runtime.backends.llama_cpp.model import (
     BATCH_SIZE,
     DEFAULT_CONTEXT,
     LlamaModel,
+    cpu_variant_name,
     initialise_once,
     machine_fingerprint,
 )
@@ -81,6 +93,7 @@ class LlamaCppBackend(DecodeBackend):
         initialise_once()
         self._path = Path(path)
         self._model: LlamaModel | None = None
+        self._drafter_model: LlamaModel | None = None
         self._contexts: list[LlamaContext] = []
         self._images: ImageInput | None = None
         try:
@@ -100,10 +113,14 @@ class LlamaCppBackend(DecodeBackend):
         )
         if problem is not None:
             raise RuntimeBackendError(problem)
-        mtp_reason = summary.mtp_unavailable_reason
+        drafter_match = self._drafter_for(summary, settings)
+        own_head = summary.mtp_unavailable_reason is None
+        mtp_reason = self._mtp_reason(summary, drafter_match)
         model = self._model = LlamaModel(
-            self._path, summary, load_mtp=mtp_reason is None, gpu_layers=settings.gpu_layers
+            self._path, summary, load_mtp=own_head, gpu_layers=settings.gpu_layers
         )
+        # The own head's cache takes no checkpoints: its model keeps every position (see above).
+        self._swa_full = own_head
         self._vocab = LlamaVocab(model.vocab, model.vocab_size, summary.chat_template)
         trained = model.trained_context
         self._context_size = settings.context_length or min(
@@ -120,7 +137,11 @@ class LlamaCppBackend(DecodeBackend):
         )
         target = self._new_context(rollback_depth=depth)
         batch = NumpyBatch(BATCH_SIZE, model.width)
-        drafter, mtp_reason = self._open_drafter(target, batch, mtp_reason)
+        if drafter_match.path is not None:
+            drafter, mtp_reason = self._open_separate_drafter(drafter_match.path, target)
+        else:
+            drafter, mtp_reason = self._open_drafter(target, batch, mtp_reason)
+        drafter_path = drafter_match.path if drafter is not None else None
         images_reason = self._open_projector(settings)
         self.info = ModelInfo(
             path=self._path,
@@ -129,17 +150,19 @@ class LlamaCppBackend(DecodeBackend):
             vocab_size=model.vocab_size,
             context_length=target.size,
             embedding_length=model.width,
-            mtp_layers=summary.nextn_layers,
+            mtp_layers=self._drafter_layers() if drafter_path else summary.nextn_layers,
             max_draft_depth=depth if mtp_reason is None else 0,
             mtp_unavailable_reason=mtp_reason,
             has_chat_template=summary.chat_template is not None,
             projector=settings.projector if self._images is not None else None,
             images_unavailable_reason=images_reason,
+            drafter=drafter_path,
+            cpu_variant=cpu_variant_name(),
         )
         drafting = Lane("drafting", target, drafter, self._zero_hidden())
         kept = KeptLanes(
             settings.state_cache_mib * 1024 * 1024,
-            recurrent=model.recurrent,
+            recurrent=model.recurrent or (model.sliding_window > 0 and not self._swa_full),
             model_name=self._path.name,
         )
         plain = drafting if depth == 0 else None  # no snapshots anyway: share the one context
@@ -161,13 +184,62 @@ class LlamaCppBackend(DecodeBackend):
             flash_attention=self._settings.flash_attention,
             rollback_depth=rollback_depth,
             reads=reads,
+            swa_full=self._swa_full,
         )
         self._contexts.append(context)
         return context
 
+    def _drafter_for(self, summary: GgufSummary, settings: LoadSettings) -> DrafterMatch:
+        """The separate drafter this model drafts with (checked against it, one line when it
+        does not fit), or none: a model with its own MTP head looks for none."""
+        if is_drafter_architecture(summary.architecture):
+            raise RuntimeBackendError(
+                DRAFTER_REASON.format(name=self._path.name, architecture=summary.architecture)
+            )
+        if settings.drafter is None and (
+            summary.nextn_layers > 0 or not may_take_drafter(summary.architecture)
+        ):
+            return DrafterMatch(None)
+        return choose_drafter(self._path, settings.drafter)
+
+    def _mtp_reason(self, summary: GgufSummary, match: DrafterMatch) -> str | None:
+        """Why the model cannot draft (None: its own head or a drafter will)."""
+        if match.path is not None:
+            return None
+        if summary.nextn_layers == 0 and may_take_drafter(summary.architecture):
+            return match.note or (
+                f"{self._path.name} drafts with a separate drafter model and none was found "
+                "beside it (a gemma4-assistant GGUF in its folder or an MTP/ subfolder), so "
+                "decoding runs autoregressively; pass --drafter FILE to name one"
+            )
+        return summary.mtp_unavailable_reason
+
+    def _open_separate_drafter(
+        self, path: Path, target: LlamaContext
+    ) -> tuple[Drafter | None, str | None]:
+        """The drafter model at ``path`` bound to ``target``, or None and why not."""
+        try:
+            self._drafter_model, drafter = open_gemma4_assistant(
+                path,
+                target,
+                threads=self._threads,
+                kv_cache_type=self._settings.kv_cache_type,
+                flash_attention=self._settings.flash_attention,
+                swa_full=self._swa_full,
+                gpu_layers=self._settings.gpu_layers,
+            )
+        except RuntimeBackendError as exc:
+            return None, f"{exc}; decoding runs autoregressively"
+        self._contexts.append(drafter.context)
+        return drafter, None
+
+    def _drafter_layers(self) -> int:
+        assert self._drafter_model is not None
+        return llama_cpp.llama_model_n_layer_nextn(self._drafter_model.pointer)
+
     def _open_drafter(
         self, target: LlamaContext, batch: NumpyBatch, mtp_reason: str | None
-    ) -> tuple[MtpHeadDrafter | None, str | None]:
+    ) -> tuple[Drafter | None, str | None]:
         """The MTP head's drafter, or None and why decoding runs autoregressively."""
         assert self._model is not None
         if mtp_reason is None and self._model.input_width != self._model.width:
@@ -228,9 +300,10 @@ class LlamaCppBackend(DecodeBackend):
         for context in reversed(self._contexts):
             context.close()
         self._contexts = []
-        if self._model is not None:
-            self._model.close()
-        self._model = None
+        for model in (self._drafter_model, self._model):
+            if model is not None:
+                model.close()
+        self._model = self._drafter_model = None
 
     # --- text -------------------------------------------------------------------------------
 

@@ -4,8 +4,14 @@ Loading reads the file's ``{arch}.nextn_predict_layers`` first (``gguf_info``) a
 block (``load_mtp``) only when it is there: an MTP context on a model loaded without it aborts the
 process. Contexts come in three roles (docs/architecture.md#the-llamacpp-backend): the drafting
 target keeps ``n_rs_seq`` recurrent-state snapshots so a hybrid trunk can roll back a rejected
-draft; the MTP head's context (``LLAMA_CONTEXT_TYPE_MTP``, ``ctx_other`` = the target) runs the
-nextn block; a plain target keeps no snapshots."""
+draft; a drafter's context (``LLAMA_CONTEXT_TYPE_MTP``, ``ctx_other`` = the target) runs the
+nextn block of the same model or a separate drafter model (docs/drafters.md); a plain target keeps
+no snapshots.
+
+A sliding-window (SWA) layer's cache holds the window plus one batch, unless ``swa_full`` keeps
+every position (llama.cpp's default, which costs the whole context's KV for every sliding layer);
+with the window only, a state is cut back only within the window and a prompt resumes further
+back from a checkpoint of the window's cache (as llama-server does)."""
 
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ from app.engine.learned_state import cpu_name
 from app.engine.runtime.backends.gguf_info import GgufSummary
 from app.engine.runtime.backends.llama_cpp import log as llama_cpp_log
 from app.engine.runtime.backends.llama_cpp.contexts import LlamaContext
+from app.engine.runtime.backends.llama_cpp.cpu_backends import CpuVariant, load_installed
 
 BACKEND_NAME = "llama.cpp"
 DEFAULT_CONTEXT = 4096
@@ -38,15 +45,23 @@ FLASH_ATTENTION_MODES = {
 }
 
 _backend_initialised = False
+_cpu_variant: CpuVariant | None = None
 
 
 def initialise_once() -> None:
-    """Route llama.cpp's log to our sink and initialise its backends (once per process)."""
-    global _backend_initialised
+    """Route llama.cpp's log to our sink, load a portable build's CPU variant and initialise its
+    backends (once per process)."""
+    global _backend_initialised, _cpu_variant
     if not _backend_initialised:
         llama_cpp_log.install()
+        _cpu_variant = load_installed()
         llama_cpp.llama_backend_init()
         _backend_initialised = True
+
+
+def cpu_variant_name() -> str | None:
+    """The CPU code a portable build picked (None: a native build, or not initialised yet)."""
+    return _cpu_variant.name if _cpu_variant is not None else None
 
 
 def machine_fingerprint(threads: int, gpu_layers: int, clock: str) -> str:
@@ -90,6 +105,7 @@ class LlamaModel:
         self.width = llama_cpp.llama_model_n_embd_out(self.pointer)
         self.input_width = llama_cpp.llama_model_n_embd_inp(self.pointer)
         self.trained_context = llama_cpp.llama_model_n_ctx_train(self.pointer)
+        self.sliding_window = llama_cpp.llama_model_n_swa(self.pointer)
         self.recurrent = bool(
             llama_cpp.llama_model_is_recurrent(self.pointer)
             or llama_cpp.llama_model_is_hybrid(self.pointer)
@@ -104,9 +120,12 @@ class LlamaModel:
         flash_attention: str,
         rollback_depth: int = 0,
         reads: LlamaContext | None = None,
+        swa_full: bool = True,
     ) -> LlamaContext:
         """A target context keeping ``rollback_depth`` recurrent-state snapshots or, with
-        ``reads`` (the target), an MTP context whose nextn block reads that target."""
+        ``reads`` (the target), an MTP context that reads that target (this model's nextn
+        block, or this model when it is a separate drafter); ``swa_full`` False keeps only the
+        window in sliding-window layers (a drafter reading a target must match the target)."""
         params = llama_cpp.llama_context_default_params()
         params.n_ctx = size
         params.n_batch = BATCH_SIZE
@@ -117,6 +136,7 @@ class LlamaModel:
         params.no_perf = True
         params.type_k = params.type_v = KV_CACHE_TYPES[kv_cache_type]
         params.flash_attn_type = FLASH_ATTENTION_MODES[flash_attention]
+        params.swa_full = swa_full
         if reads is None:
             params.n_rs_seq = rollback_depth
         else:

@@ -6,7 +6,11 @@ trunk runs unpatched: hidden = ``model.model(tokens, cache)``, logits = its ``lm
 embedding). The head (:mod:`~app.engine.runtime.backends.mlx.heads`) comes from a sidecar or the
 folder's own ``mtp.*`` tensors (:mod:`~app.engine.runtime.backends.mlx.sidecar`); when there is
 none, or it does not fit, the model decodes plainly and ``ModelInfo.mtp_unavailable_reason`` says
-why. This module is the :class:`DecodeBackend` facade; drafting is in
+why. A Gemma 4 target drafts instead with its separate drafter model
+(:mod:`~app.engine.runtime.backends.mlx.gemma4_drafting`; ``LoadSettings.drafter``, else the
+drafter folder beside it), and then keeps its sliding-window layers un-rotated so a rejected draft
+can be cut back. The logits are the text model's own: the final soft-capping applied where the
+model has it. This module is the :class:`DecodeBackend` facade; drafting is in
 :mod:`~app.engine.runtime.backends.mlx.drafting`, prefix reuse in
 :mod:`~app.engine.runtime.backends.mlx.conversations`, the trunk's cache moves in
 :mod:`~app.engine.runtime.backends.mlx.trunk_caches`.
@@ -29,7 +33,7 @@ batch instead).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,10 +43,14 @@ import mlx.core as mx
 import numpy as np
 from mlx_lm.models.cache import make_prompt_cache
 
+from app.engine.drafter.facts import DRAFTER_REASON
+from app.engine.drafter.pairing import DrafterMatch, choose_drafter, may_take_drafter
 from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.backends.mlx import trunk_caches
 from app.engine.runtime.backends.mlx.conversations import Conversations
-from app.engine.runtime.backends.mlx.drafting import HeadDrafter
+from app.engine.runtime.backends.mlx.drafting import Drafting, HeadDrafter
+from app.engine.runtime.backends.mlx.gemma4_drafter import load_drafter
+from app.engine.runtime.backends.mlx.gemma4_drafting import Gemma4Drafting, unrotated_caches
 from app.engine.runtime.backends.mlx.heads import MtpHead
 from app.engine.runtime.backends.mlx.kept_states import Checkpoint, Conversation, KeptStates
 from app.engine.runtime.backends.mlx.sidecar import (
@@ -118,19 +126,27 @@ class MlxBackend(DecodeBackend):
         per-token capture is tested against)."""
         self._path = Path(path)
         model_type = model_type_of(self._path)
+        if model_type == "gemma4_assistant":
+            raise RuntimeBackendError(
+                DRAFTER_REASON.format(name=self._path.name, architecture=model_type)
+            )
+        drafter_match = self._drafter_for(model_type, settings)
         self._model, tokenizer = _load_trunk(self._path)
         self._text = HfText(tokenizer._tokenizer, set(tokenizer.eos_token_ids))
         self._grammar_tokenizer: llguidance.LLTokenizer | None = None
         text_model = getattr(self._model, "language_model", self._model)
         args = text_model.args
-        self._trunk = self._model.model
+        self._trunk = text_model.model
         if getattr(args, "tie_word_embeddings", False) or "lm_head" not in text_model:
             self._project = self._trunk.embed_tokens.as_linear
         else:
             self._project = text_model.lm_head
-        head, reason = self._open_head(model_type, sidecar, args.num_hidden_layers)
-        self._drafter = HeadDrafter(head, args.vocab_size) if head is not None else None
-        caches = make_prompt_cache(self._model)
+        self._softcap = getattr(args, "final_logit_softcapping", None)
+        self._drafter, reason, draft_layers = self._open_drafter(
+            drafter_match, text_model, model_type, sidecar
+        )
+        make_caches = self._cache_maker()
+        caches = make_caches()
         self._reusable = all(trunk_caches.is_recurrent(c) or trunk_caches.is_kv(c) for c in caches)
         wrappers = wrap_gated_delta_layers(self._trunk) if per_token_states else []
         recurrent_layers = sum(trunk_caches.is_recurrent(cache) for cache in caches)
@@ -143,20 +159,59 @@ class MlxBackend(DecodeBackend):
             vocab_size=args.vocab_size,
             context_length=settings.context_length or min(DEFAULT_CONTEXT, trained),
             embedding_length=args.hidden_size,
-            mtp_layers=1 if head is not None else 0,
-            max_draft_depth=settings.max_draft_depth if head is not None else 0,
+            mtp_layers=draft_layers,
+            max_draft_depth=settings.max_draft_depth if self._drafter is not None else 0,
             mtp_unavailable_reason=reason,
             has_chat_template=self._text.chat_template is not None,
             images_unavailable_reason=IMAGES_ON_MLX,
+            drafter=drafter_match.path if isinstance(self._drafter, Gemma4Drafting) else None,
         )
         self._conversations = Conversations(
             KeptStates(settings.state_cache_mib * MIB),
-            lambda: make_prompt_cache(self._model),
-            with_head=head is not None,
+            make_caches,
+            with_head=isinstance(self._drafter, HeadDrafter),
             recurrent=recurrent_layers > 0,
         )
         self.reset()
         self._warm_up()
+
+    def _drafter_for(self, model_type: str, settings: LoadSettings) -> DrafterMatch:
+        """The separate drafter folder this model drafts with (checked, one line when it does
+        not fit), or none for a model that does not take one."""
+        if settings.drafter is None and not may_take_drafter(model_type):
+            return DrafterMatch(None)
+        return choose_drafter(self._path, settings.drafter)
+
+    def _open_drafter(
+        self, match: DrafterMatch, text_model: Any, model_type: str, sidecar: Path | None
+    ) -> tuple[Drafting | None, str | None, int]:
+        """What drafts (the separate drafter, else the MTP head), why nothing does, and its
+        layer count."""
+        args = text_model.args
+        if match.path is not None:
+            try:
+                drafter = load_drafter(match.path)
+            except RuntimeBackendError as exc:
+                return None, f"{exc}; decoding runs without MTP", 0
+            layers = len(drafter.model.layers)
+            return Gemma4Drafting(drafter, text_model, args.vocab_size), None, layers
+        if may_take_drafter(model_type):
+            reason = match.note or (
+                f"{self._path.name} drafts with a separate drafter model and no drafter folder "
+                "was found beside it, so decoding runs without MTP; pass --drafter FOLDER"
+            )
+            return None, reason, 0
+        head, reason = self._open_head(model_type, sidecar, args.num_hidden_layers)
+        if head is None:
+            return None, reason, 0
+        return HeadDrafter(head, args.vocab_size), None, 1
+
+    def _cache_maker(self) -> Callable[[], list[Any]]:
+        """Fresh trunk caches: mlx-lm's own, with the sliding windows un-rotated when a Gemma 4
+        drafter must cut rejected drafts back (see :mod:`.gemma4_drafting`)."""
+        if isinstance(self._drafter, Gemma4Drafting):
+            return lambda: unrotated_caches(make_prompt_cache(self._model))
+        return lambda: make_prompt_cache(self._model)
 
     def _open_head(
         self, model_type: str, sidecar: Path | None, trunk_layers: int
@@ -286,7 +341,7 @@ class MlxBackend(DecodeBackend):
         self._verified = None
         shared = common_prefix_length(live.tokens, tokens)
         if self._drafter is not None:
-            self._drafter.keep_matching(live.head, shared)
+            self._drafter.keep_matching(live, shared)
         self._head_tracking = False
         self._conversations.settle(shared, len(tokens))
 
@@ -305,11 +360,9 @@ class MlxBackend(DecodeBackend):
         )
         live = self._live
         previous = plan.option.state.hidden if plan.option is not None else None
-        head = live.head
-        if with_mtp:
-            assert head is not None and self._drafter is not None
-            needed = start if previous is None else start - 1
-            head.trim(head.offset - needed)
+        drafter = self._drafter if with_mtp else None
+        if drafter is not None:
+            drafter.resume(live, start if previous is None else start - 1)
         assert live.tokens == tokens[:start], "resume state out of step with its tokens"
         hidden = None
         ends = chunk_ends(start, len(tokens), marks, PREFILL_CHUNK)
@@ -317,15 +370,15 @@ class MlxBackend(DecodeBackend):
             chunk = tokens[first:end]
             hidden = self._trunk(mx.array([chunk]), cache=live.trunk)[0]
             evaluate = [hidden, trunk_caches.cache_state(live.trunk)]
-            if with_mtp:
+            if drafter is not None:
                 if previous is None:
                     row_tokens, rows_hidden = chunk[1:], hidden[:-1]
                 else:
                     row_tokens = chunk
                     rows_hidden = mx.concatenate([previous[None], hidden[:-1]])
                 if row_tokens:
-                    self._drafter.prompt_rows(row_tokens, rows_hidden[None], head)
-                evaluate.append(head.state)
+                    drafter.prompt_rows(row_tokens, rows_hidden[None], live)
+                evaluate.extend(drafter.arrays(live))
             previous = hidden[-1]
             mx.eval(evaluate)
             live.tokens.extend(chunk)
@@ -351,9 +404,7 @@ class MlxBackend(DecodeBackend):
         if self._drafter is None or not self._head_tracking:
             raise RuntimeBackendError("drafting needs a prefill with the MTP head first")
         live = self._live
-        return self._drafter.draft(
-            live.head, last_token, live.hidden_last, len(live.tokens), depth, choose
-        )
+        return self._drafter.draft(live, last_token, live.hidden_last, depth, choose)
 
     def verify(self, tokens: Sequence[int]) -> VerifyResult:
         live = self._live
@@ -401,14 +452,17 @@ class MlxBackend(DecodeBackend):
             mx.eval(trunk_caches.cache_state(live.trunk))
         if self._drafter is not None:
             self._drafter.commit_rows(
-                live.head, start, tokens[: accepted + 1], verified.hidden_before, hidden
+                live, start, tokens[: accepted + 1], verified.hidden_before, hidden
             )
         live.hidden_last = hidden[accepted]
         recurrent = tuple(tuple(s) for s in verified.snapshot if isinstance(s, list))
         self._conversations.last_verify = Checkpoint(start, recurrent, verified.hidden_before)
 
     def _logits_rows(self, hidden: mx.array) -> np.ndarray:
-        return np.array(self._project(hidden).astype(mx.float32))
+        logits = self._project(hidden)
+        if self._softcap:
+            logits = mx.tanh(logits / self._softcap) * self._softcap
+        return np.array(logits.astype(mx.float32))
 
 
 @dataclass(frozen=True)

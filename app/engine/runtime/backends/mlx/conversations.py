@@ -174,9 +174,11 @@ class Conversations:
 
 
 def _head_rows(conversation: Conversation, shared: int) -> int:
-    """Head rows still right for a prompt sharing ``shared`` tokens: row p needs x_0..x_p."""
+    """Head rows still right for a prompt sharing ``shared`` tokens: row p needs x_0..x_p. A
+    conversation without a head cache (no drafter, or one that reads only the trunk's cache)
+    is never behind the trunk."""
     if conversation.head is None:
-        return 0
+        return shared
     return min(conversation.head.offset, max(shared - 1, 0))
 
 

@@ -1,26 +1,92 @@
-"""The MLX backend's MTP head as a drafter: its queue of committed rows and its draft loop.
+"""What drafts on the MLX backend: the small interface the backend holds a drafter by, and the
+model's own MTP head as one.
 
-Head rows follow the llama.cpp backend's convention: the row for position p carries token x_p
-and the trunk's hidden state h_{p−1}. Rows for tokens a verify commits (or a plain step after a
+Two drafters implement :class:`Drafting`: :class:`HeadDrafter` (an MTP head built from a sidecar or
+the folder's own ``mtp.*`` tensors, with a KV cache of its own) and
+:class:`~app.engine.runtime.backends.mlx.gemma4_drafting.Gemma4Drafting` (Gemma 4's separate
+drafter model, which reads the target's cache and keeps nothing of its own; docs/drafters.md).
+Every call names the conversation it works on (``Conversation.head`` is the head's cache,
+``Conversation.trunk`` the target's).
+
+Head rows follow the llama.cpp backend's convention: the row for position p carries token x_p and
+the trunk's hidden state h_{p−1}. Rows for tokens a verify commits (or a plain step after a
 prefill with the head) are queued and run with the next cycle's first draft row. The head's KV
-cache belongs to a conversation (``Conversation.head``, rows 1..offset), so every call names the
-cache it works on.
+cache holds rows 1..offset.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any
 
 import mlx.core as mx
 import numpy as np
 
 from app.engine.runtime.backends.mlx.heads import MtpHead
+from app.engine.runtime.backends.mlx.kept_states import Conversation
 from app.engine.runtime.core.backend import STOP_DRAFTING, DraftChooser, DraftResult
 
 
-class HeadDrafter:
+class Drafting(ABC):
+    """Proposes drafts for the live conversation and keeps in step with its trunk."""
+
+    keeps_rows: bool
+    """Whether it holds rows of its own (a head cache per conversation) that must cover the
+    tokens a prompt resumes after; False: it reads only the trunk's state."""
+
+    @abstractmethod
+    def clear(self) -> None:
+        """Forget rows handed over and not yet run."""
+
+    @abstractmethod
+    def resume(self, conversation: Conversation, rows: int) -> None:
+        """A prompt resumes ``conversation`` with its drafter rows 1..``rows`` still right."""
+
+    @abstractmethod
+    def prompt_rows(self, tokens: Sequence[int], hidden: mx.array, live: Conversation) -> None:
+        """A prompt chunk's rows (``hidden``: 1 × rows × width), run now (not evaluated)."""
+
+    @abstractmethod
+    def arrays(self, conversation: Conversation) -> list[mx.array]:
+        """What the prompt rows computed, to evaluate with the trunk's chunk."""
+
+    @abstractmethod
+    def commit_row(self, token: int, hidden_before: mx.array) -> None:
+        """A plain step's row (token and h before it)."""
+
+    @abstractmethod
+    def commit_rows(
+        self,
+        live: Conversation,
+        start: int,
+        tokens: Sequence[int],
+        hidden_before: mx.array,
+        hidden: mx.array,
+    ) -> None:
+        """Rows of the committed ``tokens`` of a verify from ``start`` (h_{start−1} is
+        ``hidden_before``, then ``hidden``'s rows)."""
+
+    @abstractmethod
+    def keep_matching(self, live: Conversation, shared: int) -> None:
+        """A new prompt shares ``shared`` tokens with the conversation: keep what it repeats."""
+
+    @abstractmethod
+    def draft(
+        self,
+        live: Conversation,
+        last_token: int,
+        hidden_last: mx.array,
+        depth: int,
+        choose: DraftChooser,
+    ) -> DraftResult:
+        """Up to ``depth`` drafts after ``last_token`` (at position ``len(live.tokens)``, paired
+        with h of the position before, ``hidden_last``); ``choose`` picks each or stops."""
+
+
+class HeadDrafter(Drafting):
     """``head`` with the rows handed over since it last ran."""
+
+    keeps_rows = True
 
     def __init__(self, head: MtpHead, vocab_size: int) -> None:
         self.head = head
@@ -31,40 +97,44 @@ class HeadDrafter:
     def clear(self) -> None:
         self._queue_tokens, self._queue_hidden = [], []
 
-    def prompt_rows(self, tokens: Sequence[int], hidden: mx.array, cache: Any) -> None:
-        """A prompt chunk's rows (``hidden``: 1 × rows × width), run now (not evaluated)."""
-        self.head.step(mx.array([tokens]), hidden, cache)
+    def resume(self, conversation: Conversation, rows: int) -> None:
+        head = conversation.head
+        head.trim(head.offset - rows)
+
+    def prompt_rows(self, tokens: Sequence[int], hidden: mx.array, live: Conversation) -> None:
+        self.head.step(mx.array([tokens]), hidden, live.head)
+
+    def arrays(self, conversation: Conversation) -> list[mx.array]:
+        return conversation.head.state
 
     def commit_row(self, token: int, hidden_before: mx.array) -> None:
-        """A plain step's row, run with the next draft."""
         self._queue_tokens.append(token)
         self._queue_hidden.append(hidden_before)
 
     def commit_rows(
         self,
-        cache: Any,
+        live: Conversation,
         start: int,
         tokens: Sequence[int],
         hidden_before: mx.array,
         hidden: mx.array,
     ) -> None:
-        """Rows of the committed ``tokens`` of a verify from ``start`` (h_{start−1} is
-        ``hidden_before``, then ``hidden``'s rows), skipping those the head holds or has queued."""
+        """Skips the rows the head holds or has queued."""
+        cache = live.head
         held = (cache.offset + 1 if cache is not None else 0) + len(self._queue_tokens)
         for position in range(max(held, start), start + len(tokens)):
             offset = position - start
             self._queue_tokens.append(tokens[offset])
             self._queue_hidden.append(hidden_before if offset == 0 else hidden[offset - 1])
 
-    def keep_matching(self, cache: Any, shared: int) -> None:
-        """A new prompt shares ``shared`` tokens with the conversation: run the queued rows it
-        repeats, drop the others."""
+    def keep_matching(self, live: Conversation, shared: int) -> None:
+        """Run the queued rows the new prompt repeats, drop the others."""
         if self._queue_tokens:
-            valid = max(0, min(len(self._queue_tokens), shared - cache.offset - 1))
+            valid = max(0, min(len(self._queue_tokens), shared - live.head.offset - 1))
             del self._queue_tokens[valid:], self._queue_hidden[valid:]
-            self.run_queue(cache)
+            self._run_queue(live.head)
 
-    def run_queue(self, cache: Any) -> None:
+    def _run_queue(self, cache: object) -> None:
         if self._queue_tokens:
             self.head.step(
                 mx.array([self._queue_tokens]), mx.stack(self._queue_hidden)[None], cache
@@ -74,17 +144,16 @@ class HeadDrafter:
 
     def draft(
         self,
-        cache: Any,
+        live: Conversation,
         last_token: int,
         hidden_last: mx.array,
-        committed: int,
         depth: int,
         choose: DraftChooser,
     ) -> DraftResult:
-        """Up to ``depth`` drafts after ``last_token`` (the trunk holds ``committed`` tokens);
-        the head keeps the row of ``last_token`` and drops the drafts' rows."""
+        """The head keeps the row of ``last_token`` and drops the drafts' rows."""
+        cache, committed = live.head, len(live.tokens)
         if depth == 0:
-            self.run_queue(cache)
+            self._run_queue(cache)
             return DraftResult((), np.zeros((0, self._vocab_size), dtype=np.float32))
         tokens = [*self._queue_tokens, last_token]
         hidden = mx.stack([*self._queue_hidden, hidden_last])[None]
