@@ -8,6 +8,7 @@ PNG per window or page. Run it under a real X server for real fonts and decorati
     xvfb-run -a -s "-screen 0 2048x1200x24" .venv/bin/python tools/screenshots.py
     # → scratch/screenshots/
     QT_QPA_PLATFORM=offscreen .venv/bin/python tools/screenshots.py --out /tmp/shots
+    xvfb-run -a -s "-screen 0 2048x1200x24" .venv/bin/python tools/screenshots.py --only vision
 
 Everything happens in a temporary home folder; the user's settings, history and token are
 never touched.
@@ -59,6 +60,12 @@ models:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "scratch" / "screenshots")
+    parser.add_argument(
+        "--only",
+        choices=("vision",),
+        help="one tour: vision (a conversation with a picture on the vision demo, at a small "
+        "laptop's sizes, light and dark)",
+    )
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="mtp-studio-screens-"))
     hub_data = home / "hub-data"
@@ -78,7 +85,8 @@ def main() -> int:
 
     with LocalHub(hub_data, user="mtp-tester", orgs=("acme", "mtp-studio")) as hub:
         os.environ["HF_ENDPOINT"] = hub.endpoint
-        return Shooter(hub, home, args.out).run()
+        shooter = Shooter(hub, home, args.out)
+        return shooter.run_vision() if args.only == "vision" else shooter.run()
 
 
 class Shooter:
@@ -309,6 +317,75 @@ class Shooter:
         self.wait(lambda: not chat.streaming, 60)
         chat.transcript.messages[-1].details_button.setChecked(True)
         self.shot(window, "chat-demo-second-version")
+
+    def run_vision(self) -> int:
+        from app.engine.settings import app_dirs
+        from app.ui.main_window import MainWindow
+
+        window = MainWindow(app_dirs())
+        window.show()
+        self.vision_tour(window)
+        window.shutdown()
+        window.close()
+        print(f"{self.count} screenshots in {self.out}")
+        return 0
+
+    def vision_tour(self, window: object) -> None:
+        """A conversation with a picture on the vision demo (the thumbnail in the message, one
+        waiting above the box, the projector in the model bar) at a small laptop's sizes, light
+        and dark; the picture seen larger; a model without a projector saying so."""
+        from app.engine.runtime.core.demo_model import DEMO_MODEL_FILENAME, DEMO_VISION_MODEL
+
+        chat = window.open_chat()  # type: ignore[attr-defined]
+        chat.open_model(DEMO_VISION_MODEL)
+        self.wait(lambda: chat.model_bar.state.text() == f"Ready: {DEMO_VISION_MODEL.name}", 60)
+        chat.settings_panel.temperature.setValue(0.0)
+        chat.settings_panel.max_tokens.setValue(48)
+        chat.new_conversation()
+        pictures = [self.write_picture(f"photo-{n}.png", n) for n in (1, 2)]
+        chat.attachments.attach_files(pictures[:1])
+        self.wait(
+            lambda: chat.composer.attachments.tiles and chat.composer.attachments.tiles[0].loaded
+        )
+        chat.composer.editor.setPlainText("What is in this picture?")
+        chat.composer.send_button.click()
+        self.wait(lambda: not chat.streaming, 60)
+        chat.attachments.attach_files(pictures[1:])
+        self.wait(
+            lambda: chat.composer.attachments.tiles and chat.composer.attachments.tiles[0].loaded
+        )
+        chat.composer.editor.setPlainText("And this one?")
+        window.showNormal()  # type: ignore[attr-defined]
+        for theme in ("light", "dark"):
+            window.set_theme(theme)  # type: ignore[attr-defined]
+            for width, height in ((1280, 800), (1024, 640)):
+                window.resize(width, height)  # type: ignore[attr-defined]
+                self.pump()
+                chat.transcript.verticalScrollBar().setValue(0)  # the picture in view
+                self.shot(window, f"vision-{theme}-{width}x{height}")
+        tile = chat.transcript.messages[0].pictures.tiles[0]
+        viewer = tile.open_viewer()
+        self.wait(lambda: viewer.loaded)
+        self.shot(viewer, "vision-dark-viewer")
+        viewer.close()
+        window.set_theme("light")  # type: ignore[attr-defined]
+        chat.open_model(chat.model_choice.model_sources().demo_dir / DEMO_MODEL_FILENAME)
+        self.wait(lambda: chat.model_bar.state.text() == f"Ready: {DEMO_MODEL_FILENAME}", 60)
+        chat.composer.send_button.click()  # a picture waits: the banner says why not
+        self.shot(window, "vision-light-1024x640-no-projector")
+        window.set_theme("system")  # type: ignore[attr-defined]
+
+    def write_picture(self, name: str, seed: int) -> Path:
+        """A small made-up photo: a sky, a sun, a hill (seeded)."""
+        from PIL import Image, ImageDraw
+
+        image = Image.new("RGB", (480, 320), (120 + seed * 30, 170, 230))
+        draw = ImageDraw.Draw(image)
+        draw.ellipse((330 - seed * 120, 40, 410 - seed * 120, 120), fill=(250, 210, 60))
+        draw.polygon([(0, 320), (0, 220), (200, 160), (480, 240), (480, 320)], fill=(70, 140, 70))
+        path = self.home / name
+        image.save(path)
+        return path
 
     def pages_tour(self, window: object) -> None:
         """Every page at a small laptop's size and at full HD, light and dark."""

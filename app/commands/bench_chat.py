@@ -15,11 +15,17 @@ import argparse
 import dataclasses
 import json
 import sys
-import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 
-from app.commands.chat import add_model_arguments, depth_argument, describe_backend, open_client
+from app.commands.chat import (
+    add_model_arguments,
+    add_threads_argument,
+    depth_argument,
+    describe_backend,
+    open_client,
+    stand_in,
+)
 from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.bench.chat_bench import (
     COLD_METHOD,
@@ -28,8 +34,8 @@ from app.engine.runtime.bench.chat_bench import (
     run_chat_benchmark,
 )
 from app.engine.runtime.bench.llama_server import LlamaServer
-from app.engine.runtime.bench.wide_model import widened_copy
-from app.engine.runtime.core.backend import LoadSettings, default_threads
+from app.engine.runtime.core.backend import LoadSettings
+from app.engine.runtime.core.cpu_threads import choose_threads
 from app.engine.runtime.core.demo_model import demo_model_path
 from app.engine.runtime.core.request import check_mtp_depth
 from app.engine.runtime.speculative.depth_policy import AUTO, AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
@@ -75,7 +81,7 @@ def register(benchmarks: argparse._SubParsersAction) -> None:
         "holds the same conversation and both compute the same new tokens each turn",
     )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=0, metavar="N", help="CPU threads")
+    add_threads_argument(parser)
     parser.add_argument(
         "--ctx",
         type=int,
@@ -89,6 +95,14 @@ def register(benchmarks: argparse._SubParsersAction) -> None:
         default=1,
         metavar="F",
         help="run on a memory-bound stand-in: every FFN widened F× with zero channels",
+    )
+    parser.add_argument(
+        "--vocab",
+        type=int,
+        default=0,
+        metavar="V",
+        help="run on a stand-in whose vocabulary is padded to V tokens (e.g. 151936 as Qwen3, "
+        "262144): unused tokens with zero rows, so every step returns a V-wide logits row",
     )
     parser.add_argument(
         "--no-cold",
@@ -123,17 +137,14 @@ def run(args: argparse.Namespace) -> int:
         threads=args.threads,
         max_draft_depth=max(depth, LoadSettings().max_draft_depth),
     )
-    threads = args.threads or default_threads()
     progress = (lambda _m: None) if args.json else (lambda m: print(f"… {m}", file=sys.stderr))
     with ExitStack() as stack:
         model = Path(args.model) if args.model is not None else demo_model_path()
-        if args.wide != 1:
-            progress(f"writing the stand-in: {model.name} with every FFN widened {args.wide}×")
-            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mtp-wide-")))
-            model = widened_copy(model, args.wide, folder)
+        model = stand_in(model, args, stack, progress)
         client = stack.enter_context(open_client(args, load, model))
-        progress(describe_backend(client))
         info = client.load()
+        progress(describe_backend(client))
+        threads = info.threads or choose_threads(args.threads)
         server = None
         if args.vs_llama_server is not None:
             if not args.vs_llama_server.is_file():
@@ -147,7 +158,8 @@ def run(args: argparse.Namespace) -> int:
                 args.vs_llama_server,
                 model,
                 depth=server_depth,
-                threads=threads,
+                threads=threads.threads,
+                batch_threads=threads.batch_threads,
                 context=info.context_length,
             )
             stack.callback(server.close)
@@ -161,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
             settings,
             cold_client=cold,
             llama_server=server,
-            threads=threads,
+            threads=threads.threads,
             progress=progress,
         )
     if args.json:

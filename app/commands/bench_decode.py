@@ -14,11 +14,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 
-from app.commands.chat import add_model_arguments, describe_backend, open_client
+from app.commands.chat import (
+    add_model_arguments,
+    add_threads_argument,
+    describe_backend,
+    open_client,
+    stand_in,
+)
 from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.bench.decode_bench import (
     ADAPTIVE_MODES,
@@ -27,8 +32,8 @@ from app.engine.runtime.bench.decode_bench import (
 )
 from app.engine.runtime.bench.interval import RESAMPLES
 from app.engine.runtime.bench.llama_server import LlamaServerPool
-from app.engine.runtime.bench.wide_model import widened_copy
-from app.engine.runtime.core.backend import LoadSettings, default_threads
+from app.engine.runtime.core.backend import LoadSettings
+from app.engine.runtime.core.cpu_threads import choose_threads
 from app.engine.runtime.core.demo_model import demo_model_path
 from app.engine.runtime.core.request import MAX_DRAFT_DEPTH
 from app.engine.runtime.speculative.depth_policy import AUTO_MAX_DEPTH, DEFAULT_MTP_DEPTH
@@ -51,7 +56,7 @@ def register(benchmarks: argparse._SubParsersAction) -> None:
     parser.add_argument("--temp", type=float, default=0.6, metavar="T", help="default 0.6")
     parser.add_argument("--max-tokens", type=int, default=128, metavar="N", help="per request")
     parser.add_argument("--repeats", type=int, default=2, metavar="N", help="passes over prompts")
-    parser.add_argument("--threads", type=int, default=0, metavar="N", help="CPU threads")
+    add_threads_argument(parser)
     parser.add_argument("--top-k", type=int, default=20, metavar="N", help="as chat (default 20)")
     parser.add_argument(
         "--top-p", type=float, default=0.95, metavar="P", help="as chat (default 0.95)"
@@ -64,6 +69,14 @@ def register(benchmarks: argparse._SubParsersAction) -> None:
         metavar="F",
         help="run on a memory-bound stand-in: every FFN widened F× with zero channels (same "
         "tokens, F× the FFN bytes), written to a temporary folder",
+    )
+    parser.add_argument(
+        "--vocab",
+        type=int,
+        default=0,
+        metavar="V",
+        help="run on a stand-in whose vocabulary is padded to V tokens (e.g. 151936 as Qwen3, "
+        "262144): unused tokens with zero rows, so every step returns a V-wide logits row",
     )
     parser.add_argument(
         "--vs-llama-server",
@@ -89,31 +102,26 @@ def _depths(text: str) -> list[int]:
     return depths
 
 
-def _threads(requested: int) -> int:
-    """The thread count our worker uses, so llama-server gets the same."""
-    return requested or default_threads()
-
-
 def run(args: argparse.Namespace) -> int:
     depths = _depths(args.depths)
     settings = LoadSettings(threads=args.threads, max_draft_depth=max(max(depths), AUTO_MAX_DEPTH))
     progress = (lambda _m: None) if args.json else (lambda m: print(f"… {m}", file=sys.stderr))
     with ExitStack() as stack:
         model = Path(args.model) if args.model is not None else demo_model_path()
-        if args.wide != 1:
-            progress(f"writing the stand-in: {model.name} with every FFN widened {args.wide}×")
-            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mtp-wide-")))
-            model = widened_copy(model, args.wide, folder)
+        model = stand_in(model, args, stack, progress)
         client = stack.enter_context(open_client(args, settings, model))
+        info = client.load()
         progress(describe_backend(client))
         servers = None
         if args.vs_llama_server is not None:
             progress("starting llama-server: plain and draft-mtp at each depth")
+            threads = info.threads or choose_threads(args.threads)  # the same as ours
             servers = LlamaServerPool(
                 args.vs_llama_server,
                 model,
                 depths=depths,
-                threads=_threads(args.threads),
+                threads=threads.threads,
+                batch_threads=threads.batch_threads,
                 drafter=client.drafter,
             )
             stack.callback(servers.close)
@@ -205,11 +213,28 @@ def render(benchmark: DecodeBenchmark) -> str:
         f"targets (best depth K={benchmark.best_depth}):",
     ]
     lines += [f"  [{'ok' if met else 'MISSED'}] {name}" for name, met in benchmark.checks.items()]
+    lines += ["", *_host_lines(benchmark)]
     if benchmark.drafts_stopped is not None:
         lines += ["", f"DRAFTS BROKEN on this backend — {benchmark.drafts_stopped}"]
     if benchmark.llama_server_rows:
         lines += ["", *_llama_server_lines(benchmark)]
     return "\n".join(lines)
+
+
+def _host_lines(benchmark: DecodeBenchmark) -> list[str]:
+    """Per mode: the loop's own time per token next to the model's (forward passes)."""
+    if not any(row.model_seconds for row in benchmark.rows):
+        return ["host time per token: not measured by this backend"]
+    lines = [
+        "time per token: host = ours outside the model's forward passes (sampling, acceptance, "
+        "text, stop rules, statistics, chunks to the front end); model = inside them",
+        f"{'mode':<18}{'host ms':>9}{'model ms':>10}{'host share':>12}",
+    ]
+    for row in benchmark.rows:
+        host, model = row.host_seconds_per_token, row.model_seconds_per_token
+        share = host / (host + model) if host + model > 0 else 0.0
+        lines.append(f"{row.label:<18}{host * 1000:>9.3f}{model * 1000:>10.3f}{share:>12.1%}")
+    return lines
 
 
 def _interval_text(benchmark: DecodeBenchmark, mode: str) -> str:

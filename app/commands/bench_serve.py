@@ -38,7 +38,7 @@ from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.bench.concurrent_clients import LoadRound, median_round, run_clients
 from app.engine.runtime.bench.llama_server import LlamaServer
 from app.engine.runtime.bench.serve_process import ServeProcess
-from app.engine.runtime.core.backend import default_threads
+from app.engine.runtime.core.cpu_threads import choose_threads
 from app.engine.runtime.core.demo_model import DEMO_VISION_MODEL, demo_model_path
 
 LLAMA_SERVER_CACHE = Path(".cache") / "mtp-studio" / "llama-server"
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     model = args.model or demo_model_path()
     second = args.second_model or DEMO_VISION_MODEL
     counts = _counts(args.clients)
-    threads = args.threads or default_threads()
+    threads = choose_threads(args.threads).threads
     configs = _ours(model, counts, args, threads)
     binary = args.llama_server or _cached_llama_server()
     if binary is not None:

@@ -15,6 +15,9 @@ import argparse
 import dataclasses
 import json
 import sys
+import tempfile
+from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 
 from app.commands.chat_remote import add_arguments as add_remote_arguments
@@ -33,8 +36,10 @@ from app.engine.load_options import (
     load_options_problem,
 )
 from app.engine.runtime.backends.choice import BACKEND_CHOICES, LLAMA_CPP, MLX, choose_backend
+from app.engine.runtime.bench.wide_model import widened_copy
 from app.engine.runtime.chat_format.prompting import ChatMessage
 from app.engine.runtime.core.backend import LoadSettings, ModelInfo
+from app.engine.runtime.core.cpu_threads import choose_threads
 from app.engine.runtime.core.demo_model import demo_model_path
 from app.engine.runtime.core.request import (
     MAX_DRAFT_DEPTH,
@@ -55,6 +60,7 @@ CLI_OPTION_NAMES = {
     "kv_cache_type": "--kv-type",
     "flash_attention": "--flash-attn",
     "state_cache_mib": "--state-cache-mib",
+    "threads": "--threads",
 }
 
 
@@ -114,7 +120,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "model needs a vision projector, see --mmproj)",
     )
     add_load_arguments(parser)
-    parser.add_argument("--threads", type=int, default=0, metavar="N", help="CPU threads")
     parser.add_argument(
         "--json",
         action="store_true",
@@ -164,9 +169,23 @@ def add_drafter_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_threads_argument(parser: argparse.ArgumentParser) -> None:
+    """``--threads N``, its help naming this machine's default (shared with the benchmarks)."""
+    default = choose_threads()
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        metavar="N",
+        help=f"CPU threads for llama.cpp; 0 (default) = what llama.cpp's own tools use, here "
+        f"{default.describe()}",
+    )
+
+
 def add_load_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--ctx``, ``--kv-type``, ``--flash-attn`` and ``--state-cache-mib`` (shared with
-    ``serve``); the values are checked by :func:`load_plan`, so a bad one is one clear line."""
+    """``--ctx``, ``--kv-type``, ``--flash-attn``, ``--state-cache-mib``, ``--mmproj`` and
+    ``--threads`` (shared with ``serve``); the values are checked by :func:`load_plan`, so a bad
+    one is one clear line."""
     parser.add_argument(
         "--ctx",
         type=int,
@@ -202,6 +221,7 @@ def add_load_arguments(parser: argparse.ArgumentParser) -> None:
         help="the vision projector to read images with (a GGUF model on llama.cpp); default: "
         "the mmproj-*.gguf beside the model, if any; none = text only",
     )
+    add_threads_argument(parser)
 
 
 def load_plan(
@@ -218,6 +238,7 @@ def load_plan(
         kv_cache_type=args.kv_type,
         flash_attention=args.flash_attn,
         state_cache_mib=args.state_cache_mib,
+        threads=args.threads,
     )
     problem = load_options_problem(options, CLI_OPTION_NAMES)
     if problem is not None:
@@ -226,7 +247,6 @@ def load_plan(
         describe_model(model),
         options,
         memory_bytes=physical_memory_bytes(),
-        threads=args.threads,
         max_draft_depth=max_draft_depth,
     )
     if plan.kv_note is not None:
@@ -285,6 +305,20 @@ def describe_load(plan: LoadPlan, info: ModelInfo) -> str:
     return " · ".join(parts)
 
 
+def stand_in(
+    model: Path, args: argparse.Namespace, stack: ExitStack, progress: Callable[[str], None]
+) -> Path:
+    """``model``, or the benchmarks' stand-in for a larger one that ``--wide`` / ``--vocab`` ask
+    for, written to a temporary folder that ``stack`` removes."""
+    if args.wide == 1 and not args.vocab:
+        return model
+    wider = [f"every FFN widened {args.wide}×"] if args.wide != 1 else []
+    wider += [f"the vocabulary padded to {args.vocab} tokens"] if args.vocab else []
+    progress(f"writing the stand-in: {model.name} with {' and '.join(wider)}")
+    folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mtp-wide-")))
+    return widened_copy(model, args.wide, folder, vocab=args.vocab)
+
+
 def open_client(
     args: argparse.Namespace, settings: LoadSettings, model: Path | None = None
 ) -> RuntimeClient:
@@ -301,13 +335,17 @@ def open_client(
 
 
 def describe_backend(client: RuntimeClient) -> str:
-    """``backend: mlx — a model folder runs on mlx-lm (mlx on CPU) · sidecar: …`` (and the
-    drafter the loaded model drafts with)."""
+    """``backend: llama.cpp — … · threads 2 (the 2 physical cores)``: the drafter and threads
+    once the model is loaded; ``backend: mlx — a model folder runs on mlx-lm (mlx on CPU) ·
+    sidecar: …``."""
     line = f"backend: {client.choice.name} — {client.choice.reason}"
     if client.sidecar is not None:
         line += f" · sidecar: {client.sidecar}"
-    if client.info is not None and client.info.drafter is not None:
-        line += f" · drafter: {client.info.drafter}"
+    info = client.info
+    if info is not None and info.drafter is not None:
+        line += f" · drafter: {info.drafter}"
+    if info is not None and info.threads is not None:
+        line += f" · {info.threads.describe()}"
     return line
 
 

@@ -138,7 +138,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     _add_limit_arguments(parser)
     add_load_arguments(parser)
-    parser.add_argument("--threads", type=int, default=0, metavar="N", help="CPU threads")
     parser.add_argument(
         "--log-format",
         choices=("text", "json"),
@@ -289,6 +288,7 @@ def _load_rules(args: argparse.Namespace, config: ServerConfig) -> LoadRules:
         kv_cache_type=args.kv_type,
         flash_attention=args.flash_attn,
         state_cache_mib=args.state_cache_mib,
+        threads=args.threads,
     )
     problem = load_options_problem(options, CLI_OPTION_NAMES)
     if problem is not None:
@@ -308,7 +308,6 @@ def _load_rules(args: argparse.Namespace, config: ServerConfig) -> LoadRules:
         )
     return LoadRules(
         options=options,
-        threads=args.threads,
         max_draft_depth=max(deepest(config.mtp_depth), LoadSettings().max_draft_depth),
         memory_bytes=physical_memory_bytes(),
         backend=args.backend if args.model is not None else "auto",

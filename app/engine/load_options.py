@@ -1,5 +1,5 @@
-"""How a local model is loaded, as the user chooses it: context, KV cache type, flash attention
-and the memory kept for reusing earlier prompts — their valid values and one check.
+"""How a local model is loaded, as the user chooses it: context, KV cache type, flash attention,
+the memory kept for reusing earlier prompts and CPU threads — their valid values and one check.
 
 The CLI (``chat``/``serve`` options) and the Settings dialog offer the same choices and must refuse
 the same bad values with the same reason, so both check here. The module is light on purpose (no
@@ -20,12 +20,15 @@ KV_BYTES_PER_ELEMENT = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
 FLASH_ATTENTION_MODES = ("auto", "on", "off")
 DEFAULT_STATE_CACHE_MIB = 1024
 """The kept-state budget when none is chosen (``LoadSettings.state_cache_mib``)."""
+MAX_THREADS = 512
+"""ggml's ``GGML_MAX_N_THREADS``: llama.cpp refuses more threads."""
 
 FIELD_NAMES = {
     "context_length": "context_length",
     "kv_cache_type": "kv_cache_type",
     "flash_attention": "flash_attention",
     "state_cache_mib": "state_cache_mib",
+    "threads": "threads",
 }
 """How a problem names each option by default (the settings file's keys)."""
 
@@ -33,12 +36,14 @@ FIELD_NAMES = {
 @dataclass(frozen=True)
 class LoadOptions:
     """``context_length`` 0: chosen from the model and the machine's memory
-    (:func:`app.engine.chat.context_choice.choose_context`)."""
+    (:func:`app.engine.chat.context_choice.choose_context`); ``threads`` 0: what llama.cpp's own
+    tools use (:func:`app.engine.runtime.core.cpu_threads.choose_threads`)."""
 
     context_length: int = 0
     kv_cache_type: str = "f16"
     flash_attention: str = "auto"
     state_cache_mib: int = DEFAULT_STATE_CACHE_MIB
+    threads: int = 0
 
 
 def load_options_problem(
@@ -70,5 +75,10 @@ def load_options_problem(
         return (
             f"{names['state_cache_mib']} {options.state_cache_mib} is invalid: use 0 (keep no "
             "states between requests) or a size in MiB"
+        )
+    if not 0 <= options.threads <= MAX_THREADS:
+        return (
+            f"{names['threads']} {options.threads} is invalid: use 0 (llama.cpp's default, the "
+            f"physical performance cores) or a count from 1 to {MAX_THREADS}"
         )
     return None

@@ -105,6 +105,7 @@ class Settings:
     kv_cache_type: str = "f16"
     flash_attention: str = "auto"
     state_cache_mib: int = DEFAULT_STATE_CACHE_MIB
+    threads: int = 0  # 0: what llama.cpp's own tools use (the physical performance cores)
 
     @property
     def endpoint(self) -> str:
@@ -124,6 +125,7 @@ class Settings:
             kv_cache_type=self.kv_cache_type,
             flash_attention=self.flash_attention,
             state_cache_mib=self.state_cache_mib,
+            threads=self.threads,
         )
 
     def validated(self) -> Settings:
@@ -170,6 +172,7 @@ _FIELD_TYPES: dict[str, type] = {
     "kv_cache_type": str,
     "flash_attention": str,
     "state_cache_mib": int,
+    "threads": int,
 }
 
 

@@ -23,6 +23,11 @@ from app.ui.thumbnails import Thumbnails
 
 TILE_SPACING = 6
 REMOVE_SIDE = 20
+REMOVE_STYLE = (
+    "QToolButton { background: palette(base); border: 1px solid palette(mid);"
+    f" border-radius: {REMOVE_SIDE // 2}px; padding: 2px; }}"
+)
+"""The × sits on the picture: a disc of the base colour keeps it visible on any picture."""
 
 
 class FlowLayout(QLayout):
@@ -112,6 +117,7 @@ class PictureTile(QWidget):
             self.remove_button.setToolTip("Take this picture away")
             self.remove_button.setAccessibleName("Remove picture")
             self.remove_button.setFixedSize(REMOVE_SIDE, REMOVE_SIDE)
+            self.remove_button.setStyleSheet(REMOVE_STYLE)
             self.remove_button.clicked.connect(self.remove_requested.emit)
         self.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
         thumbnails.ready.connect(self._on_ready)

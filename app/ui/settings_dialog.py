@@ -29,7 +29,13 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.errors import MtpStudioError
-from app.engine.load_options import FLASH_ATTENTION_MODES, KV_CACHE_TYPES, load_options_problem
+from app.engine.load_options import (
+    FLASH_ATTENTION_MODES,
+    KV_CACHE_TYPES,
+    MAX_THREADS,
+    load_options_problem,
+)
+from app.engine.runtime.core.cpu_threads import choose_threads
 from app.engine.scratch import resolve_scratch
 from app.engine.settings import (
     BACKENDS,
@@ -51,6 +57,7 @@ WINDOW_FIELD_NAMES = {
     "kv_cache_type": "KV cache type",
     "flash_attention": "Flash attention",
     "state_cache_mib": "Kept conversation states",
+    "threads": "CPU threads",
 }
 """How a problem with the load options names them here: as the form's labels do."""
 MAX_CONTEXT_SETTING = 1 << 20
@@ -170,6 +177,35 @@ class SettingsDialog(QDialog):
         self.backend_combo = QComboBox()
         self.backend_combo.addItems(BACKENDS)
         self.backend_combo.setCurrentText(settings.default_backend)
+        self._make_load_fields(settings)
+        self.error_label = QLabel("")
+        self.error_label.setStyleSheet(tone_style("error"))
+        self.error_label.setWordWrap(True)
+
+        form = QFormLayout()
+        form.addRow("Hub endpoint", self.endpoint_edit)
+        form.addRow("Token", token_row)
+        form.addRow("Scratch folder", self.scratch_field)
+        form.addRow("Models folder (HF cache)", self.models_field)
+        form.addRow("Collections", self.collection_check)
+        form.addRow("Default backend", self.backend_combo)
+        form.addRow("Context window", self.context_spin)
+        form.addRow("KV cache type", self.kv_type_combo)
+        form.addRow("Flash attention", self.flash_combo)
+        form.addRow("Kept conversation states", self.state_cache_spin)
+        form.addRow("CPU threads", self.threads_spin)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
+        )
+        buttons.accepted.connect(self._save)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.error_label)
+        layout.addWidget(buttons)
+
+    def _make_load_fields(self, settings: Settings) -> None:
+        """The fields of how a local model is loaded (context, KV cache, threads…)."""
         self.context_spin = QSpinBox()
         self.context_spin.setRange(AUTO_CONTEXT, MAX_CONTEXT_SETTING)
         self.context_spin.setSingleStep(1024)
@@ -200,30 +236,15 @@ class SettingsDialog(QDialog):
             "Memory for conversation states kept between replies, so a prompt that repeats an "
             "earlier one's beginning prefills only the rest"
         )
-        self.error_label = QLabel("")
-        self.error_label.setStyleSheet(tone_style("error"))
-        self.error_label.setWordWrap(True)
-
-        form = QFormLayout()
-        form.addRow("Hub endpoint", self.endpoint_edit)
-        form.addRow("Token", token_row)
-        form.addRow("Scratch folder", self.scratch_field)
-        form.addRow("Models folder (HF cache)", self.models_field)
-        form.addRow("Collections", self.collection_check)
-        form.addRow("Default backend", self.backend_combo)
-        form.addRow("Context window", self.context_spin)
-        form.addRow("KV cache type", self.kv_type_combo)
-        form.addRow("Flash attention", self.flash_combo)
-        form.addRow("Kept conversation states", self.state_cache_spin)
-        buttons = QDialogButtonBox(
-            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
+        self.threads_spin = QSpinBox()
+        self.threads_spin.setRange(0, MAX_THREADS)
+        default = choose_threads()
+        self.threads_spin.setSpecialValueText(f"auto: {default.threads} ({default.reason})")
+        self.threads_spin.setValue(settings.threads)
+        self.threads_spin.setToolTip(
+            "CPU threads a local llama.cpp model runs with; auto uses what llama.cpp's own tools "
+            "use: one per physical performance core"
         )
-        buttons.accepted.connect(self._save)
-        buttons.rejected.connect(self.reject)
-        layout = QVBoxLayout(self)
-        layout.addLayout(form)
-        layout.addWidget(self.error_label)
-        layout.addWidget(buttons)
 
     def edited_settings(self) -> Settings:
         return replace(
@@ -237,6 +258,7 @@ class SettingsDialog(QDialog):
             kv_cache_type=self.kv_type_combo.currentText(),
             flash_attention=self.flash_combo.currentText(),
             state_cache_mib=self.state_cache_spin.value(),
+            threads=self.threads_spin.value(),
         )
 
     def _save(self) -> None:

@@ -17,6 +17,7 @@ import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
+from app.engine.chat import markdown_text
 from app.engine.chat.conversation import MessageState
 from app.engine.runtime.backends.llama_cpp.backend import LlamaCppBackend
 from app.engine.runtime.core.backend import LoadSettings
@@ -196,8 +197,8 @@ def test_export_writes_what_the_conversation_holds(chat, tiny_gguf: Path, tmp_pa
     shown = [(m.role, m.text) for m in window.transcript.messages]
     assert [(m["role"], m["content"]) for m in document["messages"]] == shown
     markdown = markdown_path.read_bytes().decode("utf-8")
-    for _role, text in shown:
-        assert text in markdown
+    for _role, text in shown:  # as a reader sees it: control characters shown, not obeyed
+        assert markdown_text.block(text) in markdown
     assert "Exported to" in window.statusBar().currentMessage()
 
 

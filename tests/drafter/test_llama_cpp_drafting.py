@@ -35,6 +35,7 @@ from app.engine.runtime.speculative.depth_policy import DepthPolicies
 from app.engine.runtime.speculative.generation import generate
 from tests.drafter.pairs import PAIRS, Pair
 from tests.runtime.chi_square import chi_square_critical
+from tests.runtime.draft_rows import draft_rows
 
 QUESTIONS = (
     "How do I sort a list of dictionaries by a key?",
@@ -109,9 +110,9 @@ def test_the_backend_drafts_what_transformers_drafts(
         first = int(reference[f"first_{index}"])
         assert greedy_token(logits) == first
         wanted = reference[f"drafted_{index}"].tolist()
-        drafted = backend.draft(first, len(wanted), lambda step, _row, w=wanted: w[step])
-        assert drafted.tokens == tuple(wanted)
-        worst = max(worst, float(np.abs(drafted.logits - reference[f"dense_logits_{index}"]).max()))
+        drafted, rows = draft_rows(backend, first, len(wanted), lambda step, _r, w=wanted: w[step])
+        assert drafted == tuple(wanted)
+        worst = max(worst, float(np.abs(rows - reference[f"dense_logits_{index}"]).max()))
     print(f"{pair.kind}: backend drafts vs transformers max |Δlogit| {worst:.3f}")
     assert worst < Q8_TOLERANCE
 
@@ -173,7 +174,7 @@ def test_the_drafters_input_after_cycles_is_a_fresh_prefills(
     assert {0} < set(accepted)  # cycles kept some drafts and rejected others
 
     def draft_logits() -> np.ndarray:
-        return backend.draft(committed[-1], 3, lambda _i, row: greedy_token(row)).logits
+        return draft_rows(backend, committed[-1], 3)[1]
 
     after_cycles = draft_logits()
     backend.reset()

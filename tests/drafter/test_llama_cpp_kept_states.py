@@ -31,6 +31,7 @@ from app.engine.runtime.core.request import GenerationRequest, GenerationResult
 from app.engine.runtime.sampling.sampler import greedy_token
 from app.engine.runtime.speculative.generation import generate, prompt_tokens
 from tests.drafter.pairs import PAIRS, Pair
+from tests.runtime.draft_rows import draft_rows
 
 CONTEXT = 2048
 """Larger than the window's cache (64 + a 512-token batch, padded to 768 cells), so it drops
@@ -78,11 +79,7 @@ def _check_against_fresh(
         if backend is fresh:
             backend.reset()
         logits = backend.prefill(tokens, with_mtp=with_mtp)
-        drafts = (
-            backend.draft(greedy_token(logits), 3, lambda _i, row: greedy_token(row)).logits
-            if with_mtp
-            else np.zeros(0)
-        )
+        drafts = draft_rows(backend, greedy_token(logits), 3)[1] if with_mtp else np.zeros(0)
         ends.append((logits, drafts))
     (logits, drafts), (fresh_logits, fresh_drafts) = ends
     assert greedy_token(logits) == greedy_token(fresh_logits)

@@ -20,6 +20,7 @@ from app.engine.library.inventory import (
     LibraryModel,
     build_inventory,
 )
+from app.engine.runtime.core.demo_model import DEMO_VISION_MODEL
 from tests.graft.bases import DEMO_GGUF, DEMO_HF
 from tests.library.layout import GGUF_REPO, HF_REPO, SIDECAR_REPO, DiskLayout, files_bytes
 
@@ -31,10 +32,11 @@ def _by_path(models: tuple[LibraryModel, ...]) -> dict[Path, LibraryModel]:
 def test_every_model_on_disk_is_listed_once_with_its_place(disk: DiskLayout) -> None:
     inventory = build_inventory(disk.sources())
     paths = [model.path for model in inventory.models]
-    assert len(paths) == len(set(paths)) == 8
+    assert len(paths) == len(set(paths)) == 9
     models = _by_path(inventory.models)
-    assert inventory.models[0].location.kind == BUNDLED
+    assert [model.location.kind for model in inventory.models[:2]] == [BUNDLED, BUNDLED]
     assert models[DEMO_GGUF].deletable is False
+    assert models[DEMO_VISION_MODEL].deletable is False  # the vision demo ships with the app
     q8 = models[disk.cached_q8]
     assert q8.location.kind == HF_CACHE
     assert (q8.location.repo_id, q8.location.revision) == (GGUF_REPO, disk.second_revision)
@@ -51,7 +53,7 @@ def test_every_model_on_disk_is_listed_once_with_its_place(disk: DiskLayout) -> 
     assert models[disk.grafted].location.kind == GRAFTED
     assert models[disk.opened_mlx].location.kind == OPENED_FILE
     assert models[disk.opened_gguf].location.kind == OPENED_FILE
-    assert all(model.deletable for model in inventory.models[1:])
+    assert all(model.deletable for model in inventory.models[2:])
     # The sidecar beside the trunk and the sidecar repo are not models of their own.
     assert disk.folder_sidecar not in models
     assert inventory.roots == (disk.models_dir, disk.hub_cache, disk.grafted_dir)

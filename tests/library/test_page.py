@@ -84,7 +84,7 @@ def test_the_page_lists_every_model_with_its_columns_and_where_it_looked(
     page = driver.page
     assert page.title.text() == "Models"
     assert page.stack.currentWidget() is page.table
-    assert len(driver.rows()) == 8
+    assert len(driver.rows()) == 9  # both bundled demos and the seven models of the layout
     rows = {path: row for path, row in zip(driver.shown_paths(), driver.rows(), strict=True)}
     size = disk.folder_trunk.stat().st_size
     assert rows[disk.folder_trunk] == (
@@ -108,7 +108,7 @@ def test_the_page_lists_every_model_with_its_columns_and_where_it_looked(
     assert rows[disk.opened_mlx][1:3] == ("MLX", "4-bit (group 64)")
     total = sum(model.size_bytes for model in page.models)
     assert page.subtitle.text() == (
-        f"8 models, {format_bytes(total)} on disk. Looked in {disk.models_dir}, "
+        f"9 models, {format_bytes(total)} on disk. Looked in {disk.models_dir}, "
         f"{disk.hub_cache}, {disk.grafted_dir} and 2 opened file(s)."
     )
 
@@ -120,7 +120,7 @@ def test_the_filter_narrows_the_list_and_sizes_sort_by_bytes(driver: PageDriver)
     page.search.setText("sidecar")
     assert len(driver.rows()) == 2
     page.search.clear()
-    assert len(driver.rows()) == 8
+    assert len(driver.rows()) == 9  # both bundled demos and the seven models of the layout
     page.table.horizontalHeader().setSortIndicator(SIZE_COLUMN, Qt.SortOrder.AscendingOrder)
     sizes = [path.stat().st_size for path in driver.shown_paths() if path.is_file()]
     assert sizes == sorted(sizes)
@@ -218,7 +218,7 @@ def test_delete_asks_with_the_space_it_frees_then_deletes_and_refreshes(
     driver.wait_scan()
     assert page.status.text() == f"Deleted {name}: {format_bytes(size)} freed."
     assert not disk.cached_trunk.exists()
-    assert disk.cached_trunk not in driver.shown_paths() and len(driver.rows()) == 7
+    assert disk.cached_trunk not in driver.shown_paths() and len(driver.rows()) == 8
     assert disk.cached_q8 in driver.shown_paths()
 
 

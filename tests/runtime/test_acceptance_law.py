@@ -21,7 +21,7 @@ from app.engine.runtime.sampling.acceptance import (
     accept_by_matching,
     accept_leviathan_chen,
 )
-from app.engine.runtime.sampling.sampler import draw
+from app.engine.runtime.sampling.distribution import draw
 from tests.runtime.chi_square import chi_square_critical
 
 P = [

@@ -1,5 +1,6 @@
-"""``chat``/``serve`` load options as a user types them: --ctx, --kv-type, --flash-attn and
---state-cache-mib; a bad value is one clear line (exit 2), good ones load the model with them."""
+"""``chat``/``serve`` load options as a user types them: --ctx, --kv-type, --flash-attn,
+--state-cache-mib and --threads; a bad value is one clear line (exit 2), good ones load the
+model with them."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from app.engine.chat.model_files import describe_model
 from app.engine.load_options import DEFAULT_STATE_CACHE_MIB, FLASH_ATTENTION_MODES, KV_CACHE_TYPES
 from app.engine.runtime.backends.llama_cpp import model as llama_cpp_model
 from app.engine.runtime.core import backend
+from app.engine.runtime.core.cpu_threads import choose_threads
 from app.engine.runtime.core.demo_model import demo_model_path
 from tests.server.server_process import running_server
 
@@ -38,6 +40,7 @@ def test_the_light_value_lists_are_the_backends() -> None:
         ),
         (["--ctx", "-1"], "--ctx -1 is invalid: use 0"),
         (["--state-cache-mib", "-5"], "--state-cache-mib -5 is invalid: use 0"),
+        (["--threads", "-2"], "--threads -2 is invalid: use 0 (llama.cpp's default"),
     ],
 )
 def test_bad_load_options_are_one_clear_line_and_exit_2(
@@ -67,6 +70,9 @@ def test_chat_runs_the_demo_model_with_a_q8_0_cache_and_flash_attention(
     captured = capsys.readouterr()
     assert captured.out.strip(), "the model answered"
     assert "KV cache q8_0 · flash attention on · kept states ≤ 64 MiB" in captured.err
+    assert (
+        "backend: llama.cpp — " in captured.err and "threads 1 (set in the options)" in captured.err
+    )
     assert re.search(r"16 tokens \(length\) · [\d.]+ tok/s decode", captured.err)
     # No --ctx: the context is chosen for this machine, up to the model's trained context.
     trained = describe_model(demo_model_path()).shape.trained_context
@@ -112,3 +118,16 @@ def test_serve_loads_the_model_with_the_load_options_and_says_so(tmp_path: Path)
         )
     assert "KV cache q8_0 · flash attention on" in line
     assert reply.usage.completion_tokens >= 1
+
+
+def test_help_and_the_backend_line_name_the_default_threads(
+    tiny_models: dict[str, Path], capsys: pytest.CaptureFixture
+) -> None:
+    default = choose_threads(0)
+    with pytest.raises(SystemExit):
+        main(["chat", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert f"what llama.cpp's own tools use, here {default.describe()}" in help_text
+    args = ["chat", "--model", str(tiny_models["mtp"]), "--prompt", "Hi", "--max-tokens", "2"]
+    assert main([*args, "--temp", "0"]) == 0
+    assert f"· {default.describe()}" in capsys.readouterr().err

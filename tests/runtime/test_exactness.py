@@ -21,6 +21,7 @@ from app.engine.runtime.sampling.sampler import SamplerSettings, greedy_token
 from app.engine.runtime.speculative.cycle import SpeculativeDecoder
 from app.engine.runtime.speculative.depth_policy import DepthPolicies
 from app.engine.runtime.speculative.generation import generate
+from tests.runtime.draft_rows import draft_rows
 
 PROMPTS = (
     GenerationRequest(prompt="The quick brown fox jumps over the lazy dog"),
@@ -118,7 +119,7 @@ def _fresh_next_logits(backend: LlamaCppBackend, prompt: list[int], generated: l
     logits = None
     for token in generated:
         logits = backend.step(token)
-    return logits
+    return logits.copy()  # the backend's buffer: the next decode writes over it
 
 
 def test_rollback_leaves_the_state_of_a_fresh_run(backend: LlamaCppBackend) -> None:
@@ -127,7 +128,7 @@ def test_rollback_leaves_the_state_of_a_fresh_run(backend: LlamaCppBackend) -> N
     )
     committed, accepted = _committed_after_cycles(backend, prompt, [3] * 12, seed=5)
     assert set(accepted) >= {0, 3} and set(accepted) & {1, 2}
-    after_cycles = backend.step(committed[-1])
+    after_cycles = backend.step(committed[-1]).copy()
 
     fresh = _fresh_next_logits(backend, prompt, committed)
     difference = float(np.max(np.abs(after_cycles - fresh)))
@@ -165,7 +166,7 @@ def test_the_mtp_heads_state_after_cycles_matches_a_fresh_prefill(
     assert set(accepted) & {1, 2}
 
     def first_draft_logits() -> np.ndarray:
-        return backend.draft(committed[-1], 3, lambda _i, logits: greedy_token(logits)).logits
+        return draft_rows(backend, committed[-1], 3)[1]
 
     after_cycles = first_draft_logits()
     backend.reset()

@@ -24,6 +24,7 @@ from app.engine.runtime.core.request import GenerationRequest, GenerationResult
 from app.engine.runtime.sampling.sampler import greedy_token
 from app.engine.runtime.speculative.depth_policy import AdaptiveDepth, DepthPolicies
 from app.engine.runtime.speculative.generation import LANE_SWITCH_TOKENS, generate
+from tests.runtime.draft_rows import draft_rows
 
 WORDS = "the sea is calm tonight and the tide is full the moon lies fair upon the straits"
 
@@ -112,10 +113,10 @@ def test_a_prompt_that_extends_the_last_reply_continues_the_live_state(
     assert float(np.max(np.abs(logits - fresh))) < 1e-2
     if with_mtp:
         last = greedy_token(fresh)
-        drafts = backend.draft(last, 3, lambda _index, row: greedy_token(row))
-        fresh_drafts = reference.draft(last, 3, lambda _index, row: greedy_token(row))
-        assert drafts.tokens == fresh_drafts.tokens
-        assert float(np.max(np.abs(drafts.logits - fresh_drafts.logits))) < 1e-2
+        drafts, rows = draft_rows(backend, last, 3)
+        fresh_drafts, fresh_rows = draft_rows(reference, last, 3)
+        assert drafts == fresh_drafts
+        assert float(np.max(np.abs(rows - fresh_rows))) < 1e-2
 
 
 @pytest.mark.parametrize("depth", [0, 2], ids=["plain", "MTP depth 2"])
@@ -205,7 +206,7 @@ def test_reused_logits_match_a_fresh_prefill(backend: LlamaCppBackend) -> None:
     longer = prompt + backend.tokenize(" " + _text(12, 3), parse_special=False)
     backend.reset()
     backend.prefill(prompt, with_mtp=True)
-    reused = backend.prefill(longer, with_mtp=True)
+    reused = backend.prefill(longer, with_mtp=True)  # prefill's row is the caller's own
     assert backend.last_prefix_reuse.reused_tokens == len(prompt)
     backend.reset()
     fresh = backend.prefill(longer, with_mtp=True)

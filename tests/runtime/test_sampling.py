@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from app.engine.errors import RuntimeBackendError
-from app.engine.runtime.sampling.sampler import SamplerSettings, distribution, draw, greedy_token
+from app.engine.runtime.sampling.distribution import draw
+from app.engine.runtime.sampling.sampler import SamplerSettings, distribution, greedy_token
 
 LOGITS = np.log(np.array([0.05, 0.4, 0.1, 0.3, 0.15], dtype=np.float32))
 
@@ -42,17 +43,26 @@ def test_top_p_keeps_the_smallest_prefix_reaching_p() -> None:
     np.testing.assert_allclose(probs, [0, 0.4 / 0.85, 0, 0.3 / 0.85, 0.15 / 0.85], rtol=1e-6)
 
 
+def _top_p_reference(full: np.ndarray, top_p: float) -> np.ndarray:
+    order = np.argsort(-full, kind="stable")
+    keep = order[: int(np.searchsorted(np.cumsum(full[order]), top_p)) + 1]
+    expected = np.zeros_like(full)
+    expected[keep] = full[keep] / full[keep].sum()
+    return expected
+
+
 def test_top_p_on_a_large_vocabulary_matches_a_full_sort() -> None:
+    """Without top-k the row's exponentials are float32 (the definition), sums float64."""
     rng = np.random.default_rng(3)
     logits = rng.normal(size=50_000).astype(np.float32) * 3
     probs = distribution(logits, SamplerSettings(temperature=1.0, top_p=0.9))
-    full = np.exp(logits.astype(np.float64) - logits.max())
-    full /= full.sum()
-    order = np.argsort(-full, kind="stable")
-    keep = order[: int(np.searchsorted(np.cumsum(full[order]), 0.9)) + 1]
-    expected = np.zeros_like(full)
-    expected[keep] = full[keep] / full[keep].sum()
+    weights = np.exp(logits - logits.max()).astype(np.float64)  # float32 exponentials
+    total = np.add.reduceat(weights, np.arange(0, weights.size, 4096)).sum()  # as the sampler
+    expected = _top_p_reference(weights / total, 0.9)
     np.testing.assert_allclose(probs, expected, rtol=1e-9, atol=1e-15)
+    # float32 exponentials move no probability by more than float32's rounding
+    exact = np.exp(logits.astype(np.float64) - logits.max())
+    np.testing.assert_allclose(probs, _top_p_reference(exact / exact.sum(), 0.9), rtol=1e-6)
 
 
 def test_min_p_drops_tokens_below_a_fraction_of_the_top() -> None:

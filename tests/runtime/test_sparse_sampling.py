@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 from app.engine.runtime.sampling.acceptance import accept_by_matching, accept_leviathan_chen
+from app.engine.runtime.sampling.candidates import top_k_ids
+from app.engine.runtime.sampling.distribution import draw
 from app.engine.runtime.sampling.sampler import (
     SamplerSettings,
     distribution,
-    draw,
     sparse_distribution,
 )
 
@@ -42,23 +43,31 @@ def _rows(count: int, seed: int) -> np.ndarray:
     return rows.astype(np.float32)
 
 
+def _block_total(probs: np.ndarray) -> float:
+    """The sum as the sampler takes it: per block of 4096, then the blocks (float64)."""
+    return float(np.add.reduceat(probs, np.arange(0, probs.size, 4096)).sum())
+
+
 def _reference(logits: np.ndarray, settings: SamplerSettings) -> np.ndarray:
-    """temperature → top-k → top-p → min-p with full stable sorts over the vocabulary."""
-    probs = np.zeros(VOCAB)
+    """temperature → top-k → top-p → min-p with full stable sorts over the vocabulary; the
+    exponentials in float64 over top-k candidates, in float32 over the whole row (the
+    definition's precision), every sum in float64."""
+    probs = np.zeros(logits.size)
     if settings.greedy:
         probs[int(np.argmax(logits))] = 1.0
         return probs
-    scaled = logits.astype(np.float64) / settings.temperature
-    keep = np.ones(VOCAB, dtype=bool)
     if settings.top_k:
+        scaled = logits.astype(np.float64) / settings.temperature
         kth = np.sort(scaled)[::-1][settings.top_k - 1]
-        keep &= scaled >= kth
-    probs = np.where(keep, np.exp(scaled - scaled.max()), 0.0)
-    probs /= probs.sum()
+        probs = np.where(scaled >= kth, np.exp(scaled - scaled.max()), 0.0)
+    else:
+        scaled = (logits - logits.max()).astype(np.float32) / np.float32(settings.temperature)
+        probs = np.exp(scaled).astype(np.float64)
+    probs /= _block_total(probs)
     if settings.top_p < 1.0:
         order = np.argsort(-probs, kind="stable")
         count = int(np.searchsorted(np.cumsum(probs[order]), settings.top_p)) + 1
-        kept = np.zeros(VOCAB, dtype=bool)
+        kept = np.zeros(logits.size, dtype=bool)
         kept[order[:count]] = True
         probs = np.where(kept, probs, 0.0)
         probs /= probs.sum()
@@ -114,3 +123,52 @@ def test_the_acceptance_laws_decide_the_same_on_sparse_and_dense_rows(
         assert sparse_match == accept_by_matching(drafts, p_dense, np.random.default_rng(seed))
         outcomes.add(sparse_lc.accepted)
     assert {0, 3} <= outcomes  # rejections (residual draws) and full acceptances both compared
+
+
+WIDE = 262_144
+
+
+def _wide_row(seed: int, *, tied_tail: bool) -> np.ndarray:
+    """A row as wide as a real vocabulary: a model's 4096 logits, then a tail tied at 0 (the
+    vocabulary stand-in's padding, and unused vocabulary slots) or spread below them."""
+    rng = np.random.default_rng(seed)
+    row = np.zeros(WIDE, dtype=np.float32)
+    if not tied_tail:
+        row[:] = rng.normal(size=WIDE) * 2.0 - 4.0
+    row[:VOCAB] = _rows(1, seed)[0] + 3.0
+    return row
+
+
+@pytest.mark.parametrize("tied_tail", [True, False], ids=["tied tail", "spread tail"])
+def test_top_k_on_a_wide_row_is_the_full_sort_one(tied_tail: bool) -> None:
+    for seed in range(3):
+        row = _wide_row(seed, tied_tail=tied_tail)
+        for k in (1, 20, 40, 1000):
+            kth = np.sort(row)[::-1][k - 1]
+            assert np.array_equal(top_k_ids(row, k), np.flatnonzero(row >= kth))
+    tied = np.zeros(WIDE, dtype=np.float32)
+    tied[:5] = 1.0  # the 20th largest is the tied value: all of them are kept
+    assert top_k_ids(tied, 20).size == WIDE
+
+
+@pytest.mark.parametrize("settings", SETTINGS[:-1], ids=IDS[:-1])
+def test_the_sampler_on_a_wide_row_is_the_full_sort_reference(settings: SamplerSettings) -> None:
+    row = _wide_row(5, tied_tail=False)
+    expected = _reference(row, settings)
+    sparse = sparse_distribution(row, settings)
+    np.testing.assert_allclose(sparse.dense(WIDE), expected, rtol=1e-9, atol=1e-15)
+
+
+def test_a_draw_from_a_wide_row_walks_the_cumulative_sum_of_the_whole_row() -> None:
+    """Blocks first, then one block: the token a single cumulative sum over the row gives for
+    the same uniform number, and never a token of zero weight."""
+    row = _wide_row(6, tied_tail=False)
+    probs = sparse_distribution(row, SamplerSettings(temperature=1.0))
+    weights = probs.probs.astype(np.float64)
+    weights[::7] = 0.0  # zero-weight tokens, including some at block edges
+    cumulative = np.cumsum(weights)
+    for seed in range(2000):
+        uniform = np.random.default_rng(seed).random()
+        expected = int(np.searchsorted(cumulative, uniform * cumulative[-1], side="right"))
+        token = draw(weights, np.random.default_rng(seed))
+        assert token == expected and weights[token] > 0

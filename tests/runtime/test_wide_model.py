@@ -81,3 +81,52 @@ def test_a_factor_below_one_is_refused(tmp_path: Path) -> None:
     with pytest.raises(RuntimeBackendError, match="--wide 0 is invalid"):
         widened_copy(demo_model_path(), 0, tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+VOCAB = 151936  # Qwen3's
+
+
+@pytest.fixture(scope="module")
+def wide_vocabulary(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return widened_copy(demo_model_path(), 1, tmp_path_factory.mktemp("vocab"), vocab=VOCAB)
+
+
+def test_the_vocabulary_stand_in_pads_tokens_and_their_rows_with_zeros(
+    wide_vocabulary: Path,
+) -> None:
+    original, padded = GGUFReader(demo_model_path()), GGUFReader(wide_vocabulary)
+    tokens = original.fields["tokenizer.ggml.tokens"].contents()
+    padded_tokens = padded.fields["tokenizer.ggml.tokens"].contents()
+    assert len(padded_tokens) == VOCAB and padded_tokens[: len(tokens)] == tokens
+    assert padded_tokens[-1] == f"[PAD{VOCAB - 1}]"  # as llama.cpp's converter pads
+    types = padded.fields["tokenizer.ggml.token_type"].contents()
+    assert len(types) == VOCAB and set(types[len(tokens) :]) == {5}  # unused
+    before = {tensor.name: tensor for tensor in original.tensors}
+    for tensor in padded.tensors:
+        source = before[tensor.name]
+        if tensor.name in ("token_embd.weight", "output.weight"):
+            assert tensor.data.shape[0] == VOCAB
+            assert bytes(tensor.data[: len(tokens)]) == bytes(source.data)
+            assert not tensor.data[len(tokens) :].any()
+        else:
+            assert bytes(tensor.data) == bytes(source.data)
+
+
+@pytest.mark.slow
+def test_the_vocabulary_stand_in_has_the_width_and_the_same_greedy_tokens(
+    wide_vocabulary: Path,
+) -> None:
+    backend = LlamaCppBackend(wide_vocabulary, LoadSettings(threads=1, context_length=256))
+    try:
+        assert backend.info.vocab_size == VOCAB
+        assert backend.prefill([1, 2, 3], with_mtp=False).shape == (VOCAB,)
+    finally:
+        backend.close()
+    for depth in (0, 2):
+        assert _greedy_tokens(wide_vocabulary, depth) == _greedy_tokens(demo_model_path(), depth)
+
+
+def test_a_vocabulary_smaller_than_the_models_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeBackendError, match=r"--vocab 100 is smaller than demo-mtp\.gguf"):
+        widened_copy(demo_model_path(), 1, tmp_path, vocab=100)
+    assert list(tmp_path.iterdir()) == []

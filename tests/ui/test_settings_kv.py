@@ -1,6 +1,6 @@
-"""The load options in Settings (context, KV cache type, flash attention, kept states): saved and
-shown again, a quantised cache without flash attention refused with its reason, and the model
-bar's memory estimate redone when they change."""
+"""The load options in Settings (context, KV cache type, flash attention, kept states, threads):
+saved and shown again, a quantised cache without flash attention refused with its reason, and the
+model bar's memory estimate redone when they change."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from app.engine.chat.context_choice import load_settings_for
 from app.engine.chat.model_files import describe_model
 from app.engine.load_options import LoadOptions
+from app.engine.runtime.core.cpu_threads import choose_threads
 from app.engine.runtime.core.demo_model import demo_model_path
 from app.engine.settings import Settings, SettingsError, SettingsStore
 from app.ui.chat.widgets.model_bar import ModelBar
@@ -32,12 +34,20 @@ def test_the_dialog_saves_the_load_options_and_shows_them_again(qtbot) -> None:
     dialog.kv_type_combo.setCurrentText("q8_0")
     dialog.flash_combo.setCurrentText("on")
     dialog.state_cache_spin.setValue(512)
+    default = choose_threads()
+    assert dialog.threads_spin.text() == f"auto: {default.threads} ({default.reason})"
+    dialog.threads_spin.setValue(3)
     dialog._save()
     assert dialog.error_label.text() == ""
     saved = store.load()
     assert saved == Settings(
-        context_length=8192, kv_cache_type="q8_0", flash_attention="on", state_cache_mib=512
+        context_length=8192,
+        kv_cache_type="q8_0",
+        flash_attention="on",
+        state_cache_mib=512,
+        threads=3,
     )
+    assert load_settings_for(describe_model(demo_model_path()), saved).threads == 3
 
     again = SettingsDialog(store, saved)
     qtbot.addWidget(again)
@@ -45,6 +55,7 @@ def test_the_dialog_saves_the_load_options_and_shows_them_again(qtbot) -> None:
     assert again.kv_type_combo.currentText() == "q8_0"
     assert again.flash_combo.currentText() == "on"
     assert again.state_cache_spin.value() == 512
+    assert again.threads_spin.value() == 3
     assert again.edited_settings() == saved
 
 

@@ -130,7 +130,6 @@ def plan_load(
     options: LoadOptions,
     *,
     memory_bytes: int | None,
-    threads: int = 0,
     max_draft_depth: int = LoadSettings().max_draft_depth,
 ) -> LoadPlan:
     """The settings to load ``model`` with under ``options`` on a machine with ``memory_bytes``
@@ -165,7 +164,7 @@ def plan_load(
         )
     settings = LoadSettings(
         context_length=choice.context,
-        threads=threads,
+        threads=options.threads,
         max_draft_depth=max_draft_depth,
         kv_cache_type=load_kv_type,
         flash_attention=options.flash_attention,

@@ -23,6 +23,7 @@ from app.engine.runtime.sampling.sampler import SamplerSettings, greedy_token
 from app.engine.runtime.speculative.cycle import SpeculativeDecoder
 from app.engine.runtime.speculative.depth_policy import DepthPolicies
 from app.engine.runtime.speculative.generation import generate, prompt_tokens
+from tests.runtime.draft_rows import draft_rows
 
 PROMPTS = (
     "Write a Python function that returns the largest of three numbers.",
@@ -94,7 +95,7 @@ def test_after_a_partial_accept_the_state_equals_a_fresh_prefill(bf16: MlxBacken
         pytest.fail("no cycle accepted part of its drafts")
     assert bf16.committed_length == len(committed)
 
-    after_cycles_head = bf16.draft(last, 1, lambda _i, row: greedy_token(row)).logits[0]
+    after_cycles_head = draft_rows(bf16, last, 1)[1][0]
     after_cycles = bf16.verify([last]).logits[0]
     bf16.rollback(bf16.committed_length)
 
@@ -102,7 +103,7 @@ def test_after_a_partial_accept_the_state_equals_a_fresh_prefill(bf16: MlxBacken
     fresh = bf16.prefill([*committed, last], with_mtp=True)
     bf16.reset()
     bf16.prefill(committed, with_mtp=True)
-    fresh_head = bf16.draft(last, 1, lambda _i, row: greedy_token(row)).logits[0]
+    fresh_head = draft_rows(bf16, last, 1)[1][0]
 
     trunk_diff = float(np.max(np.abs(after_cycles - fresh)))
     head_diff = float(np.max(np.abs(after_cycles_head - fresh_head)))

@@ -21,6 +21,7 @@ from app.engine.runtime.backends.mlx.backend import MlxBackend
 from app.engine.runtime.core.request import GenerationRequest
 from app.engine.runtime.sampling.sampler import SamplerSettings, greedy_token
 from app.engine.runtime.speculative.generation import generate
+from tests.runtime.draft_rows import draft_rows
 from tests.runtime.mlx.conftest import DEMO_HF, SETTINGS, MlxDemo
 from tests.runtime.mlx.tiny_models import (
     DEEPSEEK_V3,
@@ -64,7 +65,7 @@ def test_offset_norms_are_detected_rather_than_assumed(mlx_demo: MlxDemo, tmp_pa
         backend = MlxBackend(mlx_demo.four_bit, SETTINGS, sidecar)
         tokens = backend.tokenize("The lighthouse keeper", parse_special=False)
         last = greedy_token(backend.prefill(tokens, with_mtp=True))
-        return backend.draft(last, 1, lambda _i, row: greedy_token(row)).logits[0]
+        return draft_rows(backend, last, 1)[1][0]
 
     from_raw, from_absolute = first_draft_row(mlx_demo.sidecar), first_draft_row(converted)
     assert np.argmax(from_raw) == np.argmax(from_absolute)

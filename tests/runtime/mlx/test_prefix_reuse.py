@@ -55,9 +55,15 @@ class _Recording:
         return self.prefill_logits
 
     def draft(self, last_token: int, depth: int, choose: Any) -> Any:
-        result = self._backend.draft(last_token, depth, choose)
+        rows: list[np.ndarray] = []
+
+        def keep_row(index: int, row: np.ndarray) -> int:
+            rows.append(np.array(row))
+            return choose(index, row)
+
+        result = self._backend.draft(last_token, depth, keep_row)
         if self.first_draft is None and depth > 0:
-            self.first_draft = result.logits
+            self.first_draft = np.stack(rows)[: len(result.tokens)]  # rows the drafts came from
         return result
 
 

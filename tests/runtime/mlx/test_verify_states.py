@@ -22,6 +22,7 @@ from app.engine.runtime.chat_format.prompting import ChatMessage
 from app.engine.runtime.core.request import GenerationRequest, GenerationResult
 from app.engine.runtime.sampling.sampler import SamplerSettings, greedy_token
 from app.engine.runtime.speculative.generation import generate, prompt_tokens
+from tests.runtime.draft_rows import draft_rows
 from tests.runtime.mlx.conftest import DEMO_HF, SETTINGS
 from tests.runtime.mlx.tiny_models import QWEN3_NEXT, write_qwen_sidecar, write_tiny_folder
 
@@ -100,7 +101,7 @@ def test_captured_states_equal_the_rerun_after_every_rollback(
     assert partial > 0 and rejected > 0, "the cycles must include partial and full rejections"
     # mlx on the CPU runs the recurrence of one token the same way in both paths
     assert worst_state == 0.0 and worst_logits == 0.0
-    step = [b.draft(last, 1, lambda _i, row: greedy_token(row)).logits for b in backends]
+    step = [draft_rows(b, last, 1)[1] for b in backends]
     assert np.array_equal(step[0], step[1])
 
 

@@ -82,6 +82,19 @@ class ModeFigures:
     confidence_stops: int = 0
     """Cycles whose draft ended early at a token the head was unsure of."""
     stops_unsure: bool = False
+    model_seconds: float = 0.0
+    """Decode time inside the model's forward passes (0: the backend does not measure it)."""
+
+    @property
+    def host_seconds_per_token(self) -> float:
+        """Decode time outside the model's forward passes, per token: the loop's own cost."""
+        if not self.generated_tokens:
+            return 0.0
+        return max(self.decode_seconds - self.model_seconds, 0.0) / self.generated_tokens
+
+    @property
+    def model_seconds_per_token(self) -> float:
+        return self.model_seconds / self.generated_tokens if self.generated_tokens else 0.0
 
     @property
     def variable_depth(self) -> bool:
@@ -225,6 +238,8 @@ class DecodeBenchmark:
                     "speedup_to_expected": row.speedup_to_expected,
                     "loop_overhead": row.loop_overhead,
                     "expected_ceiling": row.expected_ceiling,
+                    "host_seconds_per_token": row.host_seconds_per_token,
+                    "model_seconds_per_token": row.model_seconds_per_token,
                 }
                 for row in self.rows
             ],
@@ -279,6 +294,7 @@ def _figures(
         decode_clock_seconds=stats.decode_clock_seconds,
         confidence_stops=stats.confidence_stops,
         stops_unsure=mode.stop_unsure,
+        model_seconds=stats.model_seconds,
         clock_speedup=(
             stats.decode_tokens_per_clock_second / ar_clock_rate if ar_clock_rate > 0 else 0.0
         ),

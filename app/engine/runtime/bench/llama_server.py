@@ -146,16 +146,18 @@ class LlamaServer:
         *,
         depth: int,
         threads: int,
+        batch_threads: int = 0,
         context: int = 0,
         p_min: float = 0.0,
         projector: Path | None = None,
         parallel: int = 1,
         drafter: Path | None = None,
     ) -> None:
-        """``context`` 0: llama-server's default context (the model's trained one); ``p_min``
-        > 0: drafting stops at a token whose draft probability is below it; ``projector``: a
-        vision projector (``--mmproj``) for requests with images; ``parallel``: its slots
-        (``-np``: sequences decoded together, each with its own share of ``context``);
+        """``threads`` for a step and ``batch_threads`` for a prompt's batches (0: the same), as
+        ours run; ``context`` 0: llama-server's default context (the model's trained one);
+        ``p_min`` > 0: drafting stops at a token whose draft probability is below it;
+        ``projector``: a vision projector (``--mmproj``) for requests with images; ``parallel``:
+        its slots (``-np``: sequences decoded together, each with its own share of ``context``);
         ``drafter``: the separate drafter model drafting runs with."""
         self.depth = depth
         self.p_min = p_min
@@ -172,7 +174,7 @@ class LlamaServer:
             "--host", "127.0.0.1",
             "--port", str(self._port),
             "-t", str(threads),
-            "-tb", str(threads),
+            "-tb", str(batch_threads or threads),
             "-np", str(parallel),
             "--no-webui",
         ]  # fmt: skip
@@ -189,6 +191,10 @@ class LlamaServer:
         # llama-server logs a lot: into a file, since an unread pipe would fill and stall it.
         self._log = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115 (closed in close())
         self._process = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT)
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
 
     def wait_ready(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
@@ -319,6 +325,7 @@ class LlamaServerPool:
         *,
         depths: Sequence[int],
         threads: int,
+        batch_threads: int = 0,
         drafter: Path | None = None,
     ) -> None:
         if not binary.is_file():
@@ -330,7 +337,14 @@ class LlamaServerPool:
         try:
             for depth in (0, *depths):
                 self.servers.append(
-                    LlamaServer(binary, model, depth=depth, threads=threads, drafter=drafter)
+                    LlamaServer(
+                        binary,
+                        model,
+                        depth=depth,
+                        threads=threads,
+                        batch_threads=batch_threads,
+                        drafter=drafter,
+                    )
                 )
             self.servers.append(
                 LlamaServer(
@@ -338,6 +352,7 @@ class LlamaServerPool:
                     model,
                     depth=max(depths),
                     threads=threads,
+                    batch_threads=batch_threads,
                     p_min=PUBLISHED_P_MIN,
                     drafter=drafter,
                 )

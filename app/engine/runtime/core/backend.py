@@ -16,7 +16,6 @@ apart (an image may advance the position by fewer than its cells; docs/vision.md
 
 from __future__ import annotations
 
-import os
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -28,6 +27,7 @@ import numpy as np
 
 from app.engine.errors import RuntimeBackendError
 from app.engine.load_options import DEFAULT_STATE_CACHE_MIB
+from app.engine.runtime.core.cpu_threads import ThreadChoice
 
 if TYPE_CHECKING:  # imported by the backends that build one, on first use
     import llguidance
@@ -39,9 +39,10 @@ if TYPE_CHECKING:  # imported by the backends that build one, on first use
 class LoadSettings:
     """How a backend loads a model.
 
-    ``context_length`` 0 → min(4096, the model's trained context); ``threads`` 0 → half the
-    logical CPUs, at most 8 (about the physical cores: llama.cpp's CPU threads spin-wait, and
-    more threads than free cores is many times slower); ``max_draft_depth`` bounds the MTP
+    ``context_length`` 0 → min(4096, the model's trained context); ``threads`` 0 → what
+    llama.cpp's own tools use: the physical performance cores for a step, every physical core for
+    a prompt's batches (:func:`~app.engine.runtime.core.cpu_threads.choose_threads`), N → N for
+    both; ``max_draft_depth`` bounds the MTP
     depth a request may use (hybrid models keep that many recurrent-state snapshots for
     rollback); ``gpu_layers`` −1 → all when the build has a GPU backend.
     """
@@ -72,11 +73,6 @@ class LoadSettings:
     any, for a model that takes one."""
 
 
-def default_threads() -> int:
-    """Threads when ``LoadSettings.threads`` is 0: half the logical CPUs, 1 to 8."""
-    return max(1, min(8, (os.cpu_count() or 2) // 2))
-
-
 @dataclass(frozen=True)
 class ModelInfo:
     """What a loaded model offers. ``mtp_unavailable_reason`` is None when MTP can run;
@@ -93,6 +89,8 @@ class ModelInfo:
     max_draft_depth: int
     mtp_unavailable_reason: str | None
     has_chat_template: bool
+    threads: ThreadChoice | None = None
+    """The CPU threads the backend runs with (None where it does not choose them: MLX)."""
     projector: Path | None = None
     """The vision projector loaded with the model (None: it reads no images)."""
     images_unavailable_reason: str | None = None
@@ -121,15 +119,15 @@ class ModelInfo:
 
 @dataclass(frozen=True)
 class DraftResult:
-    """K drafted tokens and the head's logits row that each was chosen from (K × vocab)."""
+    """The K drafted tokens (the head's logits row of each was handed to the chooser)."""
 
     tokens: tuple[int, ...]
-    logits: np.ndarray
 
 
 @dataclass(frozen=True)
 class VerifyResult:
-    """The trunk's logits and (post-norm) hidden state for every verified row."""
+    """The trunk's logits and (post-norm) hidden state for every verified row: a backend may
+    hand out views of its own buffers, valid until it decodes again (copy what you keep)."""
 
     logits: np.ndarray
     hidden: np.ndarray
@@ -156,7 +154,8 @@ class PrefixReuse:
 
 DraftChooser = Callable[[int, np.ndarray], int]
 """Called by :meth:`DecodeBackend.draft` with (depth index, logits row); returns the draft token,
-or :data:`STOP_DRAFTING` to end the draft before this row (fewer drafts than the depth asked)."""
+or :data:`STOP_DRAFTING` to end the draft before this row (fewer drafts than the depth asked).
+The row may be a view of the backend's buffer, valid during the call only (copy what you keep)."""
 
 STOP_DRAFTING = -1
 
@@ -223,6 +222,13 @@ class DecodeBackend(ABC):
         return self.info.backend
 
     @property
+    def compute_seconds(self) -> float:
+        """Seconds spent inside the model's forward passes since the model was loaded (0.0
+        where the backend does not measure them): decode time minus its growth is the host
+        loop's own cost (:attr:`DecodeStats.host_seconds_per_token`)."""
+        return 0.0
+
+    @property
     def cycle_clock(self) -> Callable[[], float]:
         """The clock the adaptive depth times cycles with: wall time, unless the backend knows
         a clock that other work on the machine does not advance and that still sees all of a
@@ -272,7 +278,9 @@ class DecodeBackend(ABC):
 
     @abstractmethod
     def step(self, token: int) -> np.ndarray:
-        """Plain decoding: commit one token, return the next logits row.
+        """Plain decoding: commit one token, return the next logits row — possibly a view of the
+        backend's buffer, valid until it decodes again (the loop samples from it at once; copy
+        a row you keep). :meth:`prefill`'s row is the caller's own.
 
         After a prefill ``with_mtp`` the head's input for the token is kept, not decoded: the
         next :meth:`draft` catches the head's cache up in one batch, so a stretch of steps

@@ -11,6 +11,9 @@ Definitions:
 - mean accepted length = accepted drafts per cycle (0..K); tokens per cycle = that + 1;
   mean draft depth = drafts per cycle (K, or less where the depth adapts per cycle).
 - decode tok/s = generated tokens / (elapsed − prefill time); TTFT = time to the first token.
+- host time per token = (decode time − time inside the model's forward passes) / generated
+  tokens: what the loop around the model costs (sampling, acceptance, detokenising, stop rules,
+  statistics, sending chunks); model time per token = the rest.
 - c = cost of one draft step / cost of one verify call, both measured in the same request.
 - Leviathan's expected speedup (1 − α^{K+1}) / ((1 − α)(K·c + 1)), with α the per-token
   acceptance that reproduces the measured tokens per cycle under the i.i.d. model.
@@ -108,6 +111,25 @@ class DecodeStats:
     """Prompt tokens whose state was kept from an earlier request (not computed again)."""
     confidence_stops: int = 0
     """Cycles whose draft ended before the depth at a token the head was unsure of."""
+    model_seconds: float = 0.0
+    """Decode time spent inside the model's forward passes (``llama_decode``); 0 where the
+    backend does not measure it (:attr:`DecodeBackend.compute_seconds`)."""
+
+    @property
+    def host_seconds_per_token(self) -> float | None:
+        """Decode time outside the model's forward passes, per generated token (None when the
+        backend does not measure its forward passes)."""
+        if self.model_seconds <= 0 or not self.generated_tokens:
+            return None
+        return max(self.decode_seconds - self.model_seconds, 0.0) / self.generated_tokens
+
+    @property
+    def model_seconds_per_token(self) -> float | None:
+        """Time inside the model's forward passes per generated token (None: not measured)."""
+        if self.model_seconds <= 0 or not self.generated_tokens:
+            return None
+        return self.model_seconds / self.generated_tokens
+
     auto_plain_rate: float = 0.0
     """An adaptive depth's estimate of plain decoding's tokens per second here (0: none)."""
     auto_depth_rates: tuple[float, ...] = ()
@@ -208,6 +230,8 @@ class DecodeStats:
             prefill_tokens_per_second=self.prefill_tokens_per_second,
             prompt_computed_tokens=self.prompt_computed_tokens,
             draft_verify_cost_ratio=self.draft_verify_cost_ratio,
+            host_seconds_per_token=self.host_seconds_per_token,
+            model_seconds_per_token=self.model_seconds_per_token,
             alpha=self.alpha,
             expected_speedup=self.expected_speedup,
         )
@@ -247,6 +271,7 @@ def combined_stats(requests: Sequence[DecodeStats]) -> DecodeStats:
         decode_clock_seconds=total("decode_clock_seconds"),
         prompt_reused_tokens=total("prompt_reused_tokens"),
         confidence_stops=total("confidence_stops"),
+        model_seconds=total("model_seconds"),
         prompt_images_encoded=total("prompt_images_encoded"),
     )
 
@@ -277,6 +302,8 @@ class StatsRecorder:
     prompt_images_encoded: int = 0
     clock: Callable[[], float] = time.perf_counter
     """The backend's cycle clock; decode time is also kept on it (``decode_clock_seconds``)."""
+    compute_seconds: Callable[[], float] = lambda: 0.0
+    """The backend's running total of time inside the model's forward passes."""
     started_at: float = field(default_factory=time.perf_counter)
 
     def __post_init__(self) -> None:
@@ -284,11 +311,13 @@ class StatsRecorder:
         self.accepted_by_depth = [0] * self.depth
         self._clock_started_at = self.clock()
         self._prefill_clock_seconds = 0.0
+        self._compute_at_prefill = self.compute_seconds()
 
     def prefill_done(self) -> None:
-        """The prompt is in: decode time starts now (on both clocks)."""
+        """The prompt is in: decode time starts now (on every clock)."""
         self.prefill_seconds = time.perf_counter() - self.started_at
         self._prefill_clock_seconds = self.clock() - self._clock_started_at
+        self._compute_at_prefill = self.compute_seconds()
 
     def record_cycle(self, drafted: int, accepted: int) -> None:
         self.cycles += 1
@@ -319,6 +348,7 @@ class StatsRecorder:
             ),
             prompt_reused_tokens=self.prompt_reused_tokens,
             confidence_stops=self.confidence_stops,
+            model_seconds=self.compute_seconds() - self._compute_at_prefill,
             auto_plain_rate=self.auto_plain_rate,
             auto_depth_rates=self.auto_depth_rates,
             auto_kept_through=self.auto_kept_through,

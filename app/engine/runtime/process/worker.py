@@ -2,14 +2,14 @@
 
 Native code (llama.cpp) can abort or run out of memory; in a separate process that takes down
 only the worker, and the client turns it into a clear error. The worker loads one model, then
-runs one generation at a time, streaming a message per chunk; between chunks it reads the pipe
-for a cancel (or shutdown) so a long generation stops promptly.
+runs one generation at a time, streaming a message per chunk (:data:`CHUNK_INTERVAL_SECONDS`);
+whenever a chunk goes out it reads the pipe for a cancel (or shutdown), so a long generation
+stops promptly.
 """
 
 from __future__ import annotations
 
 import signal
-import time
 import traceback
 from multiprocessing.connection import Connection
 
@@ -30,39 +30,11 @@ from app.engine.runtime.process.messages import (
 from app.engine.runtime.speculative.depth_policy import DepthPolicies
 from app.engine.runtime.speculative.generation import generate
 
-_CHUNK_INTERVAL_SECONDS = 0.02
-
-
-class _ChunkSender:
-    """Sends the first chunk at once, then at most one merged chunk per interval.
-
-    A small model commits thousands of tokens a second; one message per cycle would cost the
-    decoding loop more than the GUI can show. Merged chunks keep every token and the latest stats.
-    """
-
-    def __init__(self, connection: Connection, request_id: int) -> None:
-        self._connection = connection
-        self._request_id = request_id
-        self._pending: list[TokenChunk] = []
-        self._last_sent = 0.0
-
-    def add(self, chunk: TokenChunk) -> None:
-        self._pending.append(chunk)
-        now = time.perf_counter()
-        if now - self._last_sent >= _CHUNK_INTERVAL_SECONDS:
-            self.flush()
-            self._last_sent = now
-
-    def flush(self) -> None:
-        if not self._pending:
-            return
-        merged = TokenChunk(
-            token_ids=tuple(token for chunk in self._pending for token in chunk.token_ids),
-            text="".join(chunk.text for chunk in self._pending),
-            stats=self._pending[-1].stats,
-        )
-        self._pending = []
-        self._connection.send(ChunkMessage(self._request_id, merged))
+CHUNK_INTERVAL_SECONDS = 0.02
+"""The first chunk of a reply goes out at once, then at most one per this interval, merging the
+steps in between: a small model commits thousands of tokens a second, and a message (and a
+statistics snapshot) per step would cost the decoding loop more than a front end can show. The
+pipe is read for a cancel whenever a chunk goes out."""
 
 
 class _Worker:
@@ -125,15 +97,17 @@ class _Worker:
                     return True
             return False
 
-        sender = _ChunkSender(self._connection, request_id)
+        def send(chunk: TokenChunk) -> None:
+            self._connection.send(ChunkMessage(request_id, chunk))
+
         result = generate(
             self._backend,
             message.request,
-            emit=sender.add,
+            emit=send,
             cancelled=cancelled,
             depth_policies=self._depth_policies,
+            chunk_interval=CHUNK_INTERVAL_SECONDS,
         )
-        sender.flush()
         self._connection.send(GenerationFinished(request_id, result))
         if message.request.adaptive_depth:
             self._depth_policies.save()  # after the reply: ~0.6–1.6 ms the user need not wait

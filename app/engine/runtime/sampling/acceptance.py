@@ -23,7 +23,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from app.engine.runtime.sampling.sampler import Distribution, draw, probability, residual
+from app.engine.runtime.sampling.distribution import Distribution, draw, probability, residual
 
 
 class AcceptMode(StrEnum):

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.engine.runtime.sampling.sampler import top_k_ids
+from app.engine.runtime.sampling.candidates import top_k_ids
 
 BANDS = 10
 PRIOR_WEIGHT = 4.0

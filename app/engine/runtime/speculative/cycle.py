@@ -26,11 +26,10 @@ from app.engine.runtime.sampling.acceptance import (
     accept_by_matching,
     accept_leviathan_chen,
 )
+from app.engine.runtime.sampling.distribution import SparseDistribution, draw
 from app.engine.runtime.sampling.draft_confidence import ConfidenceStop, head_confidence
 from app.engine.runtime.sampling.sampler import (
     SamplerSettings,
-    SparseDistribution,
-    draw,
     greedy_token,
     sample,
     sparse_distribution,

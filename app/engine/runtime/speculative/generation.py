@@ -135,7 +135,12 @@ def _other_way_keeps_more(backend: DecodeBackend, tokens: Sequence[int], draftin
 
 
 class _Output:
-    """Collects committed tokens, applies the stop rules and emits chunks."""
+    """Collects committed tokens, applies the stop rules and emits chunks.
+
+    A chunk goes out after the first token, then at most once per ``interval`` seconds, merging
+    the steps in between (every token and the latest statistics), and when the reply ends: the
+    text, the statistics snapshot and the chunk are made per chunk, not per token.
+    """
 
     def __init__(
         self,
@@ -143,44 +148,59 @@ class _Output:
         request: GenerationRequest,
         recorder: StatsRecorder,
         emit: ChunkSink,
+        interval: float,
     ) -> None:
-        self._backend = backend
+        self._is_end = backend.is_end_of_generation
         self._max_tokens = request.max_tokens
         self._recorder = recorder
         self._emit = emit
+        self._interval = interval
+        self._next_emit = 0.0
         self._detokenizer = StreamingDetokenizer(backend.token_bytes)
         self.token_ids: list[int] = []
         self.text_parts: list[str] = []
+        self._sent = 0  # token_ids before this are in a chunk already
         self.finish_reason: str | None = None
 
     @property
     def remaining(self) -> int:
         return self._max_tokens - len(self.token_ids)
 
-    def commit(self, tokens: Sequence[int]) -> None:
-        kept: list[int] = []
-        for token in tokens:
-            if self._backend.is_end_of_generation(token):
-                self.finish_reason = "stop"
+    def commit(self, tokens: Sequence[int]) -> bool:
+        """Take a step's tokens; True when a chunk went out (a moment to look for a cancel)."""
+        kept = len(tokens)
+        room = self._max_tokens - len(self.token_ids)
+        for index, token in enumerate(tokens):
+            if self._is_end(token):
+                self.finish_reason, kept = "stop", index
                 break
-            kept.append(token)
-            if len(self.token_ids) + len(kept) >= self._max_tokens:
-                self.finish_reason = "length"
+            if index + 1 >= room:
+                self.finish_reason, kept = "length", index + 1
                 break
         if self._recorder.ttft_seconds == 0.0:
             self._recorder.ttft_seconds = time.perf_counter() - self._recorder.started_at
-        self.token_ids.extend(kept)
+        self.token_ids.extend(tokens[:kept] if kept < len(tokens) else tokens)
         self._recorder.generated_tokens = len(self.token_ids)
-        text = self._detokenizer.add(kept)
-        if self.finish_reason is not None:
-            text += self._detokenizer.flush()
-        self.text_parts.append(text)
-        self._emit(TokenChunk(tuple(kept), text, self._recorder.snapshot()))
+        return self._emit_if_due()
 
     def stop(self, reason: str) -> None:
         """End early (cancelled, context full); a pending partial character is flushed."""
         self.finish_reason = reason
-        self.text_parts.append(self._detokenizer.flush())
+        self._emit_if_due()
+
+    def _emit_if_due(self) -> bool:
+        now = time.perf_counter()
+        if self.finish_reason is None and now < self._next_emit:
+            return False
+        self._next_emit = now + self._interval
+        tokens = tuple(self.token_ids[self._sent :])
+        self._sent = len(self.token_ids)
+        text = self._detokenizer.add(tokens)
+        if self.finish_reason is not None:
+            text += self._detokenizer.flush()
+        self.text_parts.append(text)
+        self._emit(TokenChunk(tokens, text, self._recorder.snapshot()))
+        return True
 
 
 @dataclass(frozen=True)
@@ -249,7 +269,11 @@ def _choose_step(
     policy, watch = choice.policy, choice.watch
     clock = backend.cycle_clock
 
+    sampler = request.sampler
+
     def plain(last: int, _room: int) -> Sequence[int]:
+        if grammar is None:
+            return (sample(backend.step(last), sampler, rng),)
         return (next_token(backend.step(last), grammar, request, rng),)
 
     def timed_plain(last: int, _room: int) -> Sequence[int]:
@@ -288,8 +312,12 @@ def generate(
     emit: ChunkSink,
     cancelled: CancelCheck,
     depth_policies: DepthPolicies | None = None,
+    chunk_interval: float = 0.0,
 ) -> GenerationResult:
-    """Run ``request`` on ``backend``, calling ``emit`` after each step or cycle.
+    """Run ``request`` on ``backend``, calling ``emit`` after each step or cycle — or, with
+    ``chunk_interval`` > 0, with the steps of that many seconds merged into one chunk (the first
+    token at once, the end of the reply at once). ``cancelled`` is asked whenever a chunk goes
+    out.
 
     ``depth_policies`` carries what an adaptive depth learned about ``backend`` from earlier
     requests and sessions (the worker keeps one per loaded model and saves it after sending
@@ -314,9 +342,10 @@ def generate(
         prompt_tokens=len(tokens),
         adaptive=request.adaptive_depth and choice.depth > 0,
         clock=backend.cycle_clock,
+        compute_seconds=lambda: backend.compute_seconds,
         started_at=started,
     )
-    output = _Output(backend, request, recorder, emit)
+    output = _Output(backend, request, recorder, emit, chunk_interval)
     logits = backend.prefill(
         tokens,
         with_mtp=choice.drafting,
@@ -326,12 +355,12 @@ def generate(
     recorder.prompt_images_encoded = backend.last_prefix_reuse.images_encoded
     recorder.prefill_done()
     last = next_token(logits, grammar, request, rng)
-    output.commit([last])
+    look_for_cancel = output.commit((last,))
     try:
         step = _choose_step(backend, request, choice, (grammar, rng), recorder, output)
         context = backend.info.context_length
         while output.finish_reason is None:
-            if cancelled():
+            if look_for_cancel and cancelled():
                 output.stop("cancelled")
                 break
             room = context - backend.committed_length - 1
@@ -340,7 +369,7 @@ def generate(
                 break
             committed = step(last, room)
             last = committed[-1]
-            output.commit(committed)
+            look_for_cancel = output.commit(committed)
     except BaseException:
         backend.reset()  # a step that failed half-way leaves a state nothing may reuse
         raise

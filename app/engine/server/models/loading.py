@@ -37,7 +37,6 @@ class LoadRules:
     drafting: the drafter paired with each model unless ``drafter`` names one."""
 
     options: LoadOptions
-    threads: int
     max_draft_depth: int
     memory_bytes: int | None
     backend: str = "auto"
@@ -68,7 +67,6 @@ class RunnerFactory:
                 model.description,
                 self.rules.options,
                 memory_bytes=self.rules.memory_bytes,
-                threads=self.rules.threads,
                 max_draft_depth=self.rules.max_draft_depth,
             )
             settings = dataclasses.replace(

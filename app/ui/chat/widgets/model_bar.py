@@ -2,11 +2,11 @@
 
 One row holds what is done most: the side panels' toggles (conversations, settings), the picker,
 Open (a GGUF file, a model folder, or look again), Unload, and the load state with the memory the
-inference worker holds ("RAM in use"). Under it, the chosen model's info line (see
-:mod:`~app.ui.chat.widgets.model_text`), the pictures line with its vision projector (see
-:mod:`~app.ui.chat.widgets.projector_row`), the offer to add an MTP head, and the backend line
-(CPU / CUDA / Metal; the reason in full when a better accelerator exists but is not used, else in
-its tooltip). Everything wraps or elides, so the strip fits a window of 800 px.
+inference worker holds ("RAM in use") and, beside it, the projector pictures are read with (see
+:mod:`~app.ui.chat.widgets.projector_row`). Under it, the chosen model's info line (see
+:mod:`~app.ui.chat.widgets.model_text`), the offer to add an MTP head, and the backend line (CPU /
+CUDA / Metal; the reason in full when a better accelerator exists but is not used, else in its
+tooltip). Everything wraps or elides, so the strip fits a window of 800 px.
 """
 
 from __future__ import annotations
@@ -184,6 +184,7 @@ class ModelBar(QWidget):
         status.setSpacing(8)
         status.addWidget(self.state, 1)
         status.addWidget(self.busy)
+        status.addWidget(self.projector_row)
         status.addWidget(self.memory_label)
         layout = QGridLayout(self)
         layout.setContentsMargins(8, 6, 8, 6)
@@ -191,9 +192,8 @@ class ModelBar(QWidget):
         layout.addLayout(top, 0, 0)
         layout.addLayout(status, 1, 0)
         layout.addWidget(self.info, 2, 0)
-        layout.addWidget(self.projector_row, 3, 0)
-        layout.addWidget(self.graft_button, 4, 0, Qt.AlignmentFlag.AlignLeft)
-        layout.addWidget(self.backend, 5, 0)
+        layout.addWidget(self.graft_button, 3, 0, Qt.AlignmentFlag.AlignLeft)
+        layout.addWidget(self.backend, 4, 0)
 
     @property
     def models(self) -> list[ModelDescription]:

@@ -1,10 +1,12 @@
-"""The model bar's line about pictures: which vision projector the loaded model reads them with,
-or why it reads none, and the **Projector** button to choose another one or none.
+"""The model bar's word about pictures: which vision projector the loaded model reads them with,
+or that it reads none (and why, as the tooltip), and the **Projector** button to choose another
+one or none.
 
 A GGUF model reads pictures through a projector (``mmproj-*.gguf``) loaded beside it; by default
-the one in its folder (the one a download fetches, docs/vision.md). The line says
-"Pictures: read with mmproj-….gguf (0.6 MB)" once the model is loaded with one, else the reason
-in one line ("… has no vision projector …"). The button's menu lists the projectors in the
+the one in its folder (the one a download fetches, docs/vision.md). Beside the load state it says
+"Pictures: mmproj-….gguf (600.6 kB)" once the model is loaded with one, else "Pictures: none"
+with the reason in one line as the tooltip ("… has no vision projector …") — short, so the model
+bar keeps its height and fits a small window. The button's menu lists the projectors in the
 model's folder with their sizes, **No projector (text only)**, and **Another file…**; choosing
 one asks for the model to be loaded again with it (``projector_chosen``).
 """
@@ -16,7 +18,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QActionGroup
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QSizePolicy, QToolButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QToolButton, QWidget
 
 from app.engine.library.projectors import Projector
 from app.engine.units import format_bytes
@@ -25,6 +27,8 @@ from app.ui.wording import in_window_words
 
 NO_PROJECTOR_TEXT = "No projector (text only)"
 OTHER_FILE_TEXT = "Another file…"
+NAME_CHARACTERS = 36
+"""A longer projector name is shortened in its middle (the tooltip has the whole path)."""
 
 
 class ProjectorRow(QWidget):
@@ -38,9 +42,7 @@ class ProjectorRow(QWidget):
         super().__init__(parent)
         self.label = QLabel()
         self.label.setObjectName("projectorLine")
-        self.label.setWordWrap(True)
         self.label.setTextFormat(Qt.TextFormat.RichText)
-        self.label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.menu = QMenu(self)
         self.button = QToolButton()
         self.button.setObjectName("projectorButton")
@@ -50,8 +52,9 @@ class ProjectorRow(QWidget):
         self.button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.label, 1)
-        layout.addWidget(self.button, 0, Qt.AlignmentFlag.AlignTop)
+        layout.setSpacing(2)
+        layout.addWidget(self.label)
+        layout.addWidget(self.button)
         self.hide()
 
     def show_choices(
@@ -65,14 +68,16 @@ class ProjectorRow(QWidget):
         """What the model reads pictures with (``loaded``) or why not (``reason``), and the
         projectors ``beside`` it to choose from (none to choose for an MLX model)."""
         if loaded is not None:
-            text = f"read with {html.escape(loaded.name)} ({format_bytes(loaded.size_bytes)})"
+            name = html.escape(_shortened(loaded.name))
+            text = f"{name} ({format_bytes(loaded.size_bytes)})"
+            tip = f"Pictures are read with the vision projector {loaded.path}"
         elif reason is not None:
-            said = html.escape(in_window_words(reason))
-            text = f"<span style='{tone_style('muted')}'>{said}</span>"
+            text = f"<span style='{tone_style('muted')}'>none</span>"
+            tip = in_window_words(reason)
         else:
-            text = "…"
+            text, tip = "…", ""
         self.label.setText(f"<b>Pictures:</b> {text}")
-        self.label.setToolTip(str(loaded.path) if loaded is not None else "")
+        self.label.setToolTip(tip)
         self._fill_menu(beside, loaded, text_only=loaded is None and reason is not None)
         self.button.setVisible(choosable)
         self.show()
@@ -105,3 +110,10 @@ class ProjectorRow(QWidget):
         action.triggered.connect(lambda _checked=False, path=path: self.projector_chosen.emit(path))
         self.menu.addAction(action)
         return action
+
+
+def _shortened(name: str) -> str:
+    if len(name) <= NAME_CHARACTERS:
+        return name
+    half = (NAME_CHARACTERS - 1) // 2
+    return f"{name[:half]}…{name[-half:]}"

@@ -81,8 +81,8 @@ from app.engine.runtime.core.backend import (
     ModelInfo,
     PrefixReuse,
     VerifyResult,
-    default_threads,
 )
+from app.engine.runtime.core.cpu_threads import choose_threads
 
 
 class LlamaCppBackend(DecodeBackend):
@@ -109,6 +109,7 @@ class LlamaCppBackend(DecodeBackend):
                 settings.kv_cache_type,
                 settings.flash_attention,
                 settings.state_cache_mib,
+                settings.threads,
             )
         )
         if problem is not None:
@@ -126,10 +127,10 @@ class LlamaCppBackend(DecodeBackend):
         self._context_size = settings.context_length or min(
             DEFAULT_CONTEXT, trained or DEFAULT_CONTEXT
         )
-        self._threads = settings.threads or default_threads()
+        self._threads = choose_threads(settings.threads)
         self._settings = settings
         depth = settings.max_draft_depth if mtp_reason is None else 0
-        self._on_cpu_alone = self._threads == 1 and (
+        self._on_cpu_alone = self._threads.threads == 1 and (
             settings.gpu_layers == 0 or not llama_cpp.llama_supports_gpu_offload()
         )
         self._fingerprint = machine_fingerprint(
@@ -154,6 +155,7 @@ class LlamaCppBackend(DecodeBackend):
             max_draft_depth=depth if mtp_reason is None else 0,
             mtp_unavailable_reason=mtp_reason,
             has_chat_template=summary.chat_template is not None,
+            threads=self._threads,
             projector=settings.projector if self._images is not None else None,
             images_unavailable_reason=images_reason,
             drafter=drafter_path,
@@ -222,6 +224,7 @@ class LlamaCppBackend(DecodeBackend):
             self._drafter_model, drafter = open_gemma4_assistant(
                 path,
                 target,
+                beside=self._model,
                 threads=self._threads,
                 kv_cache_type=self._settings.kv_cache_type,
                 flash_attention=self._settings.flash_attention,
@@ -253,7 +256,7 @@ class LlamaCppBackend(DecodeBackend):
             head = self._new_context(reads=target)
         except RuntimeBackendError as exc:
             return None, f"{exc}; decoding runs autoregressively"
-        return MtpHeadDrafter(head, batch, vocab_size=self._model.vocab_size), None
+        return MtpHeadDrafter(head, batch), None
 
     def _open_projector(self, settings: LoadSettings) -> str | None:
         """Load the vision projector the settings name; None, or why the model reads no images."""
@@ -268,7 +271,7 @@ class LlamaCppBackend(DecodeBackend):
         projector = VisionProjector(
             settings.projector,
             self._model.pointer,
-            threads=self._threads,
+            threads=self._threads.batch_threads,  # the encoder runs whole images, as a batch
             use_gpu=settings.gpu_layers != 0 and llama_cpp.llama_supports_gpu_offload(),
             image_max_tokens=settings.image_max_tokens,
         )
@@ -292,6 +295,11 @@ class LlamaCppBackend(DecodeBackend):
         if can_draft:
             self.draft(0, 1, lambda _index, _logits: 0)
         self.reset()
+
+    @property
+    def contexts(self) -> tuple[LlamaContext, ...]:
+        """The llama.cpp contexts open now (the drafting target first)."""
+        return tuple(self._contexts)
 
     def close(self) -> None:
         if self._images is not None:
@@ -343,6 +351,10 @@ class LlamaCppBackend(DecodeBackend):
     @property
     def performance_fingerprint(self) -> str:
         return self._fingerprint
+
+    @property
+    def compute_seconds(self) -> float:
+        return self._model.compute.seconds if self._model is not None else 0.0
 
     @property
     def cycle_clock(self) -> Callable[[], float]:

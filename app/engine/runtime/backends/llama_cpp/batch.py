@@ -58,6 +58,12 @@ class NumpyBatch:
         """
         count = len(tokens)
         self._seq[0] = seq
+        if count == 1 and hidden is None:  # a plain step: no numpy call per field
+            self._tokens[0], self._positions[0] = tokens[0], first_position
+            self._outputs[0] = outputs != "none"
+            self._struct.n_tokens = 1
+            self._struct.embd = None
+            return self._struct
         self._tokens[:count] = tokens
         self._positions[:count] = np.arange(first_position, first_position + count)
         self._outputs[:count] = 1 if outputs == "all" else 0

@@ -18,6 +18,8 @@ only (``n_seq_max`` 1), but several clients in one context will each be a sequen
 from __future__ import annotations
 
 import ctypes
+import time
+from typing import Any
 
 import llama_cpp
 import numpy as np
@@ -34,25 +36,53 @@ def _pointer(buffer: np.ndarray) -> ctypes.POINTER(ctypes.c_uint8):
     return buffer.ctypes.data_as(ctypes.POINTER(ctypes.c_uint8))
 
 
+class ComputeTime:
+    """Seconds spent inside ``llama_decode``, summed over the contexts of one model."""
+
+    __slots__ = ("seconds",)
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+
 class LlamaContext:
-    """A ``llama_context`` and its memory; ``model_name`` names the file in error messages."""
+    """A ``llama_context`` and its memory; ``model_name`` names the file in error messages;
+    ``compute`` adds up the time its decodes take."""
 
     def __init__(
-        self, pointer: llama_cpp.llama_context_p, *, model_name: str, vocab_size: int, width: int
+        self,
+        pointer: llama_cpp.llama_context_p,
+        *,
+        model_name: str,
+        vocab_size: int,
+        width: int,
+        compute: ComputeTime,
     ) -> None:
         self.pointer = pointer
         self.memory = llama_cpp.llama_get_memory(pointer)
         self.model_name = model_name
         self._vocab_size = vocab_size
         self._width = width
+        self._compute = compute
+        self._logits = _BufferView(llama_cpp.llama_get_logits, vocab_size)
+        self._hidden = _BufferView(llama_cpp_ext.llama_get_embeddings_nextn, width)
 
     @property
     def size(self) -> int:
         """The context window in tokens."""
         return llama_cpp.llama_n_ctx(self.pointer)
 
+    @property
+    def thread_counts(self) -> tuple[int, int]:
+        """The CPU threads of a step and of a batch."""
+        return llama_cpp.llama_n_threads(self.pointer), llama_cpp.llama_n_threads_batch(
+            self.pointer
+        )
+
     def decode(self, batch: llama_cpp.llama_batch, what: str) -> None:
+        started = time.perf_counter()
         code = llama_cpp.llama_decode(self.pointer, batch)
+        self._compute.seconds += time.perf_counter() - started
         if code != 0:
             raise RuntimeBackendError(
                 f"llama.cpp failed to decode {what} of {self.model_name} (code {code}: "
@@ -60,14 +90,18 @@ class LlamaContext:
             )
 
     def logits_rows(self, rows: int) -> np.ndarray:
-        """The last decode's logits, one row per output row (a view: copy what you keep)."""
-        pointer = llama_cpp.llama_get_logits(self.pointer)
-        return np.ctypeslib.as_array(pointer, shape=(rows, self._vocab_size))
+        """The last decode's logits, one row per output row: a view of llama.cpp's buffer,
+        valid until this context decodes again (copy what you keep)."""
+        return self._logits.rows(self.pointer, rows)
+
+    def last_logits(self) -> np.ndarray:
+        """The logits row of a one-row decode (a view, as :meth:`logits_rows`)."""
+        return self._logits.first_row(self.pointer)
 
     def hidden_rows(self, rows: int) -> np.ndarray:
-        """The last decode's exported hidden states, one row per batch row (a view)."""
-        pointer = llama_cpp_ext.llama_get_embeddings_nextn(self.pointer)
-        return np.ctypeslib.as_array(pointer, shape=(rows, self._width))
+        """The last decode's exported hidden states, one row per batch row (a view, as
+        :meth:`logits_rows`)."""
+        return self._hidden.rows(self.pointer, rows)
 
     def export_hidden_rows(self) -> None:
         """Export the hidden state of every row (unmasked; see the backend's docstring)."""
@@ -117,3 +151,43 @@ class LlamaContext:
         if self.pointer:
             llama_cpp.llama_free(self.pointer)
         self.pointer = None
+
+
+_RETURNS_ADDRESS = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
+
+
+class _BufferView:
+    """A numpy view of a float buffer llama.cpp owns (logits, exported hidden states), made once
+    per buffer: llama.cpp keeps the buffer until it needs a larger one, and making a view through
+    ``np.ctypeslib.as_array`` costs more than a small model's whole sampling step. The getter is
+    called through a prototype that returns the address as an int, so checking that the buffer
+    is still the same makes no ctypes pointer object either."""
+
+    def __init__(self, getter: Any, width: int) -> None:
+        self._address_of = _RETURNS_ADDRESS(ctypes.cast(getter, ctypes.c_void_p).value)
+        self._width = width
+        self._address = 0
+        self._view = np.empty((0, width), dtype=np.float32)
+        self._first = np.empty(width, dtype=np.float32)
+
+    def rows(self, context: llama_cpp.llama_context_p, rows: int) -> np.ndarray:
+        address = self._address_of(context)
+        if address != self._address or rows > len(self._view):
+            self._remake(address, rows)
+        return self._view[:rows]
+
+    def first_row(self, context: llama_cpp.llama_context_p) -> np.ndarray:
+        """Row 0 (what a plain step reads): the same view every step while the buffer stays."""
+        address = self._address_of(context)
+        if address != self._address:
+            self._remake(address, 1)
+        return self._first
+
+    def _remake(self, address: int, rows: int) -> None:
+        if not address:
+            raise RuntimeBackendError("llama.cpp returned no output buffer for the last decode")
+        pointer = ctypes.cast(address, ctypes.POINTER(ctypes.c_float))
+        self._view = np.ctypeslib.as_array(pointer, shape=(max(rows, 1), self._width))
+        self._view.flags.writeable = False  # llama.cpp's own: nothing here may change it
+        self._first = self._view[0]
+        self._address = address

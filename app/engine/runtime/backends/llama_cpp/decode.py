@@ -225,7 +225,8 @@ class Decoder:
 
     def step(self, token: int) -> np.ndarray:
         lane = self.lane
-        self._info.require_room(self.n_past, 1)
+        if self.n_past >= self._info.context_length:
+            self._info.require_room(self.n_past, 1)
         position = self.n_past - self.shift
         lane.trunk.decode(
             self._batch.fill([token], position, outputs="all", seq=lane.seq), "a token"
@@ -237,7 +238,7 @@ class Decoder:
             lane.hidden_last = lane.trunk.hidden_rows(1)[0].copy()
         self.kept.live(lane).tokens.append(token)
         self.n_past += 1
-        return lane.trunk.logits_rows(1)[0].copy()
+        return lane.trunk.last_logits()  # a view: the loop samples from it before the next decode
 
     def draft(self, last_token: int, depth: int, choose: DraftChooser) -> DraftResult:
         self._require_head("draft")
@@ -254,8 +255,10 @@ class Decoder:
             self._batch.fill(tokens, start - self.shift, outputs="all", seq=lane.seq),
             "a verify batch",
         )
-        logits = lane.trunk.logits_rows(len(tokens)).copy()
-        hidden = lane.trunk.hidden_rows(len(tokens)).copy()
+        # Views of llama.cpp's buffers: the cycle decides and rolls back before the next decode;
+        # rollback copies the hidden rows it keeps.
+        logits = lane.trunk.logits_rows(len(tokens))
+        hidden = lane.trunk.hidden_rows(len(tokens))
         self._verified = (start, tuple(tokens), hidden, lane.hidden_last)
         self.kept.live(lane).tokens.extend(tokens)
         self.n_past = start + len(tokens)
@@ -282,9 +285,10 @@ class Decoder:
                 f"tokens; the model's recurrent state keeps {self._info.max_draft_depth} "
                 "snapshots, so use an MTP depth no larger than that"
             )
-        rows = [hidden_before[None, :], *(hidden[i : i + 1] for i in range(accepted))]
+        kept = hidden[: accepted + 1].copy()  # the queued rows outlive the next trunk decode
+        rows = [hidden_before[None, :], *(kept[i : i + 1] for i in range(accepted))]
         lane.drafter.commit_rows(start - self.shift, tokens[: accepted + 1], rows)
-        lane.hidden_last = hidden[accepted].copy()
+        lane.hidden_last = kept[accepted]
         del self.kept.live(lane).tokens[committed_length:]
         self.n_past = committed_length
 

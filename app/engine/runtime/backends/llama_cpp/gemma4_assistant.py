@@ -35,14 +35,14 @@ from app.engine.runtime.backends.llama_cpp.contexts import LlamaContext
 from app.engine.runtime.backends.llama_cpp.drafter import Drafter
 from app.engine.runtime.backends.llama_cpp.model import LlamaModel
 from app.engine.runtime.core.backend import STOP_DRAFTING, DraftChooser, DraftResult
+from app.engine.runtime.core.cpu_threads import ThreadChoice
 
 
 class Gemma4AssistantDrafter(Drafter):
     """Drafts with ``context`` (the assistant's, bound to the target) for sequence ``seq``."""
 
-    def __init__(self, context: LlamaContext, *, vocab_size: int, width: int, seq: int = 0):
+    def __init__(self, context: LlamaContext, *, width: int, seq: int = 0):
         self.context = context
-        self._vocab_size = vocab_size
         self._seq = seq
         self._row = NumpyBatch(1, width)  # kept: the batch points into its arrays
         context.export_hidden_rows()
@@ -62,18 +62,16 @@ class Gemma4AssistantDrafter(Drafter):
         choose: DraftChooser,
     ) -> DraftResult:
         drafts: list[int] = []
-        logits_rows = np.empty((depth, self._vocab_size), dtype=np.float32)
         token, state = last_token, hidden[None, :]
         for index in range(depth):
             row = self._row.fill([token], position, outputs="last", hidden=state, seq=self._seq)
             self.context.decode(row, "a draft step of the drafter")
-            logits_rows[index] = self.context.logits_rows(1)[0]
-            token = choose(index, logits_rows[index])
+            token = choose(index, self.context.last_logits())  # a view: no copy of the row
             if token == STOP_DRAFTING:
                 break
             drafts.append(token)
-            state = self.context.hidden_rows(1)  # copied into the batch before the next decode
-        return DraftResult(tuple(drafts), logits_rows[: len(drafts)])
+            state = self.context.hidden_rows(1)  # a view, copied into the batch before the decode
+        return DraftResult(tuple(drafts))
 
     def keep_first(self, length: int) -> bool:
         return True  # the target's trim is the rollback
@@ -98,17 +96,21 @@ def open_gemma4_assistant(
     path: Path,
     target: LlamaContext,
     *,
-    threads: int,
+    beside: LlamaModel,
+    threads: ThreadChoice,
     kv_cache_type: str,
     flash_attention: str,
     swa_full: bool,
     gpu_layers: int,
 ) -> tuple[LlamaModel, Gemma4AssistantDrafter]:
-    """Load the assistant GGUF at ``path`` and bind a context of it to ``target`` (its size,
-    K/V types, flash attention and sliding-window cache as the target's); the caller frees the
+    """Load the assistant GGUF at ``path`` beside the target's model ``beside`` (sharing its
+    thread pools) and bind a context of it to ``target`` (its size, K/V types, flash attention
+    and sliding-window cache as the target's); the caller frees the
     drafter, then the model. The pair was checked before (:func:`app.engine.drafter.pairing.
     check_pair`)."""
-    model = LlamaModel(path, read_gguf_summary(path), load_mtp=False, gpu_layers=gpu_layers)
+    model = LlamaModel(
+        path, read_gguf_summary(path), load_mtp=False, gpu_layers=gpu_layers, beside=beside
+    )
     try:
         context = model.new_context(
             target.size,
@@ -121,4 +123,4 @@ def open_gemma4_assistant(
     except BaseException:
         model.close()
         raise
-    return model, Gemma4AssistantDrafter(context, vocab_size=model.vocab_size, width=model.width)
+    return model, Gemma4AssistantDrafter(context, width=model.width)

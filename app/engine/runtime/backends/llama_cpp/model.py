@@ -6,7 +6,8 @@ process. Contexts come in three roles (docs/architecture.md#the-llamacpp-backend
 target keeps ``n_rs_seq`` recurrent-state snapshots so a hybrid trunk can roll back a rejected
 draft; a drafter's context (``LLAMA_CONTEXT_TYPE_MTP``, ``ctx_other`` = the target) runs the
 nextn block of the same model or a separate drafter model (docs/drafters.md); a plain target keeps
-no snapshots.
+no snapshots. Every context computes on the target model's persistent CPU thread pools
+(:mod:`.threadpool`), as llama-server's do; a separate drafter model shares them.
 
 A sliding-window (SWA) layer's cache holds the window plus one batch, unless ``swa_full`` keeps
 every position (llama.cpp's default, which costs the whole context's KV for every sliding layer);
@@ -26,8 +27,10 @@ from app.engine.errors import RuntimeBackendError
 from app.engine.learned_state import cpu_name
 from app.engine.runtime.backends.gguf_info import GgufSummary
 from app.engine.runtime.backends.llama_cpp import log as llama_cpp_log
-from app.engine.runtime.backends.llama_cpp.contexts import LlamaContext
+from app.engine.runtime.backends.llama_cpp.contexts import ComputeTime, LlamaContext
 from app.engine.runtime.backends.llama_cpp.cpu_backends import CpuVariant, load_installed
+from app.engine.runtime.backends.llama_cpp.threadpool import ThreadPools
+from app.engine.runtime.core.cpu_threads import ThreadChoice
 
 BACKEND_NAME = "llama.cpp"
 DEFAULT_CONTEXT = 4096
@@ -64,7 +67,7 @@ def cpu_variant_name() -> str | None:
     return _cpu_variant.name if _cpu_variant is not None else None
 
 
-def machine_fingerprint(threads: int, gpu_layers: int, clock: str) -> str:
+def machine_fingerprint(threads: ThreadChoice, gpu_layers: int, clock: str) -> str:
     """A short hash of the CPU, the llama.cpp build (its system info names the CPU features and
     GPU backends it uses), the llama-cpp-python version, threads, GPU offload and the clock
     cycles are timed with (times on different clocks cannot be compared)."""
@@ -74,7 +77,7 @@ def machine_fingerprint(threads: int, gpu_layers: int, clock: str) -> str:
         str(os.cpu_count()),
         llama_cpp.__version__,
         llama_cpp.llama_print_system_info().decode("utf-8", "replace"),
-        f"threads={threads}",
+        f"threads={threads.threads}",
         f"gpu_layers={gpu_layers}",
         f"clock={clock}",
     )
@@ -83,9 +86,20 @@ def machine_fingerprint(threads: int, gpu_layers: int, clock: str) -> str:
 
 
 class LlamaModel:
-    """The loaded weights of ``path``; makes the contexts and frees itself last."""
+    """The loaded weights of ``path``; makes the contexts and frees itself last. A separate
+    drafter model is loaded ``beside`` its target: its contexts compute on the target's thread
+    pools (decodes run one at a time; a second set of pools would spin against the first) and
+    its decode time adds to the target's."""
 
-    def __init__(self, path: Path, summary: GgufSummary, *, load_mtp: bool, gpu_layers: int):
+    def __init__(
+        self,
+        path: Path,
+        summary: GgufSummary,
+        *,
+        load_mtp: bool,
+        gpu_layers: int,
+        beside: LlamaModel | None = None,
+    ):
         self.path = path
         self.summary = summary
         params = llama_cpp.llama_model_default_params()
@@ -106,6 +120,11 @@ class LlamaModel:
         self.input_width = llama_cpp.llama_model_n_embd_inp(self.pointer)
         self.trained_context = llama_cpp.llama_model_n_ctx_train(self.pointer)
         self.sliding_window = llama_cpp.llama_model_n_swa(self.pointer)
+        self._beside = beside
+        self._pools: ThreadPools | None = None
+        self.compute = beside.compute if beside is not None else ComputeTime()
+        """Time inside ``llama_decode``, summed over every context of this model (and of the
+        drafter model beside it)."""
         self.recurrent = bool(
             llama_cpp.llama_model_is_recurrent(self.pointer)
             or llama_cpp.llama_model_is_hybrid(self.pointer)
@@ -114,7 +133,7 @@ class LlamaModel:
     def new_context(
         self,
         size: int,
-        threads: int,
+        threads: ThreadChoice,
         *,
         kv_cache_type: str,
         flash_attention: str,
@@ -131,8 +150,8 @@ class LlamaModel:
         params.n_batch = BATCH_SIZE
         params.n_ubatch = BATCH_SIZE
         params.n_seq_max = 1
-        params.n_threads = threads
-        params.n_threads_batch = threads
+        params.n_threads = threads.threads
+        params.n_threads_batch = threads.batch_threads
         params.no_perf = True
         params.type_k = params.type_v = KV_CACHE_TYPES[kv_cache_type]
         params.flash_attn_type = FLASH_ATTENTION_MODES[flash_attention]
@@ -143,6 +162,7 @@ class LlamaModel:
             params.ctx_type = llama_cpp.LLAMA_CONTEXT_TYPE_MTP
             params.ctx_other = reads.pointer
             params.n_rs_seq = 0
+        pools = self._thread_pools(threads)
         pointer = llama_cpp.llama_init_from_model(self.pointer, params)
         if not pointer:
             role = "MTP draft" if reads is not None else "inference"
@@ -150,11 +170,29 @@ class LlamaModel:
                 f"llama.cpp could not create the {role} context for {self.path.name} with "
                 f"{size} tokens ({llama_cpp_log.take_recent()}); try a smaller --ctx"
             )
+        pools.attach(pointer)
         return LlamaContext(
-            pointer, model_name=self.path.name, vocab_size=self.vocab_size, width=self.width
+            pointer,
+            model_name=self.path.name,
+            vocab_size=self.vocab_size,
+            width=self.width,
+            compute=self.compute,
         )
 
+    def _thread_pools(self, threads: ThreadChoice) -> ThreadPools:
+        """The pools this model's contexts compute on (the target's, for a model beside it),
+        started with the first context."""
+        if self._beside is not None:
+            return self._beside._thread_pools(threads)
+        if self._pools is None:
+            self._pools = ThreadPools(threads)
+        return self._pools
+
     def close(self) -> None:
+        """Free the model and its thread pools (after its contexts and the models beside it)."""
+        if self._pools is not None:
+            self._pools.close()
+            self._pools = None
         if self.pointer:
             llama_cpp.llama_model_free(self.pointer)
         self.pointer = None

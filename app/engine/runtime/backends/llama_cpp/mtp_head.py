@@ -28,12 +28,9 @@ class MtpHeadDrafter(Drafter):
     """Drafts with ``context`` (the MTP head's) for sequence ``seq``; ``batch`` is shared with
     the trunk (decodes run one at a time)."""
 
-    def __init__(
-        self, context: LlamaContext, batch: NumpyBatch, *, vocab_size: int, seq: int = 0
-    ) -> None:
+    def __init__(self, context: LlamaContext, batch: NumpyBatch, *, seq: int = 0) -> None:
         self.context = context
         self._batch = batch
-        self._vocab_size = vocab_size
         self._seq = seq
         self._queue_start = 0
         self._queue_tokens: list[int] = []
@@ -65,7 +62,7 @@ class MtpHeadDrafter(Drafter):
     ) -> DraftResult:
         if depth == 0:
             self._run_queue(keep_last_rows=0)
-            return DraftResult((), np.zeros((0, self._vocab_size), dtype=np.float32))
+            return DraftResult(())
         self._run_queue(keep_last_rows=self._batch.capacity - 1)
         rows_hidden = np.vstack([*self._queue_hidden, hidden[None, :]])
         rows = len(rows_hidden)
@@ -79,11 +76,9 @@ class MtpHeadDrafter(Drafter):
         self._queue_tokens, self._queue_hidden = [], []
         self._queue_start = position + 1
         drafts: list[int] = []
-        logits_rows = np.empty((depth, self._vocab_size), dtype=np.float32)
         for index in range(depth):
             self.context.decode(batch, "a draft step")
-            logits_rows[index] = self.context.logits_rows(1)[0]
-            token = choose(index, logits_rows[index])
+            token = choose(index, self.context.logits_rows(1)[0])  # a view: no copy of the row
             if token == STOP_DRAFTING:
                 break
             drafts.append(token)
@@ -97,7 +92,7 @@ class MtpHeadDrafter(Drafter):
             raise RuntimeBackendError(
                 f"llama.cpp refused to trim the MTP head's cache of {self.context.model_name}"
             )
-        return DraftResult(tuple(drafts), logits_rows[: len(drafts)])
+        return DraftResult(tuple(drafts))
 
     def keep_first(self, length: int) -> bool:
         self._run_queue(keep_last_rows=0)

@@ -194,7 +194,7 @@ class MlxBackend(DecodeBackend):
             except RuntimeBackendError as exc:
                 return None, f"{exc}; decoding runs without MTP", 0
             layers = len(drafter.model.layers)
-            return Gemma4Drafting(drafter, text_model, args.vocab_size), None, layers
+            return Gemma4Drafting(drafter, text_model), None, layers
         if may_take_drafter(model_type):
             reason = match.note or (
                 f"{self._path.name} drafts with a separate drafter model and no drafter folder "
@@ -204,7 +204,7 @@ class MlxBackend(DecodeBackend):
         head, reason = self._open_head(model_type, sidecar, args.num_hidden_layers)
         if head is None:
             return None, reason, 0
-        return HeadDrafter(head, args.vocab_size), None, 1
+        return HeadDrafter(head), None, 1
 
     def _cache_maker(self) -> Callable[[], list[Any]]:
         """Fresh trunk caches: mlx-lm's own, with the sliding windows un-rotated when a Gemma 4

@@ -88,9 +88,8 @@ class HeadDrafter(Drafting):
 
     keeps_rows = True
 
-    def __init__(self, head: MtpHead, vocab_size: int) -> None:
+    def __init__(self, head: MtpHead) -> None:
         self.head = head
-        self._vocab_size = vocab_size
         self._queue_tokens: list[int] = []
         self._queue_hidden: list[mx.array] = []
 
@@ -154,19 +153,17 @@ class HeadDrafter(Drafting):
         cache, committed = live.head, len(live.tokens)
         if depth == 0:
             self._run_queue(cache)
-            return DraftResult((), np.zeros((0, self._vocab_size), dtype=np.float32))
+            return DraftResult(())
         tokens = [*self._queue_tokens, last_token]
         hidden = mx.stack([*self._queue_hidden, hidden_last])[None]
         self.clear()
         drafts: list[int] = []
-        rows = np.empty((depth, self._vocab_size), dtype=np.float32)
         for index in range(depth):
             carried, logits = self.head.step(mx.array([tokens]), hidden, cache)
-            rows[index] = np.array(logits[0, -1].astype(mx.float32))
-            token = choose(index, rows[index])
+            token = choose(index, np.array(logits[0, -1].astype(mx.float32)))
             if token == STOP_DRAFTING:
                 break
             drafts.append(token)
             tokens, hidden = [token], carried[:, -1:, :]
         cache.trim(cache.offset - committed)
-        return DraftResult(tuple(drafts), rows[: len(drafts)])
+        return DraftResult(tuple(drafts))

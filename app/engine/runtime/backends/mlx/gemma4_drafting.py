@@ -45,10 +45,9 @@ class Gemma4Drafting(Drafting):
 
     keeps_rows = False
 
-    def __init__(self, drafter: Gemma4Drafter, target: nn.Module, vocab_size: int) -> None:
+    def __init__(self, drafter: Gemma4Drafter, target: nn.Module) -> None:
         self.drafter = drafter
         self._target = target
-        self._vocab_size = vocab_size
 
     def clear(self) -> None:
         """Nothing held."""
@@ -87,7 +86,6 @@ class Gemma4Drafting(Drafting):
         choose: DraftChooser,
     ) -> DraftResult:
         position = len(live.tokens)
-        rows = np.empty((depth, self._vocab_size), dtype=np.float32)
         drafts: list[int] = []
         if depth:
             kv = target_kv(self._target, live.trunk)
@@ -96,9 +94,8 @@ class Gemma4Drafting(Drafting):
             for index in range(depth):
                 embedded = target_embeddings(self._target, mx.array([[token]]))
                 logits, previous = self.drafter.step(embedded, previous, position, kv)
-                rows[index] = np.array(logits[0, -1].astype(mx.float32))
-                token = choose(index, rows[index])
+                token = choose(index, np.array(logits[0, -1].astype(mx.float32)))
                 if token == STOP_DRAFTING:
                     break
                 drafts.append(token)
-        return DraftResult(tuple(drafts), rows[: len(drafts)])
+        return DraftResult(tuple(drafts))
