@@ -36,6 +36,13 @@ pytestmark = pytest.mark.slow
 
 HELLO = [{"role": "user", "content": "Hello"}]
 STORY = [{"role": "user", "content": "Write a long story about a dragon and a knight."}]
+LONG_STORY = {
+    "type": "object",
+    "properties": {"story": {"type": "string", "minLength": 20_000}},
+    "required": ["story"],
+}
+LONG = {"type": "json_schema", "json_schema": {"name": "story", "schema": LONG_STORY}}
+"""Holds the tiny demo model to thousands of tokens, where a free story may end after a few."""
 
 
 @pytest.fixture(scope="module")
@@ -215,7 +222,7 @@ def test_unload_frees_an_idle_model_and_refuses_a_busy_one(library_server: Serve
     assert card_of(library_server, VISION_ID)["state"] == "not-loaded"
     library_server.wait_for_line(rf"unloaded {re.escape(VISION_ID)} \(admin\)")
     busy = client.chat.completions.create(
-        model="demo-mtp", messages=STORY, max_tokens=3000, stream=True
+        model="demo-mtp", messages=STORY, max_tokens=3000, stream=True, response_format=LONG
     )
     next(iter(busy))
     try:
