@@ -107,7 +107,7 @@ def main() -> int:
     parser.add_argument("--model", type=Path)
     args = parser.parse_args()
     context = 1 << (args.tokens * 2).bit_length()
-    serve_args = ["--ctx", str(context), "--mtp-depth", "2"]
+    serve_args = ["--ctx", str(context), "--mtp-depth", "2", "--alias", "demo"]
     if args.model is not None:
         serve_args += ["--model", str(args.model)]
     with running_server(*serve_args) as server:

@@ -217,7 +217,12 @@ def stop_strings(serve: Serve) -> str:
     """700 stop strings of 10 KB plus one that the (greedy, so known) reply is a prefix of: the
     whole reply is held back while every string is compared with it."""
     story = [{"role": "user", "content": "Write a long story about a dragon."}]
-    ask = {"model": "m", "messages": story, "max_tokens": STOP_REPLY_TOKENS, "temperature": 0}
+    ask = {
+        "model": "demo-mtp",
+        "messages": story,
+        "max_tokens": STOP_REPLY_TOKENS,
+        "temperature": 0,
+    }
     probe = HostileRequest("probe", "/v1/chat/completions", json.dumps(ask).encode())
     connection = http.client.HTTPConnection("127.0.0.1", serve.port, timeout=ANSWER_TIMEOUT)
     connection.request("POST", probe.path, body=probe.body, headers=probe.headers)

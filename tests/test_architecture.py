@@ -27,7 +27,7 @@ LAYERS: dict[str, list[set[str]]] = {
         {"process"},
         {"bench"},
     ],
-    "app.engine.server": [{"core"}, {"openai", "anthropic", "responses"}, {"app"}],
+    "app.engine.server": [{"models"}, {"core"}, {"openai", "anthropic", "responses"}, {"app"}],
     "app.ui.chat": [{"transcript", "widgets"}, {"bridges"}, {"controls"}, {"window"}],
 }
 

@@ -20,4 +20,6 @@ COMMANDS: dict[str, str] = {
     "bench": "run a benchmark and print its figures",
     "chat": "chat with a model (MTP speculative decoding)",
     "serve": "serve a model over OpenAI- and Anthropic-compatible HTTP APIs",
+    "ls": "list the models on disk that serve can run, with their MTP status",
+    "ps": "show what a running server has loaded",
 }

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 
-BENCH_MODULES: tuple[str, ...] = ("bench_extract", "bench_decode", "bench_chat")
+BENCH_MODULES: tuple[str, ...] = ("bench_extract", "bench_decode", "bench_chat", "bench_serve")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

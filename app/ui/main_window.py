@@ -56,7 +56,7 @@ from app.ui.shell.closing import may_close
 from app.ui.shell.home import HomePage
 from app.ui.shell.look_control import LookControl
 from app.ui.shell.menus import MenuHandlers, build_menus
-from app.ui.shell.page_frame import titled_page
+from app.ui.shell.page_frame import scrolled, titled_page
 from app.ui.shell.pages import CATALOG, CHAT, HOME, JOBS, MODELS, PAGES, SERVER
 from app.ui.shell.settings_source import SettingsSource
 from app.ui.shell.shortcuts import ShortcutsDialog, shortcut_groups, shortcut_rows
@@ -135,7 +135,7 @@ class MainWindow(QMainWindow):
                 "Server",
                 "Serve a model with MTP to editors, agents and Claude Code through OpenAI- and "
                 "Anthropic-compatible APIs.",
-                self.server_panel,
+                scrolled(self.server_panel),
             ),
         }
         self.pages = QStackedWidget()

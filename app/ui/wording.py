@@ -65,6 +65,8 @@ COMMAND_LINE_ONLY: dict[str, str] = {
     "--limit": "the Discover page asks for a fixed number of repos; only the CLI takes a count",
     "--portable": "names the set-up command (bash packaging/setup.sh --portable) a terminal runs",
     "--replace": "the window's graft adds a head to a model without one; it replaces none",
+    "--api-key": "the Server page calls only the server it started, with that server's key; "
+    "the key hint is for mtp-studio ps",
 }
 """Flags in engine messages that no window action can lead to, and why."""
 

@@ -112,7 +112,7 @@ def test_json_output_stays_one_object_per_answer(
 def test_serve_loads_the_model_with_the_load_options_and_says_so(tmp_path: Path) -> None:
     options = ("--kv-type", "q8_0", "--flash-attn", "on", "--ctx", "2048", "--threads", "1")
     with running_server(*options, home=tmp_path) as server:
-        line = server.wait_for_line("context 2048 tokens")
+        line = server.wait_for_line("context 2048 tokens .*KV cache")
         reply = OpenAI(base_url=server.base_url, api_key="none").chat.completions.create(
             model="demo-mtp", messages=[{"role": "user", "content": "Hi"}], max_tokens=4
         )

@@ -15,6 +15,8 @@ from tests.vision.conftest import picture
 
 API_KEY = "test-key-0123456789"
 CORS_ORIGIN = "http://localhost:3000"
+CLAUDE_NAMES = "claude-*"
+"""The shared server answers Claude Code's own model names, as a Claude Code user starts it."""
 PICTURE = picture(48, 32)
 """What :func:`picture_site` serves at /cat.png."""
 
@@ -26,14 +28,16 @@ def server_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def server(server_home: Path) -> Iterator[ServerProcess]:
-    with running_server(home=server_home) as process:
+    with running_server("--alias", CLAUDE_NAMES, home=server_home) as process:
         yield process
 
 
 @pytest.fixture(scope="session")
 def keyed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     home = tmp_path_factory.mktemp("keyed-serve-home")
-    with running_server("--api-key", API_KEY, "--queue-size", "1", home=home) as process:
+    with running_server(
+        "--api-key", API_KEY, "--queue-size", "1", "--alias", CLAUDE_NAMES, home=home
+    ) as process:
         yield process
 
 
@@ -43,6 +47,7 @@ def limits_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPr
     allowed browser origin and a queue of one."""
     home = tmp_path_factory.mktemp("limits-serve-home")
     args = ("--ctx", "1024", "--max-body-mib", "1", "--cors", CORS_ORIGIN, "--queue-size", "1")
+    args += ("--alias", CLAUDE_NAMES)
     with running_server(*args, home=home) as process:
         yield process
 

@@ -168,6 +168,7 @@ CONVERSATION: dict[tuple[str, str], Check] = {
     ("count_tokens", "system"): _system,
     ("count_tokens", "tools"): _counted_tools,
     ("count_tokens", "tool_choice"): _counted_tool_choice,
+    ("count_tokens", "model"): SHARED["model"],
 }
 
 

@@ -77,6 +77,8 @@ class Endpoint:
 
 
 USER = [{"role": "user", "content": QUESTION}]
+CLAUDE = "claude-code-local"
+"""A name Claude Code sends: the shared server answers it (``--alias 'claude-*'``)."""
 CHAT = Endpoint("chat", "Chat completions: `POST /v1/chat/completions`", CHAT_FIELDS,
                 "/v1/chat/completions", {"messages": USER, "max_tokens": 12})  # fmt: skip
 COMPLETIONS = Endpoint("completions", "Text completions: `POST /v1/completions`",
@@ -86,11 +88,11 @@ RESPONSES = Endpoint("responses", "Responses: `POST /v1/responses`", RESPONSES_F
                      "/v1/responses", {"input": QUESTION, "max_output_tokens": 12},
                      length_field="max_output_tokens")  # fmt: skip
 MESSAGES = Endpoint("messages", "Messages: `POST /v1/messages`", MESSAGES_FIELDS, "/v1/messages",
-                    {"model": "claude", "messages": USER, "max_tokens": 12}, anthropic=True,
+                    {"model": CLAUDE, "messages": USER, "max_tokens": 12}, anthropic=True,
                     aliases={"stop": "stop_sequences"})  # fmt: skip
 COUNT_TOKENS = Endpoint("count_tokens", "Token counts: `POST /v1/messages/count_tokens`",
                         COUNT_TOKENS_FIELDS, "/v1/messages/count_tokens",
-                        {"model": "claude", "messages": USER}, length_field=None,
+                        {"model": CLAUDE, "messages": USER}, length_field=None,
                         anthropic=True)  # fmt: skip
 ENDPOINTS = (CHAT, COMPLETIONS, RESPONSES, MESSAGES, COUNT_TOKENS)
 GENERATING = (CHAT, COMPLETIONS, RESPONSES, MESSAGES)
@@ -153,7 +155,6 @@ REFUSED_SAMPLES: dict[str, Any] = {
 ENDPOINT_SAMPLES: dict[tuple[str, str], Any] = {("completions", "logprobs"): 2}
 
 IGNORED_SAMPLES: dict[str, Any] = {
-    "model": "gpt-4o",
     "user": "user-1234",
     "safety_identifier": "user-1234",
     "metadata": {"user_id": "user-1234"},

@@ -15,6 +15,7 @@ from typing import Any
 import httpx2
 import jsonschema
 
+from app.engine.runtime.core.demo_model import demo_model_path
 from tests.server.field_checks import USER, WEATHER, Endpoint
 from tests.server.server_process import ServerProcess
 
@@ -132,7 +133,20 @@ def _stream(endpoint: Endpoint, server: ServerProcess) -> None:
     assert "".join(pieces) == endpoint.say(server)
 
 
+def _model(endpoint: Endpoint, server: ServerProcess) -> None:
+    """The model a request names answers and is named in the reply; a name the server does not
+    have is a 404 naming it, never another model's answer."""
+    missing = endpoint.post(server, model="no-such-model")
+    assert missing.status_code == 404, missing.text
+    assert "no-such-model" in missing.text
+    served = demo_model_path().stem
+    reply = endpoint.reply(server, model=served)
+    if endpoint.length_field is not None:  # count_tokens names no model
+        assert reply["model"] == served
+
+
 SHARED: dict[str, Check] = {
+    "model": _model,
     "temperature": _temperature,
     "top_k": _keeps_only_the_likeliest("top_k", 1),
     "top_p": _keeps_only_the_likeliest("top_p", 1e-9),

@@ -34,7 +34,7 @@ def nested_items(depth: int) -> dict[str, Any]:
 
 
 def openai_body(**fields: Any) -> bytes:
-    return json.dumps({"model": "m", "messages": HELLO, "max_tokens": 4, **fields}).encode()
+    return json.dumps({"model": "demo-mtp", "messages": HELLO, "max_tokens": 4, **fields}).encode()
 
 
 def response_format(schema: dict[str, Any]) -> dict[str, Any]:
@@ -43,7 +43,7 @@ def response_format(schema: dict[str, Any]) -> dict[str, Any]:
 
 def anthropic_forced_tool(schema: dict[str, Any]) -> bytes:
     body = {
-        "model": "m",
+        "model": "demo-mtp",
         "max_tokens": 4,
         "messages": HELLO,
         "tools": [{"name": "f", "description": "d", "input_schema": schema}],

@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.engine.runtime.core.demo_model import demo_model_path
+
 STARTUP_SECONDS = 120
 STOP_SECONDS = 20
 _LISTENING = re.compile(r"listening on (http://\S+/v1)")
@@ -71,6 +73,16 @@ def listening_line(server: ServerProcess) -> str | None:
         if match := _LISTENING.search(line):
             return match.group(1)
     return None
+
+
+def library_env(root: Path) -> dict[str, str]:
+    """This environment with the Hugging Face cache under ``root`` (never the user's), for a
+    library server."""
+    return {
+        **os.environ,
+        "HF_HOME": str(root / "hf-home"),
+        "HF_HUB_CACHE": str(root / "hf-home" / "hub"),
+    }
 
 
 @contextlib.contextmanager
@@ -125,6 +137,10 @@ def launch(
 
 
 def serve_command(*args: str) -> list[str]:
+    """``serve`` with ``args``; pinned to the demo model unless the args name a model or a
+    models folder (a library server must be given its own folders: see ``library_env``)."""
+    if "--model" not in args and "--models-dir" not in args:
+        args = ("--model", str(demo_model_path()), *args)
     return [sys.executable, "-m", "app", "serve", *args]
 
 
@@ -141,11 +157,11 @@ def running_server(
     ``program`` replaces ``python -m app`` (the bundled executable); ``env`` replaces the
     environment, ``home`` sets its ``MTP_STUDIO_HOME``.
     """
-    command = [*program, "serve"] if program else serve_command()
+    command = [*program, "serve", *args] if program else serve_command(*args)
     environment = dict(os.environ if env is None else env)
     if home is not None:
         environment["MTP_STUDIO_HOME"] = str(home)
     with launch(
-        [*command, "--port", "0", *args], listening_line, env=environment, preexec_fn=preexec_fn
+        [*command, "--port", "0"], listening_line, env=environment, preexec_fn=preexec_fn
     ) as server:
         yield server

@@ -127,7 +127,7 @@ def test_langchain_create_agent_runs_its_tool_loop(server: ServerProcess) -> Non
         return handler(request)
 
     model = ChatOpenAI(
-        base_url=server.base_url, api_key="unused", model="demo", temperature=0, max_tokens=120,
+        base_url=server.base_url, api_key="unused", model="demo-mtp", temperature=0, max_tokens=120,
         max_retries=0,
     )  # fmt: skip
     agent = create_agent(model, tools=[tool(get_weather)], middleware=[call_first])

@@ -19,7 +19,7 @@ QUESTION = [SystemMessage("You answer briefly."), HumanMessage("Tell me about dr
 def chat_model(server: ServerProcess, **settings: object) -> ChatOpenAI:
     defaults: dict[str, object] = {"temperature": 0, "max_tokens": 24, "max_retries": 0}
     return ChatOpenAI(
-        base_url=server.base_url, api_key="unused", model="gpt-4o-mini", **{**defaults, **settings}
+        base_url=server.base_url, api_key="unused", model="demo-mtp", **{**defaults, **settings}
     )
 
 

@@ -18,7 +18,7 @@ from tests.server.server_process import ServerProcess
 pytestmark = pytest.mark.slow
 
 SERVED = "demo-mtp"
-ASKED = "claude-code-model"  # any name: the one served model answers it, as for Claude Code
+ASKED = "claude-code-model"  # a Claude Code name, answered through the server's --alias claude-*
 HELLO = [{"role": "user", "content": "Hello, who are you?"}]
 STORY = [{"role": "user", "content": "Write a long story about a dragon."}]
 # anthropic 2.x dropped the sampling arguments (newer Claude models choose their own); clients

@@ -20,7 +20,7 @@ from tests.server.server_process import ServerProcess
 
 pytestmark = pytest.mark.slow
 
-ASKED = "claude-code-model"  # any name: the one served model answers
+ASKED = "claude-code-model"  # a Claude Code name, answered through the server's --alias claude-*
 DRAFTING = {"temperature": 0.6, "mtp_depth": 3}
 # Claude Code's tools carry a draft-07 "$schema" and close their objects
 WEATHER_SCHEMA = {

@@ -56,7 +56,7 @@ def _long_reply(
                 schema = {"name": "story", "schema": LONG_STORY}
                 outcome.append(
                     client.chat.completions.create(
-                        model="demo",
+                        model="demo-mtp",
                         messages=story,
                         response_format={"type": "json_schema", "json_schema": schema},
                         max_tokens=20_000,
@@ -67,7 +67,7 @@ def _long_reply(
                 output = {"format": {"type": "json_schema", "schema": LONG_STORY}}
                 outcome.append(
                     client.messages.create(
-                        model="c", max_tokens=20_000, messages=story, output_config=output
+                        model="demo-mtp", max_tokens=20_000, messages=story, output_config=output
                     )
                 )
         except (openai.APIError, anthropic.APIError) as error:
@@ -99,11 +99,13 @@ def test_count_tokens_answers_while_a_long_reply_is_generating(own_server: Serve
     outcome: list[object] = []
     generating = _long_reply(own_server, outcome)
     _wait_until_generating(own_server)
-    counted = client.messages.count_tokens(model="c", messages=CONVERSATION, tools=[TOOL])
+    counted = client.messages.count_tokens(model="demo-mtp", messages=CONVERSATION, tools=[TOOL])
     assert generating.is_alive() and not outcome, "the count waited for the reply"
     assert httpx2.get(f"{own_server.root_url}/health").json()["generating"]
     generating.join(timeout=300)
-    reply = client.messages.create(model="c", max_tokens=1, messages=CONVERSATION, tools=[TOOL])
+    reply = client.messages.create(
+        model="demo-mtp", max_tokens=1, messages=CONVERSATION, tools=[TOOL]
+    )
     used = reply.usage.input_tokens + reply.usage.cache_read_input_tokens
     assert counted.input_tokens == used > 800
 
@@ -124,5 +126,5 @@ def test_a_worker_that_dies_under_a_request_is_a_503_with_retry_after(
     assert "worker stopped unexpectedly" in body["message"] and "retry" in body["message"]
     assert body["type"] == ("overloaded_error" if api == "anthropic" else "server_error")
     client = Anthropic(base_url=own_server.root_url, api_key="unused", max_retries=0)
-    reply = client.messages.create(model="c", max_tokens=4, messages=CONVERSATION[:1])
+    reply = client.messages.create(model="demo-mtp", max_tokens=4, messages=CONVERSATION[:1])
     assert reply.usage.output_tokens >= 1  # the next request got a fresh worker

@@ -4,8 +4,6 @@ address (which needs an API key no web page has)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from starlette.requests import Request
 
@@ -26,7 +24,7 @@ def request_for(host: str) -> Request:
 
 
 def config(**fields: object) -> ServerConfig:
-    return ServerConfig(model_path=Path("m.gguf"), model_id="m", **fields)  # type: ignore[arg-type]
+    return ServerConfig(**fields)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

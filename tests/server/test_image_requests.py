@@ -25,6 +25,8 @@ from tests.vision.conftest import picture
 
 pytestmark = pytest.mark.slow
 
+DEMO = "demo-mtp"
+VISION = "demo-vision-Q8_0"
 PNG_BASE64 = base64.b64encode(picture(64, 48)).decode()
 OPENAI_IMAGE = [
     {"type": "text", "text": "What is in this picture?"},
@@ -55,7 +57,7 @@ def anthropic_client(server: ServerProcess) -> anthropic.Anthropic:
 def test_a_model_without_a_projector_says_so_to_both_apis(server: ServerProcess) -> None:
     with pytest.raises(openai.BadRequestError) as caught:
         openai_client(server).chat.completions.create(
-            model="m", max_tokens=4, messages=[{"role": "user", "content": OPENAI_IMAGE}]
+            model=DEMO, max_tokens=4, messages=[{"role": "user", "content": OPENAI_IMAGE}]
         )
     error = caught.value.body
     assert error["param"] == "messages"
@@ -66,12 +68,12 @@ def test_a_model_without_a_projector_says_so_to_both_apis(server: ServerProcess)
     assert "\n" not in error["message"]
     with pytest.raises(anthropic.BadRequestError) as refused:
         anthropic_client(server).messages.create(
-            model="m", max_tokens=4, messages=[{"role": "user", "content": ANTHROPIC_IMAGE}]
+            model=DEMO, max_tokens=4, messages=[{"role": "user", "content": ANTHROPIC_IMAGE}]
         )
     assert refused.value.body["error"]["type"] == "invalid_request_error"
     assert "has no vision projector" in refused.value.body["error"]["message"]
     text_only = openai_client(server).chat.completions.create(
-        model="m", max_tokens=2, messages=[{"role": "user", "content": "Hello"}]
+        model=DEMO, max_tokens=2, messages=[{"role": "user", "content": "Hello"}]
     )
     assert text_only.choices[0].message.content is not None
 
@@ -81,15 +83,17 @@ def test_the_vision_demo_answers_about_a_picture_through_the_openai_api(
 ) -> None:
     client = openai_client(vision_server)
     asked = [{"role": "user", "content": OPENAI_IMAGE}]
-    first = client.chat.completions.create(model="m", max_tokens=24, temperature=0, messages=asked)
+    first = client.chat.completions.create(
+        model=VISION, max_tokens=24, temperature=0, messages=asked
+    )
     answer = first.choices[0].message.content
     assert answer
     plain = client.chat.completions.create(
-        model="m", max_tokens=24, temperature=0, messages=asked, extra_body={"mtp_depth": 0}
+        model=VISION, max_tokens=24, temperature=0, messages=asked, extra_body={"mtp_depth": 0}
     )
     assert plain.choices[0].message.content == answer  # drafting changes nothing
     follow_up = client.chat.completions.create(
-        model="m",
+        model=VISION,
         max_tokens=8,
         temperature=0,
         messages=[
@@ -102,7 +106,7 @@ def test_the_vision_demo_answers_about_a_picture_through_the_openai_api(
     mtp = follow_up.model_extra["mtp"]  # it follows the plain request about the same picture
     assert mtp["prompt_images_encoded"] == 0 and mtp["prompt_reused_tokens"] > 0
     text_only = client.chat.completions.create(
-        model="m",
+        model=VISION,
         max_tokens=24,
         temperature=0,
         messages=[{"role": "user", "content": "What is in this picture?"}],
@@ -117,7 +121,7 @@ def test_the_vision_demo_answers_about_a_picture_through_the_anthropic_api(
 ) -> None:
     client = anthropic_client(vision_server)
     reply = client.messages.create(
-        model="m",
+        model=VISION,
         max_tokens=16,
         messages=[{"role": "user", "content": ANTHROPIC_IMAGE}],
     )
@@ -138,7 +142,7 @@ def test_the_vision_demo_answers_about_a_picture_through_the_anthropic_api(
         },
     ]
     tools = [{"name": "camera", "description": "takes a photo", "input_schema": {"type": "object"}}]
-    answered = client.messages.create(model="m", max_tokens=16, messages=tool_turns, tools=tools)
+    answered = client.messages.create(model=VISION, max_tokens=16, messages=tool_turns, tools=tools)
     assert answered.stop_reason in ("end_turn", "max_tokens", "tool_use")
     assert answered.content
     assert answered.model_extra["mtp"]["prompt_images_encoded"] == 1  # the tool's picture
@@ -171,14 +175,14 @@ def test_remote_image_urls_are_fetched_only_up_to_the_image_limit(
         parts = [{"type": "image_url", "image_url": {"url": f"{picture_site}{p}"}} for p in paths]
         with pytest.raises(openai.BadRequestError) as caught:
             client.chat.completions.create(
-                model="m", max_tokens=4, messages=[{"role": "user", "content": parts}]
+                model=VISION, max_tokens=4, messages=[{"role": "user", "content": parts}]
             )
         return caught.value.body["message"]
 
     assert "names 3 image URLs; a request may hold at most 2 images" in ask("/a", "/b", "/c")
     assert "answered HTTP 404" in ask("/gone")
     fetched = client.chat.completions.create(
-        model="m",
+        model=VISION,
         max_tokens=4,
         messages=[
             {

@@ -1,5 +1,6 @@
 """What OpenAI clients (Continue, LangChain, Open WebUI …) rely on, checked with the real ``openai``
-client: any number of stop strings, any model name answered by the served one, usage sent once
+client: any number of stop strings, the pinned model answering its own names and its aliases
+and no other (a 404 ``model_not_found`` naming what it serves), usage sent once
 and only when asked, replies without ``max_tokens`` running to the context, errors known before
 the reply as HTTP 4xx even for streams, the ``developer`` role, clear 400s for what the runtime
 cannot honour (``n`` > 1, ``logprobs``, penalties), ``seed: -1``, the routes without ``/v1`` and
@@ -45,18 +46,29 @@ def test_six_stop_strings_are_accepted_and_the_earliest_cuts(server: ServerProce
     assert reply.choices[0].finish_reason == "stop"
 
 
-def test_any_model_name_is_answered_by_the_served_model(server: ServerProcess) -> None:
+def test_the_pinned_model_answers_its_names_and_aliases_and_no_other(
+    server: ServerProcess,
+) -> None:
     client = client_for(server)
     card = client.models.list().data[0]
-    assert card.id == SERVED and "any model" in card.model_extra["description"]
-    reply = client.chat.completions.create(model="gpt-4o", messages=HELLO, max_tokens=4)
-    assert reply.model == SERVED and reply.choices[0].message.content
+    assert card.id == SERVED and "--alias" in card.model_extra["description"]
+    for name in ("demo-mtp.gguf", "DEMO-MTP", "claude-sonnet-4-5"):  # file name, case, alias
+        reply = client.chat.completions.create(model=name, messages=HELLO, max_tokens=4)
+        assert reply.model == SERVED and reply.choices[0].message.content
     chunks = list(
         client.completions.create(
-            model="text-davinci-003", prompt="def f():", max_tokens=4, stream=True
+            model="claude-haiku", prompt="def f():", max_tokens=4, stream=True
         )
     )
     assert {chunk.model for chunk in chunks} == {SERVED}
+    for name in ("gpt-4o", "text-davinci-003"):
+        with pytest.raises(openai.NotFoundError) as caught:
+            client.chat.completions.create(model=name, messages=HELLO, max_tokens=4, stream=True)
+        assert caught.value.code == "model_not_found" and caught.value.param == "model"
+        assert name in caught.value.message and SERVED in caught.value.message
+    with pytest.raises(openai.BadRequestError) as empty:
+        client.chat.completions.create(model="", messages=HELLO, max_tokens=4)
+    assert empty.value.param == "model"
 
 
 def test_usage_comes_once_at_the_end_and_only_when_asked(server: ServerProcess) -> None:

@@ -53,7 +53,9 @@ def test_a_body_past_the_cap_is_a_413_whether_or_not_its_length_is_declared(
     )
     with pytest.raises(anthropic.APIStatusError) as caught:
         anthropic_client.messages.create(
-            model="m", max_tokens=4, messages=[{"role": "user", "content": "a" * (LIMIT + 10)}]
+            model="demo-mtp",
+            max_tokens=4,
+            messages=[{"role": "user", "content": "a" * (LIMIT + 10)}],
         )
     assert caught.value.status_code == 413
     assert caught.value.body["error"]["type"] == "request_too_large"
@@ -87,7 +89,7 @@ def test_a_client_that_leaves_while_queued_frees_its_place(keyed_server: ServerP
     client = OpenAI(base_url=keyed_server.base_url, api_key=API_KEY, max_retries=0, timeout=120)
     health = f"{keyed_server.root_url}/health"
     running = client.chat.completions.create(
-        model="m", messages=STORY, max_tokens=4000, temperature=0, stream=True
+        model="demo-mtp", messages=STORY, max_tokens=4000, temperature=0, stream=True
     )
     next(iter(running))  # it runs now; the queue (one place) is empty
     try:
@@ -106,7 +108,7 @@ def test_a_client_that_leaves_while_queued_frees_its_place(keyed_server: ServerP
         # its place is free: another request queues instead of getting a 503
         with ThreadPoolExecutor(max_workers=1) as pool:
             queued = pool.submit(
-                client.chat.completions.create, model="m", messages=HELLO, max_tokens=2
+                client.chat.completions.create, model="demo-mtp", messages=HELLO, max_tokens=2
             )
             while httpx2.get(health).json()["queue_length"] != 1:
                 assert time.monotonic() < deadline + 5 and not queued.done(), "it never queued"

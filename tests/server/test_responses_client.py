@@ -43,14 +43,14 @@ def client_for(server: ServerProcess) -> OpenAI:
 def test_a_response_whole_and_streamed_says_the_same(server: ServerProcess) -> None:
     client = client_for(server)
     whole = client.responses.create(
-        model="gpt-5", input="Tell me about dragons.", max_output_tokens=16, **GREEDY
+        model="demo-mtp", input="Tell me about dragons.", max_output_tokens=16, **GREEDY
     )
     assert whole.model == "demo-mtp" and whole.status == "incomplete"
     assert whole.output_text and whole.usage.output_tokens == 16
     assert whole.model_extra["mtp"]["generated_tokens"] == 16
     events = list(
         client.responses.create(
-            model="gpt-5", input="Tell me about dragons.", max_output_tokens=16, stream=True,
+            model="demo-mtp", input="Tell me about dragons.", max_output_tokens=16, stream=True,
             **GREEDY,
         )
     )  # fmt: skip
@@ -62,9 +62,9 @@ def test_a_response_whole_and_streamed_says_the_same(server: ServerProcess) -> N
 
 def test_a_conversation_continues_from_a_kept_response(server: ServerProcess) -> None:
     client = client_for(server)
-    first = client.responses.create(model="m", input="Hello!", max_output_tokens=8, **GREEDY)
+    first = client.responses.create(model="demo-mtp", input="Hello!", max_output_tokens=8, **GREEDY)
     second = client.responses.create(
-        model="m", input="And then?", previous_response_id=first.id, max_output_tokens=8,
+        model="demo-mtp", input="And then?", previous_response_id=first.id, max_output_tokens=8,
         **GREEDY,
     )  # fmt: skip
     assert second.previous_response_id == first.id
@@ -76,7 +76,7 @@ def test_a_conversation_continues_from_a_kept_response(server: ServerProcess) ->
 def test_a_forced_function_call_through_the_stream_helper(server: ServerProcess) -> None:
     client = client_for(server)
     with client.responses.stream(
-        model="m", input="What is the weather in Paris?", tools=[WEATHER_TOOL],
+        model="demo-mtp", input="What is the weather in Paris?", tools=[WEATHER_TOOL],
         tool_choice="required", **GREEDY,
     ) as stream:  # fmt: skip
         kinds = [event.type for event in stream]
@@ -86,7 +86,7 @@ def test_a_forced_function_call_through_the_stream_helper(server: ServerProcess)
     jsonschema.validate(json.loads(call.arguments), CITY)
     assert kinds.count("response.function_call_arguments.delta") > 1
     result = client.responses.create(
-        model="m",
+        model="demo-mtp",
         input=[
             {"role": "user", "content": "What is the weather in Paris?"},
             {"type": "function_call", "call_id": call.call_id, "name": call.name,

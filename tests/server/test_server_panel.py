@@ -106,3 +106,45 @@ def test_a_missing_model_is_refused_without_starting(qtbot, main_window: MainWin
     panel.choose_model(Path("/nowhere/model.gguf"))
     panel.start_button.click()
     assert not panel.running and "No model at /nowhere/model.gguf" in panel.status_label.text()
+
+
+def test_the_page_shows_what_is_loaded_and_who_is_served_and_unloads(
+    qtbot, main_window: MainWindow
+) -> None:
+    panel = main_window.server_panel
+    assert panel.serves_library and panel.model_picker.currentText().startswith("Every model")
+    panel.port_spin.setValue(free_port())
+    panel.start_button.click()
+    qtbot.waitUntil(lambda: panel.url != "", timeout=START_MS)
+    view = panel.loaded_view
+    assert "Serving 2 models on disk" in panel.status_label.text()  # the bundled demos
+    client = OpenAI(base_url=panel.url, api_key="unused", max_retries=0, timeout=120)
+    story = [{"role": "user", "content": "Write a long story about a dragon."}]
+    streaming = client.chat.completions.create(
+        model="demo-mtp", messages=story, max_tokens=3000, temperature=0, stream=True
+    )
+    next(iter(streaming))
+
+    def clients_row() -> list[str]:
+        table = view.clients_table
+        return [table.item(0, column).text() for column in range(table.columnCount())]
+
+    try:
+        qtbot.waitUntil(lambda: view.clients_table.rowCount() == 1, timeout=10_000)
+        row = clients_row()
+        assert row[1:4] == ["demo-mtp", "running", "chat_completions (stream)"]
+        models = view.models_table
+        assert [models.item(0, c).text() for c in range(4)] == ["demo-mtp", "loaded", "1 of 1", "0"]
+    finally:
+        streaming.close()
+    qtbot.waitUntil(lambda: view.clients_table.rowCount() == 0, timeout=10_000)
+    assert "loaded demo-mtp in" in panel.log_view.toPlainText()
+    view.models_table.selectRow(0)
+    assert view.unload_button.isEnabled()
+    view.unload_button.click()
+    qtbot.waitUntil(lambda: view.models_table.rowCount() == 0, timeout=10_000)
+    qtbot.waitUntil(lambda: "unloaded demo-mtp (admin)" in panel.log_view.toPlainText())
+    assert "0 of 2 models loaded" in view.summary.text()
+    panel.stop_button.click()
+    qtbot.waitUntil(lambda: not panel.running, timeout=30_000)
+    assert view.models_table.rowCount() == 0 and not view.unload_button.isEnabled()

@@ -40,7 +40,7 @@ def _cut_prefix(arguments: str) -> None:
 
 def test_openai_a_cut_call_is_a_call_with_finish_reason_length(server: ServerProcess) -> None:
     asked = dict(
-        model="demo",
+        model="demo-mtp",
         messages=[{"role": "user", "content": QUESTION}],
         tools=[{"type": "function", "function": SAVE}],
         tool_choice="required",
@@ -67,7 +67,7 @@ def test_anthropic_a_cut_call_is_a_tool_use_with_stop_reason_max_tokens(
     client = Anthropic(base_url=server.root_url, api_key="unused", max_retries=0)
     tool = {"name": "save_note", "description": "Save a note", "input_schema": LONG_NOTE}
     asked = dict(
-        model="claude",
+        model="claude-code-local",
         max_tokens=CUT_AT,
         extra_body={"temperature": 0},
         messages=[{"role": "user", "content": QUESTION}],
@@ -94,7 +94,7 @@ def test_anthropic_a_cut_call_is_a_tool_use_with_stop_reason_max_tokens(
 def test_responses_a_cut_call_is_an_incomplete_function_call(server: ServerProcess) -> None:
     client = openai_client(server)
     asked = dict(
-        model="demo",
+        model="demo-mtp",
         input=QUESTION,
         tools=[{"type": "function", **SAVE}],
         tool_choice="required",

@@ -262,6 +262,7 @@ def test_the_server_page_picks_from_the_models_on_disk(
     main_window.library.refresh()
     panel = main_window.server_panel
     qtbot.waitUntil(lambda: panel.model_picker.findData(str(mine)) >= 0, timeout=30_000)
-    assert panel.model_path() == demo_model_path()  # the demo stays the default
+    assert panel.serves_library and panel.model_path() is None  # every model on disk: default
+    assert panel.model_picker.findData(str(demo_model_path())) >= 0  # the demo can be pinned
     panel.choose_model(mine)
     assert panel.model_path() == mine and panel.model_picker.currentText() == "my-model.gguf"

@@ -1,11 +1,12 @@
 """The Starlette application: both APIs' routes over one :class:`ApiServer`.
 
-OpenAI: ``POST /v1/chat/completions`` and ``POST /v1/completions`` (also without ``/v1``) and
-``GET /v1/models`` (:mod:`.openai.routes`); the Responses API: ``POST /v1/responses``, ``GET`` and
-``DELETE /v1/responses/{id}`` (:mod:`.responses.routes`). Anthropic: ``POST /v1/messages`` and
-``POST /v1/messages/count_tokens`` (:mod:`.anthropic.routes`). Plus ``GET /health`` (no key
-needed) and ``GET /metrics``. Bodies are capped (413) and must be JSON (415), the ``Host`` must be
-allowed (403); errors take the shape of the API called.
+OpenAI: ``POST /v1/chat/completions`` and ``POST /v1/completions`` (also without ``/v1``),
+``GET /v1/models`` and ``GET /v1/models/{id}`` (:mod:`.openai.routes`); the Responses API:
+``POST /v1/responses``, ``GET`` and ``DELETE /v1/responses/{id}`` (:mod:`.responses.routes`).
+Anthropic: ``POST /v1/messages`` and ``POST /v1/messages/count_tokens``
+(:mod:`.anthropic.routes`). Plus ``GET /health`` (no key needed), ``GET /metrics``,
+``GET /v1/status`` and ``POST /models/unload``. Bodies are capped (413) and must be JSON (415),
+the ``Host`` must be allowed (403); errors take the shape of the API called.
 """
 
 from __future__ import annotations
@@ -22,17 +23,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from app.engine.runtime.core.backend import ModelInfo
-from app.engine.runtime.process.prompt_counter import PromptCounter
 from app.engine.server.anthropic.routes import AnthropicRoutes
 from app.engine.server.core.api_errors import ApiError
 from app.engine.server.core.config import ServerConfig
 from app.engine.server.core.connections import quiet_accept_errors
 from app.engine.server.core.echo import clean
 from app.engine.server.core.metrics import ServerMetrics
-from app.engine.server.core.prompt_check import PromptCheck
+from app.engine.server.core.model_directory import ModelDirectory
 from app.engine.server.core.request_log import RequestLogEntry
-from app.engine.server.core.scheduler import Scheduler
 from app.engine.server.core.server import ANTHROPIC, OPENAI, ApiServer, Handler
 from app.engine.server.openai.routes import OpenAiRoutes
 from app.engine.server.responses.routes import ResponsesRoutes
@@ -40,15 +38,11 @@ from app.engine.server.responses.routes import ResponsesRoutes
 
 def build_app(
     config: ServerConfig,
-    scheduler: Scheduler,
+    models: ModelDirectory,
     metrics: ServerMetrics,
     log: Callable[[RequestLogEntry], None],
-    *,
-    model_info: ModelInfo,
-    prompt_counter: PromptCounter,
 ) -> Starlette:
-    prompts = PromptCheck(prompt_counter, model_info.context_length, model_info.path.name)
-    server = ApiServer(config, scheduler, metrics, log, model_info, prompts)
+    server = ApiServer(config, models, metrics, log)
     openai = OpenAiRoutes(server)
     anthropic = AnthropicRoutes(server)
     responses = ResponsesRoutes(server)
@@ -69,8 +63,13 @@ def build_app(
     routes = [
         Route("/health", server.endpoint("health", server.health, needs_key=False)),
         Route("/metrics", server.endpoint("metrics", server.metrics_text)),
+        Route("/v1/status", server.endpoint("status", server.status)),
+        post("/v1/models/unload", "unload", server.unload),
+        post("/models/unload", "unload", server.unload),
         Route("/v1/models", server.endpoint("models", openai.models)),
         Route("/models", server.endpoint("models", openai.models)),
+        Route("/v1/models/{model_id:path}", server.endpoint("models", openai.model)),
+        Route("/models/{model_id:path}", server.endpoint("models", openai.model)),
         post("/v1/chat/completions", "chat_completions", openai.chat_completions),
         post("/chat/completions", "chat_completions", openai.chat_completions),
         post("/v1/completions", "completions", openai.completions),

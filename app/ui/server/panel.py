@@ -1,11 +1,15 @@
 """The Server panel: start and stop a local OpenAI- and Anthropic-compatible server, see who
-calls it.
+calls it and what it has loaded.
 
 The server runs as a ``mtp-studio serve --log-format json`` subprocess (a :class:`QProcess`, so the
-GUI thread never waits on it, and a crash in the server cannot take the window down). Its stderr
-lines are read as they come: the ``listening`` event gives the URLs of both APIs to copy and a
-ready-to-paste client set-up for each (:mod:`~app.engine.server.core.client_snippets`), each
-``request`` event a line in the live log and the latest decode speed and acceptance.
+GUI thread never waits on it, and a crash in the server cannot take the window down): by default
+for every model on disk, loaded on demand (the same Hugging Face cache and models folder the
+window uses), or for the one model picked. Its stderr lines are read as they come: the
+``listening`` event gives the URLs of both APIs to copy and a ready-to-paste client set-up for
+each (:mod:`~app.engine.server.core.client_snippets`), each ``request`` event a line in the live
+log and the latest decode speed and acceptance, each model load or unload a line. While it runs,
+:class:`~app.ui.server.loaded_view.LoadedModelsView` shows the loaded models, their slots and the
+requests being served, with an Unload button.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication, QProcess, Qt, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QProcess, QProcessEnvironment, Qt, QTimer, Signal
 from PySide6.QtGui import QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import (
     QComboBox,
@@ -40,13 +44,19 @@ from app.engine.server.core.client_snippets import (
     client_snippets,
 )
 from app.engine.server.core.config import DEFAULT_PORT
+from app.engine.server.core.model_log import model_event_line
 from app.engine.server.core.request_log import RequestLogEntry
+from app.engine.settings import hf_hub_cache
+from app.ui.server.loaded_view import LoadedModelsView
 
 LOG_LINES = 500
 STOP_GRACE_MS = 5000
 AUTO_DEPTH_VALUE = -1
 """The depth spin box's minimum, shown as ``AUTO_DEPTH_TEXT``: the depth adapts each cycle."""
 AUTO_DEPTH_TEXT = "Auto (recommended)"
+LIBRARY = ""
+"""The model picker's data for "every model on disk"."""
+LIBRARY_TEXT = "Every model on disk (loaded on demand)"
 
 
 def serve_command(*args: str) -> list[str]:
@@ -62,8 +72,9 @@ MIN_TEXT_BOX_HEIGHT = 44
 
 class ServerPanel(QWidget):
     """Model, port and depth; Start/Stop; both APIs' URLs and client snippets, each with a Copy
-    button; the live request log. The model is picked from the GGUF models the Models page
-    found (:meth:`set_models`) or a file chosen with Browse…; the bundled demo is the default."""
+    button; the loaded models and the requests being served; the live request log. The default
+    serves every model on disk; one model can be picked from the GGUF models the Models page
+    found (:meth:`set_models`) or a file chosen with Browse…."""
 
     url_changed = Signal(str)  # "" while no server listens
     request_logged = Signal(object)  # RequestLogEntry
@@ -104,6 +115,8 @@ class ServerPanel(QWidget):
         layout.addLayout(buttons)
         layout.addWidget(self.status_label)
         layout.addWidget(self.figures_label)
+        self.loaded_view = LoadedModelsView()
+        layout.addWidget(self.loaded_view, 1)
         layout.addWidget(self.log_view, 1)
         application = QCoreApplication.instance()
         if application is not None:
@@ -117,6 +130,13 @@ class ServerPanel(QWidget):
         )
         self.model_picker.setMinimumContentsLength(20)
         self.model_picker.setPlaceholderText("Choose a .gguf model")
+        self.model_picker.addItem(LIBRARY_TEXT, LIBRARY)
+        self.model_picker.setItemData(
+            0,
+            "Every model of the Models page, each loaded when a request names it",
+            Qt.ItemDataRole.ToolTipRole,
+        )
+        self.model_picker.setCurrentIndex(0)
         demo = self._default_model()
         if demo is not None:
             self.add_model(demo, f"{demo.name} (bundled demo)")
@@ -218,8 +238,13 @@ class ServerPanel(QWidget):
         self.model_picker.setCurrentIndex(self.model_picker.findData(str(path)))
 
     def model_path(self) -> Path | None:
+        """The one model chosen (None: every model on disk, or none chosen)."""
         data = self.model_picker.currentData()
-        return Path(data) if isinstance(data, str) else None
+        return Path(data) if isinstance(data, str) and data != LIBRARY else None
+
+    @property
+    def serves_library(self) -> bool:
+        return self.model_picker.currentData() == LIBRARY
 
     @property
     def running(self) -> bool:
@@ -234,13 +259,13 @@ class ServerPanel(QWidget):
         if self._process is not None:
             return
         model = self.model_path()
-        if model is None or not model.is_file():
+        if not self.serves_library and (model is None or not model.is_file()):
             where = f"at {model}" if model is not None else "chosen"
             self.status_label.setText(f"No model {where}: choose a .gguf file")
             return
+        chosen = () if model is None else ("--model", str(model))
         program, *arguments = serve_command(
-            "--model",
-            str(model),
+            *chosen,
             "--port",
             str(self.port_spin.value()),
             "--mtp-depth",
@@ -251,13 +276,16 @@ class ServerPanel(QWidget):
         process = QProcess(self)
         process.setProgram(program)
         process.setArguments(arguments)
+        environment = QProcessEnvironment.systemEnvironment()
+        environment.insert("HF_HUB_CACHE", str(hf_hub_cache()))  # the cache this window reads
+        process.setProcessEnvironment(environment)
         process.readyReadStandardError.connect(self._read_stderr)
         process.finished.connect(self._finished)
         self._process = process
         self._pending = ""
         self._stopping = False
         self._set_controls(running=True)
-        self.status_label.setText(f"Loading {model.name}…")
+        self.status_label.setText(f"Loading {model.name}…" if model else "Starting…")
         process.start()
 
     def stop(self) -> None:
@@ -296,17 +324,21 @@ class ServerPanel(QWidget):
             event = json.loads(line)
         except ValueError:
             event = None
-        if isinstance(event, dict) and event.get("event") == "listening":
+        if isinstance(event, dict) and model_event_line(event) is not None:
+            self.log_view.appendPlainText(model_event_line(event))
+            self.loaded_view.poll()
+        elif isinstance(event, dict) and event.get("event") == "listening":
             self.url = str(event["url"])
             self.url_edit.setText(self.url)
             self.copy_button.setEnabled(True)
             self.anthropic_url_edit.setText(anthropic_base_url(self.url))
             self.copy_anthropic_button.setEnabled(True)
-            self._set_snippets(client_snippets(self.url, str(event.get("model"))))
+            model = event.get("model")
+            self._set_snippets(client_snippets(self.url, str(model or event.get("example_model"))))
             depth = event.get("mtp_depth", self.mtp_depth())
-            self.status_label.setText(
-                f"Serving {event.get('model')} at {self.url} · MTP depth {depth}"
-            )
+            served = model or f"{event.get('models')} models on disk (loaded on demand)"
+            self.status_label.setText(f"Serving {served} at {self.url} · MTP depth {depth}")
+            self.loaded_view.watch(self.url)
             self.url_changed.emit(self.url)
         else:
             self.log_view.appendPlainText(line)  # start-up errors, tracebacks
@@ -333,6 +365,7 @@ class ServerPanel(QWidget):
         self.url_edit.clear()
         self.anthropic_url_edit.clear()
         self._set_snippets(())
+        self.loaded_view.watch("")
         self.url_changed.emit("")
         self._set_controls(running=False)
         if self._stopping or exit_code == 0:

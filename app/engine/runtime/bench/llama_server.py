@@ -150,18 +150,22 @@ class LlamaServer:
         context: int = 0,
         p_min: float = 0.0,
         projector: Path | None = None,
+        parallel: int = 1,
         drafter: Path | None = None,
     ) -> None:
         """``threads`` for a step and ``batch_threads`` for a prompt's batches (0: the same), as
         ours run; ``context`` 0: llama-server's default context (the model's trained one);
         ``p_min`` > 0: drafting stops at a token whose draft probability is below it;
-        ``projector``: a vision projector (``--mmproj``) for requests with images; ``drafter``:
-        the separate drafter model drafting runs with."""
+        ``projector``: a vision projector (``--mmproj``) for requests with images; ``parallel``:
+        its slots (``-np``: sequences decoded together, each with its own share of ``context``);
+        ``drafter``: the separate drafter model drafting runs with."""
         self.depth = depth
         self.p_min = p_min
         self.label = "llama-server plain" if depth == 0 else f"llama-server MTP K={depth}"
         if p_min:
             self.label += f", p-min {p_min:g}"
+        if parallel > 1:
+            self.label = self.label.replace("llama-server", f"llama-server -np {parallel}")
         self._replies: list[ServerReply] = []
         self._port = _free_port()
         command = [
@@ -171,7 +175,7 @@ class LlamaServer:
             "--port", str(self._port),
             "-t", str(threads),
             "-tb", str(batch_threads or threads),
-            "-np", "1",
+            "-np", str(parallel),
             "--no-webui",
         ]  # fmt: skip
         if context:
@@ -292,6 +296,11 @@ class LlamaServer:
                 self._process.kill()
                 self._process.wait()
         self._log.close()
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI base URL (``…/v1``)."""
+        return self._url("/v1")
 
     def _url(self, path: str) -> str:
         return f"http://127.0.0.1:{self._port}{path}"

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.backends.choice import Vocabulary, open_vocabulary
 from app.engine.runtime.chat_format.images import ImagePart
 from app.engine.runtime.core.prompt import prompt_token_ids
@@ -29,14 +30,22 @@ class PromptCounter:
         self._name = Path(model_path).name
         self._vocabulary = open_vocabulary(backend, Path(model_path))
         self._lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     @property
     def chat_template(self) -> str | None:
         return self._vocabulary.chat_template
 
     def count(self, request: GenerationRequest) -> int:
-        """The prompt tokens the worker would prefill for ``request`` (one without images)."""
+        """The prompt tokens the worker would prefill for ``request`` (one without images);
+        raises :class:`RuntimeBackendError` once the counter is closed (its model unloaded)."""
         with self._lock:
+            if self._closed:
+                raise RuntimeBackendError(f"the tokenizer of {self._name} was closed")
             return len(
                 prompt_token_ids(
                     TextOnly(self._vocabulary),
@@ -47,9 +56,12 @@ class PromptCounter:
             )
 
     def close(self) -> None:
-        close = getattr(self._vocabulary, "close", None)
-        if close is not None:
-            with self._lock:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            close = getattr(self._vocabulary, "close", None)
+            if close is not None:
                 close()
 
 

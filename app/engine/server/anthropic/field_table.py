@@ -8,7 +8,7 @@ old thinking) and ``output_config`` (effort) with every request, so each has a t
 from __future__ import annotations
 
 from app.engine.server.core.field_rules import (
-    ANY_MODEL,
+    PICKS_MODEL,
     SAMPLING,
     FieldRule,
     honoured,
@@ -23,7 +23,7 @@ _CONVERSATION = {
         "redacted_thinking and document blocks are passed over with a line in the log"
     ),
     "system": honoured("the system prompt: a string or text blocks"),
-    "model": ANY_MODEL,
+    "model": PICKS_MODEL,
     "tools": honoured("custom tools, rendered through the model's chat template"),
     "tool_choice": honoured("auto, none, any or a named tool (the last two enforced)"),
     "thinking": ignored(

@@ -1,5 +1,9 @@
-"""Anthropic's Messages API on the same queue and runtime: what Claude Code and the anthropic SDK
+"""Anthropic's Messages API on the same queues and runtime: what Claude Code and the anthropic SDK
 call.
+
+A request's ``model`` picks the model that answers (a 404 ``not_found_error`` when it names none
+the server has; ``serve --alias 'claude-*'`` lets Claude Code's own model names through). A
+request that waits for its turn gets its headers at once (:mod:`..core.waiting_reply`).
 
 ``POST /v1/messages`` answers whole or streamed (Anthropic's event sequence, from
 :mod:`.replies`); ``POST /v1/messages/count_tokens`` measures a conversation with the model's own
@@ -13,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -25,9 +29,19 @@ from app.engine.server.anthropic import replies as anthropic_replies
 from app.engine.server.anthropic.parsing import parse_count_tokens_body, parse_messages_body
 from app.engine.server.core.api_errors import ApiError
 from app.engine.server.core.generation_flow import CLIENT_GONE_STATUS, Finished
-from app.engine.server.core.reply_stream import reply_events, whole_reply
+from app.engine.server.core.reply_stream import (
+    WholeReply,
+    gathered_reply,
+    reply_events,
+    whole_reply,
+)
 from app.engine.server.core.request_fields import ParsedRequest, parses_calls
 from app.engine.server.core.scheduler import Job, JobEvent
+from app.engine.server.core.waiting_reply import (
+    Waiting,
+    json_after_waiting,
+    stream_after_waiting,
+)
 
 if TYPE_CHECKING:
     from app.engine.server.core.server import ApiServer
@@ -42,18 +56,22 @@ class AnthropicRoutes:
         request.state.logged = False
         started = time.monotonic()
         body = await server.body(request)
+        target = await server.model_for(body)
         images = await server.request_images(body)
-        defaults = server.request_defaults
+        defaults = target.defaults
         parsed = await server.check(lambda: parse_messages_body(body, defaults, images))
-        job, first = await server.start(request, parsed)
-        message_id = anthropic_replies.new_message_id()
+        job, first = await server.start(request, parsed, target, "messages")
+        reply = _Message(server, request, job, parsed, target.id, started)
         if parsed.stream:
-            events = self._stream(request, job, first, parsed, message_id, started)
+            if isinstance(first, Waiting):
+                events = stream_after_waiting(first, reply.events, reply.failed_event, reply.gone)
+            else:
+                events = reply.events(first)
             return StreamingResponse(events, media_type="text/event-stream")
-        reply = await whole_reply(request, job, parsed, first)
-        body = anthropic_replies.message(message_id, server.config.model_id, reply)
-        server.log_generation(request, started, reply.finished.result, body["stop_reason"])
-        return JSONResponse(body)
+        if isinstance(first, Waiting):
+            whole = json_after_waiting(first, reply.gathered, reply.failed_body, reply.gone)
+            return StreamingResponse(whole, media_type="application/json")
+        return JSONResponse(reply.whole(await whole_reply(request, job, parsed, first)))
 
     async def count_tokens(self, request: Request) -> Response:
         """``{"input_tokens": N}``: the prompt rendered and tokenized in the server's process
@@ -61,37 +79,76 @@ class AnthropicRoutes:
         prefilled by the worker, which has the projector."""
         server = self._server
         body = await server.body(request)
+        target = await server.model_for(body)
         images = await server.request_images(body)
         conversation = await server.check(lambda: parse_count_tokens_body(body, images))
         probe = GenerationRequest(
             **conversation, max_tokens=1, sampler=SamplerSettings(seed=0), mtp_depth=0
         )
-        if not images_of(probe.messages):
-            return JSONResponse({"input_tokens": await server.prompts.count(probe)})
-        # an image's cells need the model's projector: the worker prefills the prompt to count it
+        if target.prompts is not None and not images_of(probe.messages):
+            return JSONResponse({"input_tokens": await target.prompts.count(probe)})
+        # an image's cells need the model's projector, and a model not loaded yet has no
+        # tokenizer here: its worker prefills the prompt to count it (loading the model)
         parsed = ParsedRequest(None, probe, (), stream=False, include_usage_chunk=False)
-        job, first = await server.start(request, parsed)
+        job, first = await server.start(request, parsed, target, "count_tokens", early=False)
+        assert not isinstance(first, Waiting)
         reply = await whole_reply(request, job, parsed, first)
         return JSONResponse({"input_tokens": reply.finished.result.prompt_token_count})
 
-    async def _stream(
+
+class _Message:
+    """One request's message, whole or streamed."""
+
+    def __init__(
         self,
+        server: ApiServer,
         request: Request,
         job: Job,
-        first: JobEvent,
         parsed: ParsedRequest,
-        message_id: str,
+        model: str,
         started: float,
-    ) -> AsyncIterator[str]:
-        server = self._server
+    ) -> None:
+        self._server = server
+        self._request = request
+        self._job = job
+        self._parsed = parsed
+        self._model = model
+        self._started = started
+        self._id = anthropic_replies.new_message_id()
+
+    def whole(self, reply: WholeReply) -> dict[str, Any]:
+        body = anthropic_replies.message(self._id, self._model, reply)
+        self._server.log_generation(
+            self._request, self._started, reply.finished.result, body["stop_reason"]
+        )
+        return body
+
+    async def gathered(self, first: JobEvent) -> dict[str, Any]:
+        """The whole message after waiting: the stream watches the client."""
+        return self.whole(await gathered_reply(self._job, self._parsed, first))
+
+    def failed_body(self, error: ApiError) -> dict[str, Any]:
+        """A failure after the headers went out: logged, and Anthropic's error object."""
+        self._server.log_plain(self._request, error.status, self._started, error.log_detail)
+        return error.anthropic_body()
+
+    def failed_event(self, error: ApiError) -> str:
+        return anthropic_replies.event("error", self.failed_body(error))
+
+    def gone(self) -> None:
+        self._server.log_plain(
+            self._request, CLIENT_GONE_STATUS, self._started, "client disconnected"
+        )
+
+    async def events(self, first: JobEvent) -> AsyncIterator[str]:
+        server, request, job, parsed = self._server, self._request, self._job, self._parsed
+        started, message_id = self._started, self._id
         finished: Finished | None = None
         blocks = anthropic_replies.ReplyBlocks(reads_calls=parses_calls(parsed.generation))
         stats = first.stats if isinstance(first, TokenChunk | GenerationResult) else None
         prompt_tokens = stats.prompt_tokens - stats.prompt_reused_tokens if stats else 0
         try:
-            yield anthropic_replies.stream_opening(
-                message_id, server.config.model_id, prompt_tokens, blocks
-            )
+            yield anthropic_replies.stream_opening(message_id, self._model, prompt_tokens, blocks)
             async for reply_event in reply_events(job, parsed, first):
                 if isinstance(reply_event, Finished):
                     finished = reply_event
@@ -104,10 +161,9 @@ class AnthropicRoutes:
             )
             server.log_generation(request, started, finished.result, reason)
         except ApiError as error:  # the generation failed after the 200 went out
-            yield anthropic_replies.event("error", error.anthropic_body())
-            server.log_plain(request, error.status, started, error.log_detail)
+            yield self.failed_event(error)
         except BaseException:  # the client disconnected (cancelled) or the send failed
-            server.log_plain(request, CLIENT_GONE_STATUS, started, "client disconnected")
+            self.gone()
             raise
         finally:
             if finished is None:

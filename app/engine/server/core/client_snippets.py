@@ -69,6 +69,7 @@ print(message.content[0].text)
 export ANTHROPIC_BASE_URL={base}
 export ANTHROPIC_AUTH_TOKEN={key}
 export ANTHROPIC_MODEL={model_id}
+export ANTHROPIC_DEFAULT_HAIKU_MODEL={model_id}  # its quick background requests too
 claude
 """
     return (

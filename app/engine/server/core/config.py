@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from app.engine.errors import ServerError
 from app.engine.runtime.speculative.depth_policy import DEFAULT_MTP_DEPTH
@@ -46,18 +45,19 @@ descriptors); past a cap the oldest connection still sending its request makes r
 
 @dataclass(frozen=True)
 class ServerConfig:
-    """``mtp_depth``: a request's depth unless it sends ``mtp_depth`` (``auto`` or 0–8).
-    ``queue_size``: requests that may wait behind the running one before a 503.
+    """The settings of the whole server (each model's own facts are in its
+    :class:`~app.engine.server.models.catalogue.ServableModel`).
+
+    ``mtp_depth``: a request's depth unless it sends ``mtp_depth`` (``auto`` or 0–8).
+    ``queue_size``: requests that may wait for one model before a 503.
     ``default_max_tokens``: for a request that sets none; None lets it fill the context.
     ``max_body_bytes``: larger request bodies get a 413. ``cors_origins``: web origins whose
     pages may call the server from a browser (none by default). ``images``: what a request's
-    images may be (whether the model reads them at all is the loaded model's
+    images may be (whether a model reads them at all is its loaded
     :attr:`~app.engine.runtime.core.backend.ModelInfo.reads_images`).
     ``allowed_hosts``: names besides the loopback ones a request's ``Host`` may give
     (:mod:`.request_guard`)."""
 
-    model_path: Path
-    model_id: str
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     api_key: str | None = None
@@ -90,7 +90,7 @@ class ServerConfig:
 
     def __repr__(self) -> str:  # never show the key
         key = "set" if self.api_key else "none"
-        return f"ServerConfig(model={self.model_id!r}, {self.host}:{self.port}, api key {key})"
+        return f"ServerConfig({self.host}:{self.port}, api key {key})"
 
 
 def is_loopback(host: str) -> bool:

@@ -118,7 +118,8 @@ END_USER = ignored(
     "an end-user id for the provider's abuse monitoring: nothing to monitor on a local server, "
     "and it is never logged"
 )
-ANY_MODEL = ignored(
-    "any name is accepted: the one served model answers and names itself in the reply (Claude "
-    "Code and other clients send their own model names)"
+PICKS_MODEL = honoured(
+    "picks the model that answers, named in the reply: its id, a short name only it has, or an "
+    "--alias (Claude Code's own names with --alias 'claude-*'); a name the server does not have "
+    "is a 404 naming what it has"
 )

@@ -4,26 +4,39 @@ Requests by endpoint and status, prompt and generated tokens, drafted and accept
 depth (acceptance at depth i = accepted / drafted, docs/architecture.md#statistics), MTP cycles and
 their drafts by the requests' depth setting ("auto" or K: drafts ÷ cycles is the mean depth auto
 chose), the last request's decode speed, prompt tokens reused from kept state and the memory that
-state holds, and how many requests wait. Each server owns its registry, so several can share a
-process.
+state holds, and how many requests wait and run; model loads (by outcome, with their time) and
+unloads (by reason: idle, evicted, admin, shutdown), and the models loaded and loading now. Each
+server owns its registry, so several can share a process.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from app.engine.runtime.core.request import GenerationResult
 from app.engine.server.core.depth import reported_depth
+from app.engine.server.models.pool import (
+    LOAD_FAILED_EVENT,
+    LOADED_EVENT,
+    UNLOADED_EVENT,
+    PoolEvent,
+)
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 PREFIX = "mtp_studio"
+LOAD_SECONDS_BUCKETS = (0.25, 0.5, 1, 2, 5, 10, 20, 40, 80, 160, 320)
 
 
 class ServerMetrics:
-    def __init__(self, waiting: Callable[[], int], busy: Callable[[], bool]) -> None:
+    def __init__(
+        self,
+        waiting: Callable[[], int],
+        running: Callable[[], int],
+        models_loaded: Callable[[], int] = lambda: 0,
+    ) -> None:
         self.registry = CollectorRegistry()
         self._requests = Counter(
             f"{PREFIX}_requests",
@@ -85,16 +98,59 @@ class ServerMetrics:
         )
         waiting_gauge = Gauge(
             f"{PREFIX}_queue_length",
-            "Requests waiting for the model (not counting the running one)",
+            "Requests waiting for their model (all models; not counting the running ones)",
             registry=self.registry,
         )
         waiting_gauge.set_function(lambda: float(waiting()))
-        busy_gauge = Gauge(
+        running_gauge = Gauge(
             f"{PREFIX}_generation_running",
-            "1 while a generation runs",
+            "Generations running now (all models)",
             registry=self.registry,
         )
-        busy_gauge.set_function(lambda: float(busy()))
+        running_gauge.set_function(lambda: float(running()))
+        self._model_metrics(models_loaded)
+
+    def _model_metrics(self, models_loaded: Callable[[], int]) -> None:
+        loaded_gauge = Gauge(
+            f"{PREFIX}_models_loaded", "Models loaded in a worker now", registry=self.registry
+        )
+        loaded_gauge.set_function(lambda: float(models_loaded()))
+        self._loading = Gauge(
+            f"{PREFIX}_models_loading", "Models being loaded now", registry=self.registry
+        )
+        self._loads = Counter(
+            f"{PREFIX}_model_loads",
+            "Model loads, by model and outcome (loaded, failed)",
+            ["model", "outcome"],
+            registry=self.registry,
+        )
+        self._load_seconds = Histogram(
+            f"{PREFIX}_model_load_seconds",
+            "Time to load a model into its worker (seconds), by model",
+            ["model"],
+            buckets=LOAD_SECONDS_BUCKETS,
+            registry=self.registry,
+        )
+        self._unloads = Counter(
+            f"{PREFIX}_model_unloads",
+            "Model unloads, by model and reason (idle, evicted, admin, shutdown)",
+            ["model", "reason"],
+            registry=self.registry,
+        )
+
+    def record_model_event(self, event: PoolEvent) -> None:
+        """A load starting, ending or failing, or an unload (:class:`PoolEvent`)."""
+        if event.kind == LOADED_EVENT:
+            self._loading.dec()
+            self._loads.labels(model=event.model_id, outcome="loaded").inc()
+            self._load_seconds.labels(model=event.model_id).observe(event.seconds)
+        elif event.kind == LOAD_FAILED_EVENT:
+            self._loading.dec()
+            self._loads.labels(model=event.model_id, outcome="failed").inc()
+        elif event.kind == UNLOADED_EVENT:
+            self._unloads.labels(model=event.model_id, reason=event.reason).inc()
+        else:
+            self._loading.inc()
 
     def record_request(self, endpoint: str, status: int) -> None:
         self._requests.labels(endpoint=endpoint, status=str(status)).inc()

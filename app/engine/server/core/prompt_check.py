@@ -35,6 +35,14 @@ class PromptCheck:
         try:
             return await asyncio.to_thread(self._counter.count, generation)
         except MtpStudioError as exc:  # a template that fails, an image it cannot take
+            if self._counter.closed:  # the model was unloaded meanwhile: not the request's fault
+                raise ApiError(
+                    503,
+                    f"{self._model_name} was unloaded while the prompt was counted; retry the "
+                    "request",
+                    type_="server_error",
+                    headers={"Retry-After": "1"},
+                ) from None
             raise bad_request(clean(str(exc), RUNTIME_MESSAGE_CHARACTERS)) from None
 
     async def check_fits(self, parsed: ParsedRequest) -> None:

@@ -147,7 +147,8 @@ async def reply_events(
                 last_sent = time.monotonic()
 
 
-async def _gathered(job: Job, parsed: ParsedRequest, first: JobEvent) -> WholeReply:
+async def gathered_reply(job: Job, parsed: ParsedRequest, first: JobEvent) -> WholeReply:
+    """The whole reply (the caller watches the client)."""
     texts: list[str] = []
     ended: list[CallEnded] = []
     async for event in reply_events(job, parsed, first):
@@ -170,7 +171,7 @@ async def whole_reply(
 ) -> WholeReply:
     """The whole reply; raises :class:`ClientGone` (after cancelling the job) if the client
     disconnects first."""
-    gathering = asyncio.ensure_future(_gathered(job, parsed, first))
+    gathering = asyncio.ensure_future(gathered_reply(job, parsed, first))
     gone = asyncio.ensure_future(wait_for_disconnect(request))
     try:
         await asyncio.wait({gathering, gone}, return_when=asyncio.FIRST_COMPLETED)

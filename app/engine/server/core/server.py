@@ -1,6 +1,7 @@
 """The plumbing both APIs' routes share: the Host and API-key checks, the request log, body
-reading and checking off the event loop, the queue, errors in the shape of the API called, and
-the endpoints that belong to neither API (``/health``, ``/metrics``).
+reading and checking off the event loop, the request's model, its prompt check and its queue,
+errors in the shape of the API called, and the endpoints that belong to neither API
+(``/health``, ``/metrics``, ``/v1/status``, ``POST /models/unload``).
 
 Each API's routes (:mod:`app.engine.server.openai.routes`,
 :mod:`app.engine.server.anthropic.routes`) hold an :class:`ApiServer` and add their handlers;
@@ -19,22 +20,23 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from app.engine.runtime.chat_format.prompting import images_of
-from app.engine.runtime.core.backend import ModelInfo
-from app.engine.runtime.core.request import MAX_DRAFT_DEPTH, GenerationResult
+from app.engine.runtime.core.request import GenerationResult
 from app.engine.server.core.api_errors import ApiError, bad_api_key, bad_request, queue_full
 from app.engine.server.core.body import decode_json, read_body
 from app.engine.server.core.config import CHECK_SECONDS, ServerConfig
 from app.engine.server.core.echo import clean
-from app.engine.server.core.generation_flow import CLIENT_GONE_STATUS, ClientGone, first_event
+from app.engine.server.core.generation_flow import CLIENT_GONE_STATUS, ClientGone
 from app.engine.server.core.images import RequestImages, remote_urls
 from app.engine.server.core.metrics import CONTENT_TYPE, ServerMetrics
+from app.engine.server.core.model_directory import ModelDirectory, RequestModel
 from app.engine.server.core.offload import Offloader
-from app.engine.server.core.prompt_check import PromptCheck
 from app.engine.server.core.remote_images import fetch_images
-from app.engine.server.core.request_fields import ParsedRequest, RequestDefaults
+from app.engine.server.core.request_fields import ParsedRequest, json_object, model_name
 from app.engine.server.core.request_guard import check_host, check_json_content_type
 from app.engine.server.core.request_log import RequestLogEntry
-from app.engine.server.core.scheduler import Job, JobEvent, QueueFull, Scheduler
+from app.engine.server.core.scheduler import Job, JobEvent, JobOrigin, QueueFull
+from app.engine.server.core.server_status import server_status, unload_model
+from app.engine.server.core.waiting_reply import HEADERS_AFTER_SECONDS, Waiting, first_or_waiting
 
 LOGGED_ERROR_CHARACTERS = 300
 Handler = Callable[[Request], Awaitable[Response]]
@@ -48,27 +50,15 @@ class ApiServer:
     def __init__(
         self,
         config: ServerConfig,
-        scheduler: Scheduler,
+        models: ModelDirectory,
         metrics: ServerMetrics,
         log: Callable[[RequestLogEntry], None],
-        model_info: ModelInfo,
-        prompts: PromptCheck,
     ) -> None:
         self.config = config
-        self.prompts = prompts
-        self.scheduler = scheduler
+        self.models = models
         self.metrics = metrics
         self.log = log
-        self.mtp_layers = model_info.mtp_layers
-        self.request_defaults = RequestDefaults(
-            depth=config.mtp_depth,
-            max_tokens=config.default_max_tokens or model_info.context_length,
-            # without a usable head every depth decodes plainly (the reply's note says why)
-            max_depth=model_info.max_draft_depth if model_info.mtp_available else MAX_DRAFT_DEPTH,
-        )
         self.started = int(time.time())
-        self.image_refusal = _image_refusal(model_info)
-        """Why this server cannot take images (None when the model reads them)."""
         self.offload = Offloader(CHECK_SECONDS)
 
     # --- plumbing -------------------------------------------------------------------------
@@ -163,39 +153,67 @@ class ApiServer:
             )
         return RequestImages(rules, await fetch_images(urls, rules.limits.max_bytes))
 
-    async def start(self, request: Request, parsed: ParsedRequest) -> tuple[Job, JobEvent]:
-        """Check that the prompt fits (:class:`PromptCheck`), queue the generation and wait for
-        its first event (see :func:`first_event`)."""
-        if self.image_refusal and images_of(parsed.generation.messages):
-            raise bad_request(self.image_refusal, "messages")
+    async def model_for(self, body: Any) -> RequestModel:
+        """The model the body's ``model`` names, with its queue (404 when it names none)."""
+        return await self.models.model_for(model_name(json_object(body)))
+
+    async def start(
+        self,
+        request: Request,
+        parsed: ParsedRequest,
+        target: RequestModel,
+        endpoint: str,
+        *,
+        early: bool = True,
+    ) -> tuple[Job, JobEvent | Waiting]:
+        """Check that the prompt fits (the model's :class:`PromptCheck`, once it is loaded),
+        queue the generation on its model and wait for its first event (see
+        :func:`first_or_waiting`); with ``early``, a job still waiting for its turn after
+        :data:`HEADERS_AFTER_SECONDS` is handed back as :class:`Waiting` so its reply starts."""
+        if target.image_refusal and images_of(parsed.generation.messages):
+            raise bad_request(target.image_refusal, "messages")
         request.state.passed_over = parsed.passed_over
-        await self.prompts.check_fits(parsed)
+        if target.prompts is not None:
+            await target.prompts.check_fits(parsed)
+        client = request.client
+        origin = JobOrigin(
+            endpoint, parsed.stream, f"{client.host}:{client.port}" if client else ""
+        )
         try:
-            job = self.scheduler.submit(parsed.generation)
+            job = target.scheduler.submit(parsed.generation, origin)
         except QueueFull as full:
             raise queue_full(full.waiting, full.retry_after_seconds) from None
-        return job, await first_event(request, job)
+        headers_after = HEADERS_AFTER_SECONDS if early else None
+        return job, await first_or_waiting(request, job, target.scheduler, headers_after)
 
     # --- endpoints of neither API --------------------------------------------------------------
 
     async def health(self, request: Request) -> Response:
         request.state.logged = True  # polled often: kept out of the request log
+        models = self.models
+        pinned = (
+            models.catalogue.models[0].id if models.pinned and models.catalogue.models else None
+        )
         return JSONResponse(
             {
                 "status": "ok",
-                "model": self.config.model_id,
-                "generating": self.scheduler.busy,
-                "queue_length": self.scheduler.waiting,
+                "model": pinned,
+                "models_loaded": list(models.pool.loaded_ids()),
+                "generating": models.running > 0,
+                "queue_length": models.waiting,
             }
         )
+
+    async def status(self, request: Request) -> Response:
+        """``GET /v1/status``: what is loaded, its slots and memory, and who is being served."""
+        request.state.logged = True  # polled by the Server page and mtp-studio ps
+        return JSONResponse(server_status(self.models, self.started))
+
+    async def unload(self, request: Request) -> Response:
+        """``POST /models/unload`` ``{"model": ID}``: unload an idle model now."""
+        body = await self.body(request)
+        return JSONResponse(unload_model(self.models, body))
 
     async def metrics_text(self, request: Request) -> Response:
         request.state.logged = True
         return Response(self.metrics.render(), media_type=CONTENT_TYPE)
-
-
-def _image_refusal(model_info: ModelInfo) -> str | None:
-    if model_info.reads_images:
-        return None
-    reason = model_info.images_unavailable_reason or f"{model_info.path.name} reads no images"
-    return f"{reason}: send text only"

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from app.engine.server.core.field_rules import (
-    ANY_MODEL,
     END_USER,
+    PICKS_MODEL,
     RUNTIME_PENDING_SAMPLING,
     SAMPLING,
     FieldRule,
@@ -31,7 +31,7 @@ CHAT_FIELDS: dict[str, FieldRule] = {
         "the conversation through the model's chat template: system, developer (a system "
         "turn), user, assistant and tool turns; a last assistant message is continued"
     ),
-    "model": ANY_MODEL,
+    "model": PICKS_MODEL,
     "max_tokens": _LENGTH,
     "max_completion_tokens": _LENGTH,
     **SAMPLING,
@@ -70,7 +70,7 @@ CHAT_FIELDS: dict[str, FieldRule] = {
 
 COMPLETION_FIELDS: dict[str, FieldRule] = {
     "prompt": honoured("one prompt (a string, or a list holding one string), without a template"),
-    "model": ANY_MODEL,
+    "model": PICKS_MODEL,
     "max_tokens": _LENGTH,
     **SAMPLING,
     "stop": _STOP,

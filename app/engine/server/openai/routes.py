@@ -1,18 +1,21 @@
 """OpenAI's routes: ``POST /v1/chat/completions`` and ``POST /v1/completions`` (whole or streamed
-as server-sent events) and ``GET /v1/models``, over the shared :class:`ApiServer`.
+as server-sent events) and ``GET /v1/models`` / ``GET /v1/models/{id}``, over the shared
+:class:`ApiServer`.
 
-A reply starts only once the generation has started, so an error known before any text is an
-HTTP 4xx; tool calls stream as they are written (:mod:`app.engine.server.core.reply_stream`),
-and a stream silent for 10 s gets a keep-alive comment; a client that disconnects — while
-queued, mid-stream or while waiting for a whole reply — cancels its generation. The one served
-model answers whatever model a request names, and says its own name.
+A request's ``model`` picks the model that answers (a 404 ``model_not_found`` when it names none
+the server has), and the reply names that model. A reply starts once the generation has
+started, so an error known before any text is an HTTP 4xx — unless the request waits for its
+turn past a moment, when its headers go out at once (:mod:`..core.waiting_reply`). Tool calls
+stream as they are written (:mod:`app.engine.server.core.reply_stream`), and a stream silent for
+10 s gets a keep-alive comment; a client that disconnects — while queued, mid-stream or while
+waiting for a whole reply — cancels its generation.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -26,14 +29,28 @@ from app.engine.runtime.chat_format.tool_call_events import (
 )
 from app.engine.server.core.api_errors import ApiError
 from app.engine.server.core.generation_flow import CLIENT_GONE_STATUS, Finished
-from app.engine.server.core.mtp_field import MTP_EXTENSION
-from app.engine.server.core.reply_stream import KeepAlive, reply_events, whole_reply
+from app.engine.server.core.model_directory import RequestModel
+from app.engine.server.core.reply_stream import (
+    KeepAlive,
+    WholeReply,
+    gathered_reply,
+    reply_events,
+    whole_reply,
+)
 from app.engine.server.core.request_fields import ParsedRequest
 from app.engine.server.core.scheduler import Job, JobEvent
 from app.engine.server.core.server import ApiServer
+from app.engine.server.core.waiting_reply import (
+    Waiting,
+    json_after_waiting,
+    stream_after_waiting,
+)
 from app.engine.server.openai import replies
+from app.engine.server.openai.model_cards import model_card, model_list
 from app.engine.server.openai.parsing import parse_chat_body, parse_completion_body
 from app.engine.server.openai.tool_fields import call_delta, whole_message
+
+Gather = Callable[[Job, ParsedRequest, JobEvent], Awaitable[WholeReply]]
 
 
 class OpenAiRoutes:
@@ -42,23 +59,18 @@ class OpenAiRoutes:
 
     async def models(self, request: Request) -> Response:
         request.state.logged = False
-        return JSONResponse({"object": "list", "data": [self._model_card()]})
+        directory = self._server.models
+        await directory.rescanned()
+        return JSONResponse(model_list(directory))
 
-    def _model_card(self) -> dict[str, Any]:
-        return {
-            "id": self._server.config.model_id,
-            "object": "model",
-            "created": self._server.started,
-            "owned_by": "mtp-studio",
-            "description": (
-                "The one model this server runs: requests naming any model are answered by it, "
-                "and replies name it."
-            ),
-            MTP_EXTENSION: {
-                "layers": self._server.mtp_layers,
-                "depth": self._server.config.mtp_depth,
-            },
-        }
+    async def model(self, request: Request) -> Response:
+        """One model by its id (ids hold slashes: ``owner/Repo-GGUF/file.gguf``)."""
+        request.state.logged = False
+        directory = self._server.models
+        asked = request.path_params["model_id"]
+        target = await directory.model_for(asked)
+        status = next((s for s in directory.loaded() if s.id == target.id), None)
+        return JSONResponse(model_card(target.model, directory, status))
 
     async def chat_completions(self, request: Request) -> Response:
         return await self._generate(request, chat=True)
@@ -69,44 +81,98 @@ class OpenAiRoutes:
     async def _generate(self, request: Request, *, chat: bool) -> Response:
         request.state.logged = False
         started = time.monotonic()
-        body = await self._server.body(request)
-        defaults = self._server.request_defaults
+        server = self._server
+        body = await server.body(request)
+        target = await server.model_for(body)
+        defaults = target.defaults
         if chat:
-            images = await self._server.request_images(body)
-            parsed = await self._server.check(lambda: parse_chat_body(body, defaults, images))
+            images = await server.request_images(body)
+            parsed = await server.check(lambda: parse_chat_body(body, defaults, images))
         else:
-            parsed = await self._server.check(lambda: parse_completion_body(body, defaults))
-        job, first = await self._server.start(request, parsed)
+            parsed = await server.check(lambda: parse_completion_body(body, defaults))
+        endpoint = "chat_completions" if chat else "completions"
+        job, first = await server.start(request, parsed, target, endpoint)
         reply_id = replies.new_id("chatcmpl" if chat else "cmpl")
+        reply = _Reply(server, request, job, parsed, target, reply_id, started, chat)
         if parsed.stream:
-            events = self._stream(request, job, first, parsed, reply_id, started, chat=chat)
-            return StreamingResponse(events, media_type="text/event-stream")
-        reply = await whole_reply(request, job, parsed, first)
+            return StreamingResponse(reply.stream(first), media_type="text/event-stream")
+        if isinstance(first, Waiting):
+            body_text = json_after_waiting(first, reply.gathered, reply.failed_body, reply.gone)
+            return StreamingResponse(body_text, media_type="application/json")
+        return JSONResponse(await reply.whole(first, _unless_gone(request)))
+
+
+def _unless_gone(request: Request) -> Gather:
+    async def gather(job: Job, parsed: ParsedRequest, first: JobEvent) -> WholeReply:
+        return await whole_reply(request, job, parsed, first)
+
+    return gather
+
+
+class _Reply:
+    """One request's reply, whole or streamed."""
+
+    def __init__(
+        self,
+        server: ApiServer,
+        request: Request,
+        job: Job,
+        parsed: ParsedRequest,
+        target: RequestModel,
+        reply_id: str,
+        started: float,
+        chat: bool,
+    ) -> None:
+        self._server = server
+        self._request = request
+        self._job = job
+        self._parsed = parsed
+        self._model = target.id
+        self._id = reply_id
+        self._started = started
+        self._chat = chat
+
+    async def gathered(self, first: JobEvent) -> dict[str, Any]:
+        """The whole reply after waiting: the stream watches the client."""
+        return await self.whole(first, gathered_reply)
+
+    async def whole(self, first: JobEvent, gather: Gather) -> dict[str, Any]:
+        parsed, model = self._parsed, self._model
+        reply = await gather(self._job, parsed, first)
         reason = replies.finish_reason(
             reply.finished, calls=len(reply.calls), calls_complete=reply.calls_complete
         )
-        model, result = self._server.config.model_id, reply.finished.result
-        if chat:
-            body = replies.chat_completion(reply_id, model, reply.content, result, reason)
+        result = reply.finished.result
+        if self._chat:
+            body = replies.chat_completion(self._id, model, reply.content, result, reason)
             body["choices"][0]["message"] = whole_message(reply)
         else:
             text = _echoed(parsed) + reply.content
-            body = replies.text_completion(reply_id, model, text, reason, result, whole=True)
-        self._server.log_generation(request, started, result, reason)
-        return JSONResponse(body)
+            body = replies.text_completion(self._id, model, text, reason, result, whole=True)
+        self._server.log_generation(self._request, self._started, result, reason)
+        return body
 
-    async def _stream(
-        self,
-        request: Request,
-        job: Job,
-        first: JobEvent,
-        parsed: ParsedRequest,
-        reply_id: str,
-        started: float,
-        *,
-        chat: bool,
-    ) -> AsyncIterator[str]:
-        model = self._server.config.model_id
+    def stream(self, first: JobEvent | Waiting) -> AsyncIterator[str]:
+        if isinstance(first, Waiting):
+            return stream_after_waiting(first, self._events, self._failed, self.gone)
+        return self._events(first)
+
+    def failed_body(self, error: ApiError) -> dict[str, Any]:
+        """A failure after the headers went out: logged, and the API's error object."""
+        self._server.log_plain(self._request, error.status, self._started, error.log_detail)
+        return error.body()
+
+    def _failed(self, error: ApiError) -> str:
+        return _sse(self.failed_body(error))
+
+    def gone(self) -> None:
+        self._server.log_plain(
+            self._request, CLIENT_GONE_STATUS, self._started, "client disconnected"
+        )
+
+    async def _events(self, first: JobEvent) -> AsyncIterator[str]:
+        request, job, parsed, model = self._request, self._job, self._parsed, self._model
+        chat, reply_id = self._chat, self._id
         finished: Finished | None = None
         calls, calls_complete = 0, True
         try:
@@ -138,12 +204,11 @@ class OpenAiRoutes:
                 object_name = "chat.completion.chunk" if chat else "text_completion"
                 yield _sse(replies.usage_chunk(reply_id, model, result, object_name))
             yield "data: [DONE]\n\n"
-            self._server.log_generation(request, started, result, reason)
+            self._server.log_generation(request, self._started, result, reason)
         except ApiError as error:  # the generation failed after the 200 went out
-            yield _sse(error.body())
-            self._server.log_plain(request, error.status, started, error.log_detail)
+            yield self._failed(error)
         except BaseException:  # the client disconnected (cancelled) or the send failed
-            self._server.log_plain(request, CLIENT_GONE_STATUS, started, "client disconnected")
+            self.gone()
             raise
         finally:
             if finished is None:

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from app.engine.server.core.field_rules import (
-    ANY_MODEL,
     END_USER,
+    PICKS_MODEL,
     SAMPLING,
     FieldRule,
     honoured,
@@ -22,7 +22,7 @@ RESPONSES_FIELDS: dict[str, FieldRule] = {
     "instructions": honoured(
         "a system message before the input (not carried over by previous_response_id, as on OpenAI)"
     ),
-    "model": ANY_MODEL,
+    "model": PICKS_MODEL,
     "max_output_tokens": honoured(
         "the most tokens the reply may have (status incomplete, reason max_output_tokens)"
     ),

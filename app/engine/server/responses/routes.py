@@ -3,12 +3,13 @@ streamed), ``GET /v1/responses/{id}`` and ``DELETE /v1/responses/{id}`` (kept re
 
 What openai-agents' default model class and OpenAI's newer tools call. A response is kept
 (:mod:`.store`) unless the request says ``store: false``, so a later request can continue it
-with ``previous_response_id``. Errors come in OpenAI's shape.
+with ``previous_response_id``. A request's ``model`` picks the model that answers, as on the
+other routes (a request that waits for its turn gets its headers at once:
+:mod:`..core.waiting_reply`). Errors come in OpenAI's shape.
 """
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -19,9 +20,19 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from app.engine.server.core.api_errors import ApiError
 from app.engine.server.core.echo import clean
 from app.engine.server.core.generation_flow import CLIENT_GONE_STATUS, Finished
-from app.engine.server.core.reply_stream import reply_events, whole_reply
+from app.engine.server.core.reply_stream import (
+    WholeReply,
+    gathered_reply,
+    reply_events,
+    whole_reply,
+)
 from app.engine.server.core.scheduler import Job, JobEvent
 from app.engine.server.core.server import ApiServer
+from app.engine.server.core.waiting_reply import (
+    Waiting,
+    json_after_waiting,
+    stream_after_waiting,
+)
 from app.engine.server.responses.events import ResponseEvents
 from app.engine.server.responses.objects import (
     assistant_turn,
@@ -43,19 +54,20 @@ class ResponsesRoutes:
         request.state.logged = False
         started = time.monotonic()
         body = await server.body(request)
-        asked = parse_responses_body(body, server.request_defaults, self._store)
-        job, first = await server.start(request, asked.parsed)
-        response_id = new_id("resp")
-        make_body = functools.partial(self._response, response_id, asked, int(time.time()))
+        target = await server.model_for(body)
+        asked = parse_responses_body(body, target.defaults, self._store)  # the store: one loop's
+        job, first = await server.start(request, asked.parsed, target, "responses")
+        reply = _Response(server, self._store, request, job, asked, target.id, started)
         if asked.parsed.stream:
-            events = self._stream(request, job, first, asked, response_id, make_body, started)
+            if isinstance(first, Waiting):
+                events = stream_after_waiting(first, reply.events, reply.failed_event, reply.gone)
+            else:
+                events = reply.events(first)
             return StreamingResponse(events, media_type="text/event-stream")
-        reply = await whole_reply(request, job, asked.parsed, first)
-        output = whole_output(reply)
-        response = make_body(output, reply.finished, reply.calls_complete)
-        self._keep(asked, response_id, response)
-        server.log_generation(request, started, reply.finished.result, response["status"])
-        return JSONResponse(response)
+        if isinstance(first, Waiting):
+            whole = json_after_waiting(first, reply.gathered, reply.failed_body, reply.gone)
+            return StreamingResponse(whole, media_type="application/json")
+        return JSONResponse(reply.whole(await whole_reply(request, job, asked.parsed, first)))
 
     async def retrieve(self, request: Request) -> Response:
         response_id = request.path_params["response_id"]
@@ -70,65 +82,98 @@ class ResponsesRoutes:
             raise _not_kept(response_id)
         return JSONResponse({"id": response_id, "object": "response", "deleted": True})
 
-    def _response(
+
+class _Response:
+    """One request's response, whole or streamed, kept unless it asked otherwise."""
+
+    def __init__(
         self,
-        response_id: str,
+        server: ApiServer,
+        store: ResponseStore,
+        request: Request,
+        job: Job,
         asked: ResponsesRequest,
-        created_at: int,
-        output: list[dict[str, Any]],
-        finished: Finished | None,
-        calls_complete: bool,
+        model: str,
+        started: float,
+    ) -> None:
+        self._server = server
+        self._store = store
+        self._request = request
+        self._job = job
+        self._asked = asked
+        self._model = model
+        self._started = started
+        self._id = new_id("resp")
+        self._created_at = int(time.time())
+
+    def body(
+        self, output: list[dict[str, Any]], finished: Finished | None, calls_complete: bool
     ) -> dict[str, Any]:
-        model = self._server.config.model_id
         return response_object(
-            response_id,
-            model,
-            asked.echoed,
+            self._id,
+            self._model,
+            self._asked.echoed,
             output,
-            created_at=created_at,
+            created_at=self._created_at,
             finished=finished,
             calls_complete=calls_complete,
         )
 
-    def _keep(self, asked: ResponsesRequest, response_id: str, response: dict[str, Any]) -> None:
+    def whole(self, reply: WholeReply) -> dict[str, Any]:
+        response = self.body(whole_output(reply), reply.finished, reply.calls_complete)
+        self._done(response, reply.finished)
+        return response
+
+    async def gathered(self, first: JobEvent) -> dict[str, Any]:
+        """The whole response after waiting: the stream watches the client."""
+        return self.whole(await gathered_reply(self._job, self._asked.parsed, first))
+
+    def failed_body(self, error: ApiError) -> dict[str, Any]:
+        """A failure after the headers went out: logged, and the API's error object."""
+        self._server.log_plain(self._request, error.status, self._started, error.log_detail)
+        return error.body()
+
+    def failed_event(self, error: ApiError) -> str:
+        self._server.log_plain(self._request, error.status, self._started, error.log_detail)
+        return ResponseEvents(self.body).error(error.message, error.code or error.type)
+
+    def gone(self) -> None:
+        self._server.log_plain(
+            self._request, CLIENT_GONE_STATUS, self._started, "client disconnected"
+        )
+
+    def _done(self, response: dict[str, Any], finished: Finished) -> None:
+        """Keep the response (unless ``store: false``) and log it."""
+        asked = self._asked
         if asked.store:
             turns = (*asked.new_turns, assistant_turn(response["output"]))
-            self._store.keep(response_id, response, asked.previous_id, turns)
+            self._store.keep(self._id, response, asked.previous_id, turns)
+        self._server.log_generation(
+            self._request, self._started, finished.result, response["status"]
+        )
 
-    async def _stream(
-        self,
-        request: Request,
-        job: Job,
-        first: JobEvent,
-        asked: ResponsesRequest,
-        response_id: str,
-        make_body: Any,
-        started: float,
-    ) -> AsyncIterator[str]:
-        server = self._server
-        writer = ResponseEvents(make_body)
+    async def events(self, first: JobEvent) -> AsyncIterator[str]:
+        writer = ResponseEvents(self.body)
         finished: Finished | None = None
         try:
             yield writer.opening()
-            async for event in reply_events(job, asked.parsed, first):
+            async for event in reply_events(self._job, self._asked.parsed, first):
                 if isinstance(event, Finished):
                     finished = event
                 elif text := writer.feed(event):
                     yield text
             assert finished is not None
             yield writer.closing(finished)
-            response = make_body(writer.output, finished, writer.calls_complete)
-            self._keep(asked, response_id, response)
-            server.log_generation(request, started, finished.result, response["status"])
+            self._done(self.body(writer.output, finished, writer.calls_complete), finished)
         except ApiError as error:  # the generation failed after the 200 went out
             yield writer.error(error.message, error.code or error.type)
-            server.log_plain(request, error.status, started, error.log_detail)
+            self._server.log_plain(self._request, error.status, self._started, error.log_detail)
         except BaseException:  # the client disconnected (cancelled) or the send failed
-            server.log_plain(request, CLIENT_GONE_STATUS, started, "client disconnected")
+            self.gone()
             raise
         finally:
             if finished is None:
-                job.cancel()
+                self._job.cancel()
 
 
 def _not_kept(response_id: str) -> ApiError:

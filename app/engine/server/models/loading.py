@@ -1,0 +1,110 @@
+"""How each model of the library is loaded: its load settings and memory estimate, and its worker.
+
+Every model gets the load options ``serve`` was started with (``--ctx``, ``--kv-type``,
+``--flash-attn``, ``--state-cache-mib``, ``--threads``), planned for it as the chat window plans
+a load (:func:`~app.engine.chat.context_choice.plan_load`: with ``--ctx 0``, the largest context
+that fits this machine). A ``--kv-type`` a model cannot use falls back to f16 for that model (the
+load's log line says so) instead of refusing the whole library. The plan's memory estimate, plus
+what a worker process itself takes, is what the pool's budget counts (:mod:`.pool`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.engine.chat.context_choice import LoadPlan, plan_load
+from app.engine.load_options import LoadOptions
+from app.engine.runtime.backends.choice import MLX, choose_backend
+from app.engine.runtime.core.backend import ModelInfo
+from app.engine.runtime.process.client import RuntimeClient
+from app.engine.runtime.process.prompt_counter import PromptCounter
+from app.engine.server.models.catalogue import ServableModel
+from app.engine.server.models.runner import ModelRunner, WorkerRunner
+
+WORKER_PROCESS_BYTES = 128 * 2**20
+"""What an inference worker process holds besides its model (Python, numpy, llama.cpp): a demo
+worker's resident memory is 130-150 MB with its model and caches (bench serve prints it)."""
+
+
+@dataclass(frozen=True)
+class LoadRules:
+    """What every model is loaded with; ``backend``: ``auto`` for the library (llama.cpp for a
+    GGUF, MLX for a folder), or the one ``serve --backend`` names for a pinned model; images:
+    the projector beside each GGUF model unless ``projector`` names one or ``images`` is off;
+    drafting: the drafter paired with each model unless ``drafter`` names one."""
+
+    options: LoadOptions
+    max_draft_depth: int
+    memory_bytes: int | None
+    backend: str = "auto"
+    projector: Path | None = None
+    """The vision projector ``--mmproj`` names (a pinned model's); None: the one beside each
+    GGUF model, if any."""
+    images: bool = True
+    """False (``--mmproj none``): every model reads text only."""
+    drafter: Path | None = None
+    """The drafter ``--drafter`` names (a pinned model's); None: the one the library pairs with
+    each model, if any."""
+
+
+class RunnerFactory:
+    """Plans and opens runners; remembers each model's plan and the info of its last load."""
+
+    def __init__(self, rules: LoadRules) -> None:
+        self.rules = rules
+        self._plans: dict[str, LoadPlan] = {}
+        self._infos: dict[str, ModelInfo] = {}
+        self._lock = threading.Lock()
+
+    def plan(self, model: ServableModel) -> LoadPlan:
+        with self._lock:
+            plan = self._plans.get(model.id)
+        if plan is None:
+            plan = plan_load(
+                model.description,
+                self.rules.options,
+                memory_bytes=self.rules.memory_bytes,
+                max_draft_depth=self.rules.max_draft_depth,
+            )
+            settings = dataclasses.replace(
+                plan.settings,
+                projector=self.rules.projector,
+                images=self.rules.images,
+                drafter=self.rules.drafter or plan.settings.drafter,
+            )
+            plan = dataclasses.replace(plan, settings=settings)
+            with self._lock:
+                self._plans[model.id] = plan
+        return plan
+
+    def estimate_bytes(self, model: ServableModel) -> int:
+        """The memory the model is expected to hold once loaded, its worker included."""
+        memory = self.plan(model).memory
+        held = memory.total_bytes if memory is not None else model.size_bytes
+        return held + WORKER_PROCESS_BYTES
+
+    def known_info(self, model_id: str) -> ModelInfo | None:
+        """What the model's last load reported (None before its first load)."""
+        with self._lock:
+            return self._infos.get(model_id)
+
+    def open(self, model: ServableModel) -> ModelRunner:
+        """Start a worker and load ``model`` in it (blocking: seconds to minutes)."""
+        plan = self.plan(model)
+        backend = choose_backend(self.rules.backend, model.path)
+        sidecar = model.sidecar if backend.name == MLX else None
+        client = RuntimeClient(
+            model.path, backend=self.rules.backend, settings=plan.settings, sidecar=sidecar
+        )
+        try:
+            info = client.load()
+            counter = PromptCounter(client.choice.name, model.path)
+        except BaseException:
+            client.close()
+            raise
+        with self._lock:
+            self._infos[model.id] = info
+        return WorkerRunner(client, info, plan, counter)

@@ -1,0 +1,89 @@
+"""What runs a loaded model's generations, as the server's scheduler sees it: the seam where
+several sequences per model will slot in.
+
+The scheduler (:mod:`app.engine.server.core.scheduler`) asks a :class:`ModelRunner` how many
+generations it can run at once (:attr:`ModelRunner.sequences`) and starts up to that many; each
+:meth:`~ModelRunner.start` returns its own stream. Today's runner is one worker process that runs
+one generation at a time (:class:`WorkerRunner`, one sequence); a runner that decodes N sequences
+in one llama.cpp context with continuous batching (issue 32's second half) reports N and hands
+out N streams at once, and nothing above this module changes (docs/server-api.md#several-clients).
+A runner also holds the model's :class:`PromptCounter` (its tokenizer and chat template, opened
+with the model and closed with it), which counts prompts in the server's process.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from app.engine.chat.context_choice import LoadPlan
+from app.engine.runtime.core.backend import ModelInfo
+from app.engine.runtime.core.request import GenerationRequest
+from app.engine.runtime.process.client import GenerationStream, RuntimeClient
+from app.engine.runtime.process.prompt_counter import PromptCounter
+
+
+class ModelRunner(Protocol):
+    """A loaded model that generations can be started on."""
+
+    @property
+    def info(self) -> ModelInfo: ...
+
+    @property
+    def plan(self) -> LoadPlan: ...
+
+    @property
+    def counter(self) -> PromptCounter:
+        """Counts the model's prompts without its worker."""
+        ...
+
+    @property
+    def sequences(self) -> int:
+        """How many generations may run at once (their streams are read concurrently)."""
+        ...
+
+    def start(self, request: GenerationRequest) -> GenerationStream: ...
+
+    def worker_pids(self) -> tuple[int, ...]:
+        """The processes that hold the model (their memory is the model's)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class WorkerRunner:
+    """One inference worker process (:class:`RuntimeClient`): one generation at a time."""
+
+    def __init__(
+        self, client: RuntimeClient, info: ModelInfo, plan: LoadPlan, counter: PromptCounter
+    ) -> None:
+        self._client = client
+        self._info = info
+        self._plan = plan
+        self._counter = counter
+
+    @property
+    def info(self) -> ModelInfo:
+        return self._info
+
+    @property
+    def plan(self) -> LoadPlan:
+        return self._plan
+
+    @property
+    def counter(self) -> PromptCounter:
+        return self._counter
+
+    @property
+    def sequences(self) -> int:
+        return 1
+
+    def start(self, request: GenerationRequest) -> GenerationStream:
+        return self._client.start(request)
+
+    def worker_pids(self) -> tuple[int, ...]:
+        pid = self._client.worker_pid
+        return (pid,) if pid is not None else ()
+
+    def close(self) -> None:
+        self._counter.close()
+        self._client.close()
