@@ -74,11 +74,17 @@ def load_installed() -> CpuVariant | None:
     a registry filled through another copy would stay empty for llama.cpp. (Windows has one
     ggml.dll, which libllama does not re-export.)
     """
+    return load_cpu_backends(ggml_handle(), installed_folder())
+
+
+def ggml_handle() -> ctypes.CDLL:
+    """The handle to look ggml's functions up through: libllama's (see :func:`load_installed`;
+    a lookup through another libggml copy sees an empty backend registry in a portable build),
+    or ggml.dll on Windows."""
     import llama_cpp._ggml
     import llama_cpp.llama_cpp
 
-    ggml = llama_cpp._ggml.libggml if sys.platform == "win32" else llama_cpp.llama_cpp._lib
-    return load_cpu_backends(ggml, installed_folder())
+    return llama_cpp._ggml.libggml if sys.platform == "win32" else llama_cpp.llama_cpp._lib
 
 
 def load_cpu_backends(libggml: ctypes.CDLL, folder: Path) -> CpuVariant | None:

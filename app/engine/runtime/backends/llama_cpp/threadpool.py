@@ -17,9 +17,9 @@ from __future__ import annotations
 import ctypes
 
 import llama_cpp
-from llama_cpp import _ggml
 
 from app.engine.errors import RuntimeBackendError
+from app.engine.runtime.backends.llama_cpp.cpu_backends import ggml_handle
 from app.engine.runtime.core.cpu_threads import ThreadChoice
 
 _MAX_THREADS = 512  # GGML_MAX_N_THREADS: the size of the CPU mask
@@ -40,7 +40,9 @@ class _PoolParams(ctypes.Structure):
 
 
 def _ggml_function(name: str, restype: object, *argtypes: object) -> ctypes._CFuncPtr:
-    function = _ggml.libggml[name]  # a fresh function object: its types are ours alone
+    # through libllama's handle, as the CPU variant was loaded: a portable build's registry is
+    # empty seen through the wheel's other libggml copies
+    function = ggml_handle()[name]  # a fresh function object: its types are ours alone
     function.restype, function.argtypes = restype, list(argtypes)
     return function
 
