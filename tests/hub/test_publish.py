@@ -269,5 +269,7 @@ def test_the_token_file_of_hf_auth_login_is_used(
 
     publish, _ = _publisher(tmp_path, local_hub, "qwen-bf16", capsys)
     monkeypatch.delenv("HF_TOKEN")
-    Path(constants.HF_TOKEN_PATH).write_text(TEST_TOKEN)
+    token_file = Path(constants.HF_TOKEN_PATH)
+    token_file.parent.mkdir(parents=True, exist_ok=True)  # as `hf auth login` makes it
+    token_file.write_text(TEST_TOKEN)
     assert publish() == 0, publish.err
