@@ -62,3 +62,11 @@ def test_the_chosen_command_is_the_first_word_that_names_one() -> None:
     assert chosen_command([]) == ""
     for name in COMMANDS:
         importlib.import_module(f"app.commands.{name}")  # every module still imports
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_commands_help_prints(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        build_parser(command).parse_args([command, "--help"])
+    assert exited.value.code == 0
+    assert f"usage: mtp-studio {command}" in capsys.readouterr().out

@@ -62,7 +62,7 @@ def add_library_arguments(parser: argparse.ArgumentParser, backends: Sequence[st
         default=0,
         metavar="N",
         help="models kept loaded at once; the least recently used idle one is unloaded for a "
-        f"new one (default 0: as many as fit {LOADED_SHARE:.0%} of RAM by their memory "
+        f"new one (default 0: as many as fit {LOADED_SHARE * 100:.0f}%% of RAM by their memory "
         "estimates)",
     )
     parser.add_argument(
