@@ -131,8 +131,9 @@ def test_the_page_shows_what_is_loaded_and_who_is_served_and_unloads(
 
     try:
         qtbot.waitUntil(lambda: view.clients_table.rowCount() == 1, timeout=10_000)
-        row = clients_row()
-        assert row[1:4] == ["demo-mtp", "running", "chat_completions (stream)"]
+        # "waiting" while the model loads on demand, then "running" from the next status poll
+        qtbot.waitUntil(lambda: clients_row()[2] == "running", timeout=10_000)
+        assert clients_row()[1:4] == ["demo-mtp", "running", "chat_completions (stream)"]
         models = view.models_table
         assert [models.item(0, c).text() for c in range(4)] == ["demo-mtp", "loaded", "1 of 1", "0"]
     finally:
