@@ -50,7 +50,8 @@ def test_streamed_events_come_in_anthropics_order_and_equal_the_whole_reply(
     server: ServerProcess,
 ) -> None:
     client = client_for(server)
-    asked = dict(model=ASKED, max_tokens=32, messages=STORY)
+    # long enough to span several of the server's 20 ms chunks on a fast machine
+    asked = dict(model=ASKED, max_tokens=256, messages=STORY)
     whole = client.messages.create(**asked, **GREEDY)
     with client.messages.stream(**asked, **GREEDY) as stream:
         streamed_text = "".join(stream.text_stream)
@@ -71,7 +72,7 @@ def test_streamed_events_come_in_anthropics_order_and_equal_the_whole_reply(
     ]
     names = [name for name, _ in events]
     deltas = names.count("content_block_delta")
-    assert deltas > 2, "the reply came in one piece"
+    assert deltas >= 2, "the reply came in one piece"  # text goes out per 20 ms chunk
     assert names == [
         "message_start",
         "content_block_start",

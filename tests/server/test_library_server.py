@@ -30,19 +30,13 @@ from tests.server.library import (
     Library,
     lay_out_library,
 )
+from tests.server.long_reply import LONG
 from tests.server.server_process import ServerProcess, running_server
 
 pytestmark = pytest.mark.slow
 
 HELLO = [{"role": "user", "content": "Hello"}]
 STORY = [{"role": "user", "content": "Write a long story about a dragon and a knight."}]
-LONG_STORY = {
-    "type": "object",
-    "properties": {"story": {"type": "string", "minLength": 20_000}},
-    "required": ["story"],
-}
-LONG = {"type": "json_schema", "json_schema": {"name": "story", "schema": LONG_STORY}}
-"""Holds the tiny demo model to thousands of tokens, where a free story may end after a few."""
 
 
 @pytest.fixture(scope="module")

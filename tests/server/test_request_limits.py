@@ -15,6 +15,7 @@ import pytest
 from openai import OpenAI
 
 from tests.server.conftest import API_KEY
+from tests.server.long_reply import LONG
 from tests.server.server_process import ServerProcess
 
 pytestmark = pytest.mark.slow
@@ -89,10 +90,19 @@ def test_a_client_that_leaves_while_queued_frees_its_place(keyed_server: ServerP
     client = OpenAI(base_url=keyed_server.base_url, api_key=API_KEY, max_retries=0, timeout=120)
     health = f"{keyed_server.root_url}/health"
     running = client.chat.completions.create(
-        model="demo-mtp", messages=STORY, max_tokens=4000, temperature=0, stream=True
+        model="demo-mtp",
+        messages=STORY,
+        max_tokens=4000,
+        temperature=0,
+        stream=True,
+        response_format=LONG,  # still running when the second request comes and goes
     )
-    next(iter(running))  # it runs now; the queue (one place) is empty
-    try:
+    next(iter(running))  # its headers came: it may still wait for the worker a moment
+    started = time.monotonic() + 10
+    while not httpx2.get(health).json()["generating"]:
+        assert time.monotonic() < started, "the first request never started generating"
+        time.sleep(0.02)
+    try:  # it runs now; the queue (one place) is empty
         with pytest.raises(httpx2.TimeoutException):  # waits in the queue, then gives up
             httpx2.post(
                 f"{keyed_server.base_url}/chat/completions",
