@@ -121,7 +121,12 @@ def test_a_name_the_server_does_not_have_is_each_apis_404(library_server: Server
 def test_requests_for_different_models_run_at_once(library_server: ServerProcess) -> None:
     client = client_for(library_server)
     long_reply = client.chat.completions.create(
-        model="demo-mtp", messages=STORY, max_tokens=3000, temperature=0, stream=True
+        model="demo-mtp",
+        messages=STORY,
+        max_tokens=3000,
+        temperature=0,
+        stream=True,
+        response_format=LONG,
     )
     chunks = iter(long_reply)
     next(chunks)  # it runs
@@ -143,7 +148,12 @@ def test_a_request_waiting_for_its_model_gets_headers_and_keep_alives_at_once(
 ) -> None:
     client = client_for(library_server)
     first = client.chat.completions.create(
-        model="demo-mtp", messages=STORY, max_tokens=3000, temperature=0, stream=True
+        model="demo-mtp",
+        messages=STORY,
+        max_tokens=3000,
+        temperature=0,
+        stream=True,
+        response_format=LONG,
     )
     next(iter(first))
     seen: dict[str, object] = {}
@@ -174,7 +184,12 @@ def test_a_request_waiting_for_its_model_gets_headers_and_keep_alives_at_once(
     assert lines[-1] == "data: [DONE]"
     whole = {"model": "demo-mtp", "messages": HELLO, "max_tokens": 3}
     blocker = client.chat.completions.create(
-        model="demo-mtp", messages=STORY, max_tokens=3000, temperature=0, stream=True
+        model="demo-mtp",
+        messages=STORY,
+        max_tokens=3000,
+        temperature=0,
+        stream=True,
+        response_format=LONG,
     )
     next(iter(blocker))
     try:

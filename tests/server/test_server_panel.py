@@ -19,6 +19,7 @@ from PySide6.QtGui import QGuiApplication
 
 from app.ui.main_window import MainWindow
 from tests.ports import free_port
+from tests.server.long_reply import LONG
 
 pytestmark = pytest.mark.slow
 
@@ -121,7 +122,12 @@ def test_the_page_shows_what_is_loaded_and_who_is_served_and_unloads(
     client = OpenAI(base_url=panel.url, api_key="unused", max_retries=0, timeout=120)
     story = [{"role": "user", "content": "Write a long story about a dragon."}]
     streaming = client.chat.completions.create(
-        model="demo-mtp", messages=story, max_tokens=3000, temperature=0, stream=True
+        model="demo-mtp",
+        messages=story,
+        max_tokens=3000,
+        temperature=0,
+        stream=True,
+        response_format=LONG,  # still streaming while the page is read
     )
     next(iter(streaming))
 
