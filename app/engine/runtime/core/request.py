@@ -15,6 +15,7 @@ from app.engine.runtime.chat_format.prompting import ChatMessage
 from app.engine.runtime.chat_format.tools import ToolChoice, ToolSpec
 from app.engine.runtime.core.stats import DecodeStats
 from app.engine.runtime.sampling.acceptance import AcceptMode
+from app.engine.runtime.sampling.logprobs import MAX_TOP_LOGPROBS, TokenLogprob
 from app.engine.runtime.sampling.sampler import SamplerSettings
 
 MAX_DRAFT_DEPTH = 8
@@ -47,6 +48,11 @@ class GenerationRequest:
     A conversation whose last message is the assistant's (without tool calls) is continued:
     the reply goes on from its text (a prefill). ``template_variables`` are handed to the chat
     template beside the messages (``reasoning_effort`` for a template that reads it).
+
+    ``logprobs`` None reports no log-probabilities; k ≥ 0 reports each token's, and the k
+    likeliest tokens at its position (:mod:`~app.engine.runtime.sampling.logprobs`).
+    ``min_tokens``: the end-of-generation tokens are held back until the reply has that many;
+    ``ignore_eos``: always (:mod:`~app.engine.runtime.chat_format.end_tokens`).
     """
 
     messages: tuple[ChatMessage, ...] = ()
@@ -64,6 +70,9 @@ class GenerationRequest:
     """Leave out the oldest turns when the conversation no longer fits the context
     (:mod:`~app.engine.runtime.speculative.history_fit`) instead of failing."""
     template_variables: tuple[tuple[str, str], ...] = ()
+    logprobs: int | None = None
+    min_tokens: int = 0
+    ignore_eos: bool = False
 
     def __post_init__(self) -> None:
         if bool(self.messages) == (self.prompt is not None):
@@ -71,6 +80,12 @@ class GenerationRequest:
         if self.max_tokens < 1:
             raise RuntimeBackendError(f"max tokens {self.max_tokens} is invalid: use 1 or more")
         check_mtp_depth(self.mtp_depth)
+        if self.logprobs is not None and not 0 <= self.logprobs <= MAX_TOP_LOGPROBS:
+            raise RuntimeBackendError(
+                f"top log-probabilities {self.logprobs} is invalid: use 0 to {MAX_TOP_LOGPROBS}"
+            )
+        if self.min_tokens < 0:
+            raise RuntimeBackendError(f"min tokens {self.min_tokens} is invalid: use 0 or more")
         if self.tool_choice.forces_call and not self.tools:
             raise RuntimeBackendError("a tool call is required but the request offers no tools")
         if self.tool_choice.forces_call and self.constraint is not None:
@@ -81,11 +96,13 @@ class GenerationRequest:
 
 @dataclass(frozen=True)
 class TokenChunk:
-    """Tokens committed by one cycle (or one plain step), their text, and the stats so far."""
+    """Tokens committed by one cycle (or one plain step), their text, the stats so far, and the
+    tokens' log-probabilities when the request asked for them."""
 
     token_ids: tuple[int, ...]
     text: str
     stats: DecodeStats
+    logprobs: tuple[TokenLogprob, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -109,6 +126,8 @@ class GenerationResult:
     seed: int
     note: str | None = None
     kept_state_bytes: int = 0
+    logprobs: tuple[TokenLogprob, ...] = ()
+    """One entry per token of ``token_ids`` when the request asked for log-probabilities."""
 
     def to_dict(self) -> dict[str, Any]:
         return {

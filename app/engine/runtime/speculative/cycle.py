@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.engine.runtime.chat_format.constraint import GrammarState, masked
+from app.engine.runtime.chat_format.constraint import masked
+from app.engine.runtime.chat_format.end_tokens import TokenRule
 from app.engine.runtime.core.backend import STOP_DRAFTING, DecodeBackend
 from app.engine.runtime.core.stats import StatsRecorder
 from app.engine.runtime.sampling.acceptance import (
@@ -38,11 +39,14 @@ from app.engine.runtime.sampling.sampler import (
 
 @dataclass(frozen=True)
 class CycleTokens:
-    """The tokens a cycle commits: the accepted drafts followed by the repair/bonus token."""
+    """The tokens a cycle commits: the accepted drafts followed by the repair/bonus token.
+    ``rows``: the target's raw logits row that chose each of them (the verify rows; only when
+    the decoder keeps rows, for log-probabilities)."""
 
     tokens: tuple[int, ...]
     drafted: int
     accepted: int
+    rows: np.ndarray | None = None
 
 
 class _TargetRows(Sequence[SparseDistribution]):
@@ -72,7 +76,9 @@ class SpeculativeDecoder:
         accept: AcceptMode,
         rng: np.random.Generator,
         recorder: StatsRecorder,
-        grammar: GrammarState | None = None,
+        grammar: TokenRule | None = None,
+        *,
+        keep_rows: bool = False,
     ) -> None:
         self._backend = backend
         self._grammar = grammar
@@ -80,6 +86,7 @@ class SpeculativeDecoder:
         self._accept = accept
         self._rng = rng
         self._recorder = recorder
+        self._keep_rows = keep_rows
 
     def cycle(self, last_token: int, depth: int, stop: ConfidenceStop | None = None) -> CycleTokens:
         """Draft up to ``depth`` tokens after ``last_token``, verify them, commit what is
@@ -133,6 +140,7 @@ class SpeculativeDecoder:
                 allowed_rows.append(grammar.allowed())
             logits = np.where(np.stack(allowed_rows), logits, -np.inf).astype(logits.dtype)
         outcome = self._decide(drafts, proposals, logits)
+        rows = self._rows(verified.logits[: outcome.accepted + 1])
         if grammar is not None:
             grammar.rollback(len(drafts) - outcome.accepted)
             grammar.consume(outcome.next_token)
@@ -150,6 +158,7 @@ class SpeculativeDecoder:
             tokens=(*drafts[: outcome.accepted], outcome.next_token),
             drafted=len(drafts),
             accepted=outcome.accepted,
+            rows=rows,
         )
 
     def _plain_cycle(self, last_token: int) -> CycleTokens:
@@ -158,12 +167,17 @@ class SpeculativeDecoder:
         self._recorder.verify_seconds += time.perf_counter() - started
         self._recorder.verify_calls += 1
         self._recorder.record_cycle(0, 0)
+        rows = self._rows(logits[None])
         if self._grammar is not None:
             logits = masked(logits, self._grammar.allowed())
         token = sample(logits, self._sampler, self._rng)
         if self._grammar is not None:
             self._grammar.consume(token)
-        return CycleTokens((token,), drafted=0, accepted=0)
+        return CycleTokens((token,), drafted=0, accepted=0, rows=rows)
+
+    def _rows(self, raw: np.ndarray) -> np.ndarray | None:
+        """The raw target rows, copied (a backend's buffer is reused), when they are kept."""
+        return np.array(raw, dtype=np.float32) if self._keep_rows else None
 
     def _decide(
         self, drafts: Sequence[int], proposals: Sequence[SparseDistribution], logits: np.ndarray

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -20,6 +21,7 @@ import numpy as np
 from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.chat_format.constraint import GrammarState, masked
 from app.engine.runtime.chat_format.detokenizer import StreamingDetokenizer
+from app.engine.runtime.chat_format.end_tokens import EndTokensHeld, TokenRule
 from app.engine.runtime.chat_format.prompting import ChatMessage
 from app.engine.runtime.chat_format.tools import forced_call_constraint
 from app.engine.runtime.core.backend import DecodeBackend
@@ -27,8 +29,9 @@ from app.engine.runtime.core.prompt import prompt_token_ids
 from app.engine.runtime.core.request import GenerationRequest, GenerationResult, TokenChunk
 from app.engine.runtime.core.stats import StatsRecorder
 from app.engine.runtime.sampling.draft_confidence import ConfidenceStop
+from app.engine.runtime.sampling.logprobs import LogprobReader, TokenLogprob
 from app.engine.runtime.sampling.sampler import sample
-from app.engine.runtime.speculative.cycle import SpeculativeDecoder
+from app.engine.runtime.speculative.cycle import CycleTokens, SpeculativeDecoder
 from app.engine.runtime.speculative.depth_policy import DepthPolicies, DepthPolicy
 from app.engine.runtime.speculative.draft_health import DraftWatch
 from app.engine.runtime.speculative.history_fit import fit_history, left_out_note
@@ -41,14 +44,32 @@ ChunkSink = Callable[[TokenChunk], None]
 CancelCheck = Callable[[], bool]
 
 
-def grammar_state(backend: DecodeBackend, request: GenerationRequest) -> GrammarState | None:
-    """The grammar the request's tokens are held to, if any."""
+_END_TOKENS: weakref.WeakKeyDictionary[DecodeBackend, np.ndarray] = weakref.WeakKeyDictionary()
+"""Each backend's end-of-generation tokens as a boolean row, read once per loaded model."""
+
+
+def grammar_state(backend: DecodeBackend, request: GenerationRequest) -> TokenRule | None:
+    """What masks the request's tokens, if anything: its grammar (a JSON schema, a forced
+    call), with the end tokens held back under ``min_tokens`` or ``ignore_eos``."""
     constraint = request.constraint or forced_call_constraint(
         request.tools, request.tool_choice, marker=lambda text: _grammar_marker(backend, text)
     )
-    if constraint is None:
-        return None
-    return GrammarState(constraint, backend.grammar_tokenizer(), backend.info.vocab_size)
+    grammar: TokenRule | None = None
+    if constraint is not None:
+        grammar = GrammarState(constraint, backend.grammar_tokenizer(), backend.info.vocab_size)
+    if request.ignore_eos or request.min_tokens > 0:
+        until = None if request.ignore_eos else request.min_tokens
+        return EndTokensHeld(grammar, _end_tokens(backend), until)
+    return grammar
+
+
+def _end_tokens(backend: DecodeBackend) -> np.ndarray:
+    ends = _END_TOKENS.get(backend)
+    if ends is None:
+        size = backend.info.vocab_size
+        ends = np.fromiter((backend.is_end_of_generation(t) for t in range(size)), bool, size)
+        _END_TOKENS[backend] = ends
+    return ends
 
 
 def _grammar_marker(backend: DecodeBackend, text: str) -> str:
@@ -62,7 +83,7 @@ def _grammar_marker(backend: DecodeBackend, text: str) -> str:
 
 def next_token(
     logits: np.ndarray,
-    grammar: GrammarState | None,
+    grammar: TokenRule | None,
     request: GenerationRequest,
     rng: np.random.Generator,
 ) -> int:
@@ -139,7 +160,9 @@ class _Output:
 
     A chunk goes out after the first token, then at most once per ``interval`` seconds, merging
     the steps in between (every token and the latest statistics), and when the reply ends: the
-    text, the statistics snapshot and the chunk are made per chunk, not per token.
+    text, the statistics snapshot and the chunk are made per chunk, not per token. When the
+    request asks for log-probabilities, each kept token's is read from the raw row that chose
+    it (:mod:`~app.engine.runtime.sampling.logprobs`).
     """
 
     def __init__(
@@ -157,7 +180,13 @@ class _Output:
         self._interval = interval
         self._next_emit = 0.0
         self._detokenizer = StreamingDetokenizer(backend.token_bytes)
+        self._logprobs = (
+            None
+            if request.logprobs is None
+            else LogprobReader(backend.token_bytes, request.logprobs)
+        )
         self.token_ids: list[int] = []
+        self.logprobs: list[TokenLogprob] = []
         self.text_parts: list[str] = []
         self._sent = 0  # token_ids before this are in a chunk already
         self.finish_reason: str | None = None
@@ -166,8 +195,14 @@ class _Output:
     def remaining(self) -> int:
         return self._max_tokens - len(self.token_ids)
 
-    def commit(self, tokens: Sequence[int]) -> bool:
-        """Take a step's tokens; True when a chunk went out (a moment to look for a cancel)."""
+    @property
+    def wants_rows(self) -> bool:
+        """Whether steps must hand over their raw logits rows (log-probabilities asked for)."""
+        return self._logprobs is not None
+
+    def commit(self, tokens: Sequence[int], rows: np.ndarray | None = None) -> bool:
+        """Take a step's tokens (and the raw rows that chose them, when :attr:`wants_rows`);
+        True when a chunk went out (a moment to look for a cancel)."""
         kept = len(tokens)
         room = self._max_tokens - len(self.token_ids)
         for index, token in enumerate(tokens):
@@ -180,6 +215,9 @@ class _Output:
         if self._recorder.ttft_seconds == 0.0:
             self._recorder.ttft_seconds = time.perf_counter() - self._recorder.started_at
         self.token_ids.extend(tokens[:kept] if kept < len(tokens) else tokens)
+        if self._logprobs is not None and rows is not None:
+            read = self._logprobs.read
+            self.logprobs.extend(read(rows[index], tokens[index]) for index in range(kept))
         self._recorder.generated_tokens = len(self.token_ids)
         return self._emit_if_due()
 
@@ -194,12 +232,13 @@ class _Output:
             return False
         self._next_emit = now + self._interval
         tokens = tuple(self.token_ids[self._sent :])
+        logprobs = tuple(self.logprobs[self._sent :])
         self._sent = len(self.token_ids)
         text = self._detokenizer.add(tokens)
         if self.finish_reason is not None:
             text += self._detokenizer.flush()
         self.text_parts.append(text)
-        self._emit(TokenChunk(tokens, text, self._recorder.snapshot()))
+        self._emit(TokenChunk(tokens, text, self._recorder.snapshot(), logprobs))
         return True
 
 
@@ -250,16 +289,17 @@ def _choose_depth(
     return _DepthChoice(depth, drafting, policy, watch, stop, note)
 
 
-Step = Callable[[int, int], Sequence[int]]
+Step = Callable[[int, int], CycleTokens]
 """One step of the loop: given the last token and the room left in the context, the tokens it
-commits (one for a plain step, the accepted drafts and one more for a speculative cycle)."""
+commits (one for a plain step, the accepted drafts and one more for a speculative cycle), with
+the raw rows that chose them when log-probabilities are asked for."""
 
 
 def _choose_step(
     backend: DecodeBackend,
     request: GenerationRequest,
     choice: _DepthChoice,
-    sampling: tuple[GrammarState | None, np.random.Generator],
+    sampling: tuple[TokenRule | None, np.random.Generator],
     recorder: StatsRecorder,
     output: _Output,
 ) -> Step:
@@ -270,29 +310,36 @@ def _choose_step(
     clock = backend.cycle_clock
 
     sampler = request.sampler
+    keep_rows = output.wants_rows
 
-    def plain(last: int, _room: int) -> Sequence[int]:
+    def plain(last: int, _room: int) -> CycleTokens:
+        logits = backend.step(last)
+        rows = _raw_rows(logits, keep_rows)
         if grammar is None:
-            return (sample(backend.step(last), sampler, rng),)
-        return (next_token(backend.step(last), grammar, request, rng),)
+            return CycleTokens((sample(logits, sampler, rng),), 0, 0, rows)
+        return CycleTokens((next_token(logits, grammar, request, rng),), 0, 0, rows)
 
-    def timed_plain(last: int, _room: int) -> Sequence[int]:
+    def timed_plain(last: int, _room: int) -> CycleTokens:
         started, wall_started = clock(), time.perf_counter()
-        token = next_token(backend.step(last), grammar, request, rng)
+        logits = backend.step(last)
+        rows = _raw_rows(logits, keep_rows)
+        token = next_token(logits, grammar, request, rng)
         policy.observe(0, 0, clock() - started)
         recorder.verify_seconds += time.perf_counter() - wall_started
         recorder.verify_calls += 1
         recorder.record_cycle(0, 0)
-        return (token,)
+        return CycleTokens((token,), 0, 0, rows)
 
     if choice.depth == 0:
         return plain
     if not choice.drafting:
         return timed_plain
-    decoder = SpeculativeDecoder(backend, request.sampler, request.accept, rng, recorder, grammar)
+    decoder = SpeculativeDecoder(
+        backend, request.sampler, request.accept, rng, recorder, grammar, keep_rows=keep_rows
+    )
     stop = choice.stop
 
-    def speculative(last: int, room: int) -> Sequence[int]:
+    def speculative(last: int, room: int) -> CycleTokens:
         cycle_depth = policy.choose(min(room, output.remaining - 1))
         if watch.reason is not None:  # found garbage in this request: plain from here on
             cycle_depth = 0
@@ -300,9 +347,14 @@ def _choose_step(
         cycle = decoder.cycle(last, cycle_depth, stop)
         policy.observe(cycle.drafted, cycle.accepted, clock() - started)
         watch.observe(cycle.drafted, cycle.accepted)
-        return cycle.tokens
+        return cycle
 
     return speculative
+
+
+def _raw_rows(logits: np.ndarray, keep: bool) -> np.ndarray | None:
+    """A plain step's row as the one row of its step, copied before the backend reuses it."""
+    return np.array(logits[None], dtype=np.float32) if keep else None
 
 
 def generate(
@@ -354,8 +406,9 @@ def generate(
     recorder.prompt_reused_tokens = backend.last_prefix_reuse.reused_tokens
     recorder.prompt_images_encoded = backend.last_prefix_reuse.images_encoded
     recorder.prefill_done()
+    first_rows = _raw_rows(logits, output.wants_rows)
     last = next_token(logits, grammar, request, rng)
-    look_for_cancel = output.commit((last,))
+    look_for_cancel = output.commit((last,), first_rows)
     try:
         step = _choose_step(backend, request, choice, (grammar, rng), recorder, output)
         context = backend.info.context_length
@@ -368,8 +421,8 @@ def generate(
                 output.stop("context")
                 break
             committed = step(last, room)
-            last = committed[-1]
-            look_for_cancel = output.commit(committed)
+            last = committed.tokens[-1]
+            look_for_cancel = output.commit(committed.tokens, committed.rows)
     except BaseException:
         backend.reset()  # a step that failed half-way leaves a state nothing may reuse
         raise
@@ -384,6 +437,7 @@ def generate(
         seed=seed,
         note=_joined(trimmed, choice.note or (watch.reason if choice.depth > 0 else None)),
         kept_state_bytes=backend.kept_state_bytes,
+        logprobs=tuple(output.logprobs),
     )
 
 
