@@ -108,11 +108,24 @@ RUNTIME_PENDING_SAMPLING = {
     "presence_penalty": runtime_pending("the runtime applies no presence penalty", 0),
     "frequency_penalty": runtime_pending("the runtime applies no frequency penalty", 0),
     "logit_bias": runtime_pending("the runtime applies no logit bias", {}),
-    "ignore_eos": runtime_pending("the runtime always stops at the end-of-turn token", False),
-    "min_tokens": runtime_pending("the runtime has no minimum reply length", 0),
-    "n": runtime_pending("this server generates one reply per request", 1),
 }
 """Fields the runtime cannot honour yet (issue 33's runtime half): each a 400 unless neutral."""
+
+REPLY_SHAPE = {
+    "ignore_eos": honoured(
+        "true: the end-of-turn token is held back, so only max_tokens (or the context) ends the "
+        "reply"
+    ),
+    "min_tokens": honoured(
+        "the end-of-turn token is held back until the reply has this many tokens (at most "
+        "max_tokens)"
+    ),
+    "n": honoured(
+        "this many choices (up to 16), generated one after another from one prefill of the "
+        "prompt; choice i is sampled with seed + i"
+    ),
+}
+"""The OpenAI fields that shape how long a reply runs and how many there are."""
 
 END_USER = ignored(
     "an end-user id for the provider's abuse monitoring: nothing to monitor on a local server, "

@@ -8,8 +8,10 @@ piece, so a long call streams instead of arriving in one burst. After ``max_call
 job is stopped and what follows is dropped (``parallel_tool_calls: false``). A call the length
 limit cut off ends as an incomplete call, never as raw markup. While nothing has been sent for
 :data:`KEEP_ALIVE_SECONDS`, a :class:`KeepAlive` is yielded so a stream can show it is alive (an
-SSE comment, Anthropic's ``ping``). :func:`whole_reply` gathers the same events for a reply sent
-in one piece.
+SSE comment, Anthropic's ``ping``). When the request asked for log-probabilities, a
+:class:`TokenLogprobs` event carries the entries of the tokens whose text was just sent
+(:mod:`.reply_logprobs`). :func:`whole_reply` gathers the same events for a reply sent in one
+piece.
 """
 
 from __future__ import annotations
@@ -29,12 +31,14 @@ from app.engine.runtime.chat_format.tool_call_events import (
 )
 from app.engine.runtime.chat_format.tools import ToolCall
 from app.engine.runtime.core.request import GenerationResult, TokenChunk
+from app.engine.runtime.sampling.logprobs import TokenLogprob
 from app.engine.server.core.generation_flow import (
     ClientGone,
     Finished,
     generation_failed,
     wait_for_disconnect,
 )
+from app.engine.server.core.reply_logprobs import LogprobAligner, TokenLogprobs
 from app.engine.server.core.request_fields import ParsedRequest, parses_calls
 from app.engine.server.core.scheduler import Job, JobEvent
 from app.engine.server.core.stop_strings import StopScanner
@@ -49,7 +53,7 @@ class KeepAlive:
     """Nothing was sent for :data:`KEEP_ALIVE_SECONDS`: the generation is still running."""
 
 
-ReplyEvent = CallEvent | KeepAlive | Finished
+ReplyEvent = CallEvent | KeepAlive | TokenLogprobs | Finished
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,7 @@ class WholeReply:
     calls: tuple[ToolCall, ...]
     calls_complete: bool
     finished: Finished
+    logprobs: tuple[TokenLogprob, ...] = ()
 
 
 def was_cut(finished: Finished) -> bool:
@@ -75,23 +80,33 @@ class _Reader:
         self._calls = ToolCallEvents() if parses_calls(parsed.generation) else None
         self._max_calls = parsed.max_calls
         self._ended = 0
+        self._logprobs = LogprobAligner()
 
     @property
     def _calls_done(self) -> bool:
         return self._max_calls is not None and self._ended >= self._max_calls
 
-    def text(self, chunk: TokenChunk) -> list[CallEvent]:
+    def text(self, chunk: TokenChunk) -> list[ReplyEvent]:
+        self._logprobs.add(chunk.logprobs)
         text = self._scanner.feed(chunk.text)
         if self._scanner.stopped:
             self._job.cancel()
-        return self._events(text)
+        return [*self._entries(self._logprobs.covered(text)), *self._events(text)]
 
     def end(self, result: GenerationResult) -> list[ReplyEvent]:
-        events: list[ReplyEvent] = list(self._events(self._scanner.flush()))
+        text = self._scanner.flush()
+        entries = self._logprobs.covered(text)
+        if self._scanner.matched is None:
+            entries += self._logprobs.rest()
+        events: list[ReplyEvent] = [*self._entries(entries), *self._events(text)]
         finished = Finished(result, self._scanner.matched)
         if self._calls is not None and not self._calls_done:
             events += self._limited(self._calls.finish(cut=was_cut(finished)))
         return [*events, finished]
+
+    @staticmethod
+    def _entries(entries: tuple[TokenLogprob, ...]) -> list[ReplyEvent]:
+        return [TokenLogprobs(entries)] if entries else []
 
     def _events(self, text: str) -> list[CallEvent]:
         if not text:
@@ -151,9 +166,12 @@ async def gathered_reply(job: Job, parsed: ParsedRequest, first: JobEvent) -> Wh
     """The whole reply (the caller watches the client)."""
     texts: list[str] = []
     ended: list[CallEnded] = []
+    logprobs: list[TokenLogprob] = []
     async for event in reply_events(job, parsed, first):
         if isinstance(event, TextPiece):
             texts.append(event.text)
+        elif isinstance(event, TokenLogprobs):
+            logprobs.extend(event.entries)
         elif isinstance(event, CallEnded):
             ended.append(event)
         elif isinstance(event, Finished):
@@ -162,6 +180,7 @@ async def gathered_reply(job: Job, parsed: ParsedRequest, first: JobEvent) -> Wh
                 tuple(end.call for end in ended),
                 all(end.complete for end in ended),
                 event,
+                tuple(logprobs),
             )
     raise AssertionError("a job always ends with a result or a failure")
 

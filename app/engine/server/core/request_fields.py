@@ -57,6 +57,8 @@ class ParsedRequest:
     passed_over: tuple[str, ...] = ()
     echo: bool = False
     prompt_field: str = "messages"
+    choices: int = 1
+    """``n``: how many replies to the prompt, each with its own seed (OpenAI's APIs)."""
 
 
 @dataclass(frozen=True)

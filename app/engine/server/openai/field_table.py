@@ -6,6 +6,7 @@ from __future__ import annotations
 from app.engine.server.core.field_rules import (
     END_USER,
     PICKS_MODEL,
+    REPLY_SHAPE,
     RUNTIME_PENDING_SAMPLING,
     SAMPLING,
     FieldRule,
@@ -47,8 +48,14 @@ CHAT_FIELDS: dict[str, FieldRule] = {
         "template has no such setting"
     ),
     **RUNTIME_PENDING_SAMPLING,
-    "logprobs": runtime_pending("the runtime does not report token log-probabilities", False),
-    "top_logprobs": runtime_pending("the runtime does not report token log-probabilities", 0),
+    **REPLY_SHAPE,
+    "logprobs": honoured(
+        "true: each token's log-probability under the model's raw distribution (the target's "
+        "row, also under MTP), in choices[].logprobs.content"
+    ),
+    "top_logprobs": honoured(
+        "with logprobs true: the 0 to 20 likeliest tokens at each position, with theirs"
+    ),
     "audio": refused("this server generates text only"),
     "modalities": refused("this server generates text only", ["text"]),
     "prediction": refused("predicted outputs are not used by this server"),
@@ -79,7 +86,12 @@ COMPLETION_FIELDS: dict[str, FieldRule] = {
     "echo": honoured("true: the reply's text starts with the prompt"),
     "response_format": _RESPONSE_FORMAT,
     **RUNTIME_PENDING_SAMPLING,
-    "logprobs": runtime_pending("the runtime does not report token log-probabilities"),
+    **REPLY_SHAPE,
+    "logprobs": honoured(
+        "0 to 20: each token's log-probability under the model's raw distribution and this many "
+        "likeliest tokens, in the legacy shape (tokens, token_logprobs, top_logprobs, "
+        "text_offset)"
+    ),
     "best_of": runtime_pending("this server generates one reply per request", 1),
     "suffix": refused("this server does not fill in the middle of a text", ""),
     "tools": refused("tools need chat messages: use /v1/chat/completions", []),

@@ -31,6 +31,7 @@ from app.engine.server.core.request_fields import (
     reasoning_effort,
     stop_strings,
 )
+from app.engine.server.openai.choice_fields import with_choice_fields
 from app.engine.server.openai.field_table import CHAT_FIELDS, COMPLETION_FIELDS
 from app.engine.server.openai.tool_fields import is_tool_turn, request_fields, tool_turn
 
@@ -49,7 +50,7 @@ def parse_chat_body(body: Any, defaults: RequestDefaults, images: RequestImages)
     effort = reasoning_effort(body.get("reasoning_effort"), "reasoning_effort")
     if effort is not None:
         source["template_variables"] = ((REASONING_EFFORT, effort),)
-    parsed = _parsed(body, source, defaults)
+    parsed = with_choice_fields(body, _parsed(body, source, defaults), chat=True)
     return dataclasses.replace(
         parsed,
         max_calls=one_call_unless_parallel(body),
@@ -69,9 +70,8 @@ def parse_completion_body(body: Any, defaults: RequestDefaults) -> ParsedRequest
     if not isinstance(echo_prompt, bool):
         raise bad_request(f"'echo' must be true or false, got {echo(echo_prompt)}", "echo")
     source = {"prompt": prompt, **request_fields(body)}
-    return dataclasses.replace(
-        _parsed(body, source, defaults), echo=echo_prompt, prompt_field="prompt"
-    )
+    parsed = with_choice_fields(body, _parsed(body, source, defaults), chat=False)
+    return dataclasses.replace(parsed, echo=echo_prompt, prompt_field="prompt")
 
 
 def _parsed(

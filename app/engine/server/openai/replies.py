@@ -2,13 +2,15 @@
 (:mod:`app.engine.server.core.mtp_field`): in whole replies, and in the last chunk of a stream.
 
 A stream carries ``usage`` once, in OpenAI's extra last chunk, and only when the request
-asks for it (``stream_options.include_usage``); clients that add up usage count it once.
+asks for it (``stream_options.include_usage``); clients that add up usage count it once. A
+reply with several choices (``n``) counts the prompt once and every choice's tokens.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from app.engine.runtime.core.request import GenerationResult
@@ -33,19 +35,26 @@ def finish_reason(finished: Finished, *, calls: int = 0, calls_complete: bool = 
     return _FINISH_REASONS.get(finished.result.finish_reason, "stop")
 
 
-def usage(result: GenerationResult) -> dict[str, int]:
-    completion = result.stats.generated_tokens
-    prompt = result.prompt_token_count
+def usage(result: GenerationResult | Sequence[GenerationResult]) -> dict[str, Any]:
+    """The usage of one result, or of a request's choices (the prompt counted once)."""
+    results = [result] if isinstance(result, GenerationResult) else list(result)
+    completion = sum(one.stats.generated_tokens for one in results)
+    prompt = results[0].prompt_token_count
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
-        "prompt_tokens_details": {"cached_tokens": result.stats.prompt_reused_tokens},
+        "prompt_tokens_details": {"cached_tokens": results[0].stats.prompt_reused_tokens},
     }
 
 
 def chat_completion(
-    reply_id: str, model: str, text: str, result: GenerationResult, reason: str
+    reply_id: str,
+    model: str,
+    text: str,
+    result: GenerationResult,
+    reason: str,
+    logprobs: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     return {
         "id": reply_id,
@@ -57,7 +66,7 @@ def chat_completion(
                 "index": 0,
                 "message": {"role": "assistant", "content": text},
                 "finish_reason": reason,
-                "logprobs": None,
+                "logprobs": logprobs,
             }
         ],
         "usage": usage(result),
@@ -71,13 +80,17 @@ def chat_chunk(
     delta: dict[str, Any],
     reason: str | None = None,
     result: GenerationResult | None = None,
+    *,
+    index: int = 0,
+    logprobs: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    choice = {"index": index, "delta": delta, "finish_reason": reason, "logprobs": logprobs}
     chunk: dict[str, Any] = {
         "id": reply_id,
         "object": "chat.completion.chunk",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "delta": delta, "finish_reason": reason, "logprobs": None}],
+        "choices": [choice],
     }
     if result is not None:
         chunk[MTP_EXTENSION] = mtp_extension(result.stats)
@@ -92,6 +105,8 @@ def text_completion(
     result: GenerationResult | None = None,
     *,
     whole: bool = False,
+    index: int = 0,
+    logprobs: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A ``whole`` ``text_completion`` or one streamed piece of it (the last one: ``result``
     given, for its MTP statistics)."""
@@ -100,7 +115,7 @@ def text_completion(
         "object": "text_completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "text": text, "finish_reason": reason, "logprobs": None}],
+        "choices": [{"index": index, "text": text, "finish_reason": reason, "logprobs": logprobs}],
     }
     if result is not None:
         if whole:
@@ -110,7 +125,7 @@ def text_completion(
 
 
 def usage_chunk(
-    reply_id: str, model: str, result: GenerationResult, object_name: str
+    reply_id: str, model: str, result: Sequence[GenerationResult], object_name: str
 ) -> dict[str, Any]:
     """OpenAI's extra last chunk for ``stream_options.include_usage``: no choices, the usage."""
     return {
@@ -120,5 +135,5 @@ def usage_chunk(
         "model": model,
         "choices": [],
         "usage": usage(result),
-        MTP_EXTENSION: mtp_extension(result.stats),
+        MTP_EXTENSION: mtp_extension(result[-1].stats),
     }

@@ -8,7 +8,10 @@ started, so an error known before any text is an HTTP 4xx — unless the request
 turn past a moment, when its headers go out at once (:mod:`..core.waiting_reply`). Tool calls
 stream as they are written (:mod:`app.engine.server.core.reply_stream`), and a stream silent for
 10 s gets a keep-alive comment; a client that disconnects — while queued, mid-stream or while
-waiting for a whole reply — cancels its generation.
+waiting for a whole reply — cancels its generation. A request for ``n`` choices runs them one
+after another (:mod:`.choice_fields`): the later ones resume from the prompt's kept state, and a
+stream sends each choice's chunks under its ``index``. Log-probabilities go with the text they
+belong to (:mod:`app.engine.server.core.reply_logprobs`).
 """
 
 from __future__ import annotations
@@ -27,9 +30,16 @@ from app.engine.runtime.chat_format.tool_call_events import (
     CallStarted,
     TextPiece,
 )
+from app.engine.runtime.core.request import GenerationResult
+from app.engine.runtime.sampling.logprobs import TokenLogprob
 from app.engine.server.core.api_errors import ApiError
 from app.engine.server.core.generation_flow import CLIENT_GONE_STATUS, Finished
 from app.engine.server.core.model_directory import RequestModel
+from app.engine.server.core.reply_logprobs import (
+    TokenLogprobs,
+    chat_logprobs,
+    completion_logprobs,
+)
 from app.engine.server.core.reply_stream import (
     KeepAlive,
     WholeReply,
@@ -46,6 +56,7 @@ from app.engine.server.core.waiting_reply import (
     stream_after_waiting,
 )
 from app.engine.server.openai import replies
+from app.engine.server.openai.choice_fields import choice_request
 from app.engine.server.openai.model_cards import model_card, model_list
 from app.engine.server.openai.parsing import parse_chat_body, parse_completion_body
 from app.engine.server.openai.tool_fields import call_delta, whole_message
@@ -90,8 +101,7 @@ class OpenAiRoutes:
             parsed = await server.check(lambda: parse_chat_body(body, defaults, images))
         else:
             parsed = await server.check(lambda: parse_completion_body(body, defaults))
-        endpoint = "chat_completions" if chat else "completions"
-        job, first = await server.start(request, parsed, target, endpoint)
+        job, first = await server.start(request, parsed, target, _endpoint(chat))
         reply_id = replies.new_id("chatcmpl" if chat else "cmpl")
         reply = _Reply(server, request, job, parsed, target, reply_id, started, chat)
         if parsed.stream:
@@ -127,6 +137,7 @@ class _Reply:
         self._request = request
         self._job = job
         self._parsed = parsed
+        self._target = target
         self._model = target.id
         self._id = reply_id
         self._started = started
@@ -137,20 +148,56 @@ class _Reply:
         return await self.whole(first, gathered_reply)
 
     async def whole(self, first: JobEvent, gather: Gather) -> dict[str, Any]:
-        parsed, model = self._parsed, self._model
-        reply = await gather(self._job, parsed, first)
+        parsed = self._parsed
+        bodies = [await self._whole_choice(gather, parsed, first)]
+        for index in range(1, parsed.choices):
+            later = choice_request(parsed, index)
+            job, event = await self._start(later)
+            bodies.append(await self._whole_choice(gather, later, event, job, index))
+        body, results = bodies[0][0], [result for _body, result in bodies]
+        body["choices"] = [choice for one, _result in bodies for choice in one["choices"]]
+        body["usage"] = replies.usage(results)
+        reason = body["choices"][0]["finish_reason"]
+        self._server.log_generation(self._request, self._started, results[0], reason)
+        return body
+
+    async def _whole_choice(
+        self,
+        gather: Gather,
+        parsed: ParsedRequest,
+        first: JobEvent,
+        job: Job | None = None,
+        index: int = 0,
+    ) -> tuple[dict[str, Any], GenerationResult]:
+        """One choice's whole reply (its body holds it as its only choice), and its result."""
+        model = self._model
+        reply = await gather(job or self._job, parsed, first)
         reason = replies.finish_reason(
             reply.finished, calls=len(reply.calls), calls_complete=reply.calls_complete
         )
         result = reply.finished.result
+        asked = parsed.generation.logprobs is not None
         if self._chat:
-            body = replies.chat_completion(self._id, model, reply.content, result, reason)
+            logprobs = chat_logprobs(reply.logprobs) if asked else None
+            body = replies.chat_completion(self._id, model, reply.content, result, reason, logprobs)
             body["choices"][0]["message"] = whole_message(reply)
         else:
-            text = _echoed(parsed) + reply.content
-            body = replies.text_completion(self._id, model, text, reason, result, whole=True)
-        self._server.log_generation(self._request, self._started, result, reason)
-        return body
+            echoed = _echoed(parsed)
+            logprobs = completion_logprobs(reply.logprobs, len(echoed)) if asked else None
+            body = replies.text_completion(
+                self._id, model, echoed + reply.content, reason, result, whole=True,
+                logprobs=logprobs,
+            )  # fmt: skip
+        body["choices"][0]["index"] = index
+        return body, result
+
+    async def _start(self, parsed: ParsedRequest) -> tuple[Job, JobEvent]:
+        """A later choice's job, queued after the first choice's and waited for."""
+        job, event = await self._server.start(
+            self._request, parsed, self._target, _endpoint(self._chat), early=False
+        )
+        assert not isinstance(event, Waiting), "early=False waits for the first event"
+        return job, event
 
     def stream(self, first: JobEvent | Waiting) -> AsyncIterator[str]:
         if isinstance(first, Waiting):
@@ -171,58 +218,112 @@ class _Reply:
         )
 
     async def _events(self, first: JobEvent) -> AsyncIterator[str]:
-        request, job, parsed, model = self._request, self._job, self._parsed, self._model
-        chat, reply_id = self._chat, self._id
-        finished: Finished | None = None
-        calls, calls_complete = 0, True
+        parsed, chat = self._parsed, self._chat
+        results: list[GenerationResult] = []
+        reasons: list[str] = []
+        job, event = self._job, first
         try:
-            if chat:
-                yield _sse(
-                    replies.chat_chunk(reply_id, model, {"role": "assistant", "content": ""})
-                )
-            elif parsed.echo:
-                yield _sse(replies.text_completion(reply_id, model, _echoed(parsed)))
-            async for event in reply_events(job, parsed, first):
-                if isinstance(event, Finished):
-                    finished = event
-                elif isinstance(event, KeepAlive):
-                    yield KEEP_ALIVE_COMMENT
-                elif isinstance(event, TextPiece):
-                    yield _sse(_text_chunk(reply_id, model, event.text, chat=chat))
-                elif isinstance(event, CallStarted | ArgumentsPiece):
-                    yield _sse(replies.chat_chunk(reply_id, model, call_delta(event)))
-                elif isinstance(event, CallEnded):
-                    calls, calls_complete = calls + 1, calls_complete and event.complete
-            assert finished is not None
-            reason = replies.finish_reason(finished, calls=calls, calls_complete=calls_complete)
-            result = finished.result
-            if chat:
-                yield _sse(replies.chat_chunk(reply_id, model, {}, reason, result))
-            else:
-                yield _sse(replies.text_completion(reply_id, model, "", reason, result))
+            for index in range(parsed.choices):
+                choice = choice_request(parsed, index)
+                if index:
+                    job, event = await self._start(choice)
+                stream = _ChoiceStream(self, choice, index)
+                async for text in stream.events(job, event):
+                    yield text
+                assert stream.result is not None and stream.reason is not None
+                results.append(stream.result)
+                reasons.append(stream.reason)
             if parsed.include_usage_chunk:
                 object_name = "chat.completion.chunk" if chat else "text_completion"
-                yield _sse(replies.usage_chunk(reply_id, model, result, object_name))
+                yield _sse(replies.usage_chunk(self._id, self._model, results, object_name))
             yield "data: [DONE]\n\n"
-            self._server.log_generation(request, self._started, result, reason)
+            self._server.log_generation(self._request, self._started, results[0], reasons[0])
         except ApiError as error:  # the generation failed after the 200 went out
             yield self._failed(error)
         except BaseException:  # the client disconnected (cancelled) or the send failed
             self.gone()
             raise
+
+
+class _ChoiceStream:
+    """One choice's chunks in a stream: its text, calls and log-probabilities under its
+    ``index``, then its last chunk (finish reason, MTP statistics)."""
+
+    def __init__(self, reply: _Reply, parsed: ParsedRequest, index: int) -> None:
+        self._reply = reply
+        self._parsed = parsed
+        self._index = index
+        self._entries: list[TokenLogprob] = []
+        self._offset = 0  # characters of the choice's text sent before this chunk's
+        self.result: GenerationResult | None = None
+        self.reason: str | None = None
+
+    async def events(self, job: Job, first: JobEvent) -> AsyncIterator[str]:
+        reply, parsed = self._reply, self._parsed
+        finished: Finished | None = None
+        calls, calls_complete = 0, True
+        try:
+            if reply._chat:
+                yield self._chunk({"role": "assistant", "content": ""})
+            elif parsed.echo:
+                yield self._chunk(_echoed(parsed))
+            async for event in reply_events(job, parsed, first):
+                if isinstance(event, Finished):
+                    finished = event
+                elif isinstance(event, KeepAlive):
+                    yield KEEP_ALIVE_COMMENT
+                elif isinstance(event, TokenLogprobs):
+                    self._entries.extend(event.entries)
+                elif isinstance(event, TextPiece):
+                    yield self._chunk({"content": event.text} if reply._chat else event.text)
+                elif isinstance(event, CallStarted | ArgumentsPiece):
+                    yield self._chunk(call_delta(event))
+                elif isinstance(event, CallEnded):
+                    calls, calls_complete = calls + 1, calls_complete and event.complete
+            assert finished is not None
+            reason = replies.finish_reason(finished, calls=calls, calls_complete=calls_complete)
+            self.result, self.reason = finished.result, reason
+            yield self._chunk({} if reply._chat else "", reason, self.result)
         finally:
             if finished is None:
                 job.cancel()
+
+    def _chunk(
+        self,
+        delta: dict[str, Any] | str,
+        reason: str | None = None,
+        result: GenerationResult | None = None,
+    ) -> str:
+        """A chunk of this choice, carrying the log-probabilities of the text sent so far."""
+        reply, index = self._reply, self._index
+        logprobs = self._logprobs(delta if isinstance(delta, str) else delta.get("content"))
+        if isinstance(delta, dict):
+            chunk = replies.chat_chunk(
+                reply._id, reply._model, delta, reason, result, index=index, logprobs=logprobs
+            )
+        else:
+            chunk = replies.text_completion(
+                reply._id, reply._model, delta, reason, result, index=index, logprobs=logprobs
+            )
+        return _sse(chunk)
+
+    def _logprobs(self, text: str | None) -> dict[str, Any] | None:
+        offset = self._offset
+        self._offset += len(text or "")
+        if self._parsed.generation.logprobs is None or not self._entries:
+            return None
+        entries, self._entries = self._entries, []
+        if self._reply._chat:
+            return chat_logprobs(entries)
+        return completion_logprobs(entries, offset)
 
 
 KEEP_ALIVE_COMMENT = ": keep-alive\n\n"
 """An SSE comment: clients skip it, proxies and timeouts see the stream is alive."""
 
 
-def _text_chunk(reply_id: str, model: str, text: str, *, chat: bool) -> dict[str, Any]:
-    if chat:
-        return replies.chat_chunk(reply_id, model, {"content": text})
-    return replies.text_completion(reply_id, model, text)
+def _endpoint(chat: bool) -> str:
+    return "chat_completions" if chat else "completions"
 
 
 def _echoed(parsed: ParsedRequest) -> str:
