@@ -18,6 +18,7 @@ from tests.server.honoured_checks import (
     prompt_tokens,
     refused,
 )
+from tests.server.reply_shape_checks import REPLY_SHAPE
 from tests.server.server_process import ServerProcess
 
 BRIEF = "Answer in one word."
@@ -174,7 +175,11 @@ CONVERSATION: dict[tuple[str, str], Check] = {
 
 def check_for(endpoint: Endpoint, name: str) -> Check | None:
     """The check of ``endpoint``'s honoured field ``name`` (None when it has none)."""
-    own = SPECIFIC.get((endpoint.key, name)) or CONVERSATION.get((endpoint.key, name))
+    own = (
+        SPECIFIC.get((endpoint.key, name))
+        or CONVERSATION.get((endpoint.key, name))
+        or REPLY_SHAPE.get((endpoint.key, name))
+    )
     if own is not None or endpoint is COUNT_TOKENS:
         return own
     return SHARED.get(name)

@@ -126,10 +126,6 @@ REFUSED_SAMPLES: dict[str, Any] = {
     "presence_penalty": 0.5,
     "frequency_penalty": 0.5,
     "logit_bias": {"17": -100},
-    "ignore_eos": True,
-    "min_tokens": 5,
-    "n": 2,
-    "logprobs": True,
     "top_logprobs": 3,
     "best_of": 2,
     "audio": {"voice": "alloy", "format": "wav"},
@@ -152,8 +148,6 @@ REFUSED_SAMPLES: dict[str, Any] = {
     "container": "container_123",
 }
 """A value that asks for what each refused field does (and gets its 400)."""
-ENDPOINT_SAMPLES: dict[tuple[str, str], Any] = {("completions", "logprobs"): 2}
-
 IGNORED_SAMPLES: dict[str, Any] = {
     "user": "user-1234",
     "safety_identifier": "user-1234",
@@ -176,4 +170,4 @@ IGNORED_SAMPLES: dict[str, Any] = {
 
 
 def refused_sample(endpoint: Endpoint, name: str) -> Any:
-    return ENDPOINT_SAMPLES.get((endpoint.key, name), REFUSED_SAMPLES[name])
+    return REFUSED_SAMPLES[name]
