@@ -10,7 +10,8 @@ Under speculative decoding the row is the target's verify row for the token's po
 the MTP head's draft row — so a speculative reply reports what plain decoding of the same tokens
 reports (``tests/runtime/test_logprobs.py``). Rows are read only when a request asks
 (:attr:`GenerationRequest.logprobs`): one pass over the row (its maximum, the float64 sum of the
-float32 exponentials) and, for the alternatives, a partial sort of k entries.
+float32 exponentials) and, for the alternatives, the sampler's top-k search (a bound from a
+strided sample, then only the few tokens reaching it are ordered).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+
+from app.engine.runtime.sampling.candidates import top_k_ids
 
 MAX_TOP_LOGPROBS = 20
 """The most alternatives a request may ask for per token (OpenAI's limit)."""
@@ -75,7 +78,7 @@ def log_normaliser(row: np.ndarray) -> float:
 
 
 def likeliest(row: np.ndarray, count: int) -> np.ndarray:
-    """The ``count`` largest entries' ids, largest first, the lower id first on ties."""
-    count = min(count, row.shape[0])
-    ids = np.argpartition(row, -count)[-count:]
-    return ids[np.lexsort((ids, -row[ids].astype(np.float64)))]
+    """The ``count`` largest entries' ids, largest first, the lower id first on ties (found
+    with the sampler's bound instead of a selection over the whole row: :mod:`.candidates`)."""
+    ids = top_k_ids(row, min(count, row.shape[0]))
+    return ids[np.lexsort((ids, -row[ids].astype(np.float64)))][:count]
