@@ -406,12 +406,10 @@ def generate(
     recorder.prompt_reused_tokens = backend.last_prefix_reuse.reused_tokens
     recorder.prompt_images_encoded = backend.last_prefix_reuse.images_encoded
     recorder.prefill_done()
-    first_rows = _raw_rows(logits, output.wants_rows)
     last = next_token(logits, grammar, request, rng)
-    look_for_cancel = output.commit((last,), first_rows)
+    look_for_cancel = output.commit((last,), logits[None])  # prefill's row is ours to keep
     try:
         step = _choose_step(backend, request, choice, (grammar, rng), recorder, output)
-        context = backend.info.context_length
         while output.finish_reason is None:
             if look_for_cancel and cancelled():
                 output.stop("cancelled")
