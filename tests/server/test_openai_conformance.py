@@ -128,9 +128,6 @@ def test_developer_role_is_a_system_message(server: ServerProcess) -> None:
 @pytest.mark.parametrize(
     ("field", "value", "says"),
     [
-        ("n", 2, "one reply per request"),
-        ("logprobs", True, "log-probabilities"),
-        ("top_logprobs", 3, "log-probabilities"),
         ("presence_penalty", 0.5, "presence penalty"),
         ("frequency_penalty", 1.0, "frequency penalty"),
     ],

@@ -62,9 +62,12 @@ class LogprobReader:
         norm = log_normaliser(row)
         top: tuple[TopLogprob, ...] = ()
         if self._top:
+            ids = likeliest(row, self._top)
+            values = (row[ids].astype(np.float64) - norm).tolist()
+            piece = self._piece
             top = tuple(
-                TopLogprob(int(index), self._piece(int(index)), float(row[index]) - norm)
-                for index in likeliest(row, self._top)
+                TopLogprob(index, piece(index), value)
+                for index, value in zip(ids.tolist(), values, strict=True)
             )
         return TokenLogprob(token, self._piece(token), float(row[token]) - norm, top)
 
