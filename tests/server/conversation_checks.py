@@ -85,8 +85,10 @@ def _metadata(endpoint: Endpoint, server: ServerProcess) -> None:
 def _include(endpoint: Endpoint, server: ServerProcess) -> None:
     plain = endpoint.say(server)
     assert endpoint.say(server, include=["reasoning.encrypted_content"]) == plain
-    message = refused(endpoint, server, "include", include=["message.output_text.logprobs"])
-    assert "not supported yet" in message
+    reply = endpoint.reply(server, include=["message.output_text.logprobs"])
+    part = reply["output"][0]["content"][0]
+    assert "".join(entry["token"] for entry in part["logprobs"]) == part["text"] == plain
+    assert endpoint.reply(server)["output"][0]["content"][0]["logprobs"] == []
     refused(endpoint, server, "include", include=["file_search_call.results"])
 
 

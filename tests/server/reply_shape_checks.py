@@ -54,6 +54,16 @@ def _top_logprobs(endpoint: Endpoint, server: ServerProcess) -> None:
     refused(endpoint, server, "top_logprobs", top_logprobs=3)  # without logprobs: true
 
 
+def _responses_top_logprobs(endpoint: Endpoint, server: ServerProcess) -> None:
+    reply = endpoint.reply(server, top_logprobs=2, stream=False)
+    part = reply["output"][0]["content"][0]
+    assert "".join(entry["token"] for entry in part["logprobs"]) == part["text"]
+    for entry in part["logprobs"]:
+        assert entry["top_logprobs"][0]["token"] == entry["token"]  # greedy: the likeliest
+        assert len(entry["top_logprobs"]) == 2 and entry["logprob"] <= 0
+    refused(endpoint, server, "top_logprobs", top_logprobs=21)
+
+
 def _n(endpoint: Endpoint, server: ServerProcess) -> None:
     reply = endpoint.reply(server, n=3, temperature=1.5, seed=11)
     assert [choice["index"] for choice in reply["choices"]] == [0, 1, 2]
@@ -83,6 +93,7 @@ def _ignore_eos(endpoint: Endpoint, server: ServerProcess) -> None:
 REPLY_SHAPE: dict[tuple[str, str], Check] = {
     **{(key, "logprobs"): _logprobs for key in ("chat", "completions")},
     ("chat", "top_logprobs"): _top_logprobs,
+    ("responses", "top_logprobs"): _responses_top_logprobs,
     **{(key, "n"): _n for key in ("chat", "completions")},
     **{(key, "min_tokens"): _min_tokens for key in ("chat", "completions")},
     **{(key, "ignore_eos"): _ignore_eos for key in ("chat", "completions")},

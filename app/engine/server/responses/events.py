@@ -7,7 +7,8 @@ call, a ``function_call`` item added as soon as its name is written, its argumen
 ``response.function_call_arguments.delta`` pieces, then ``…arguments.done`` and
 ``…output_item.done``; at the end ``response.completed`` (or ``response.incomplete``) with the
 whole response. A stream silent for 10 s gets an SSE comment. Each event is written as
-``event: TYPE`` + ``data: JSON``.
+``event: TYPE`` + ``data: JSON``. With log-probabilities asked for, each text delta carries the
+entries of its text, and the message item all of them.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from app.engine.runtime.chat_format.tool_call_events import (
 )
 from app.engine.runtime.chat_format.tools import ToolCall
 from app.engine.server.core.generation_flow import Finished
+from app.engine.server.core.reply_logprobs import TokenLogprobs, chat_entry
 from app.engine.server.core.reply_stream import KeepAlive, ReplyEvent
 from app.engine.server.responses.objects import (
     COMPLETED,
@@ -46,6 +48,7 @@ class _OpenItem:
     index: int
     text: str = ""
     call: CallStarted | None = None
+    logprobs: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -57,6 +60,8 @@ class ResponseEvents:
     calls_complete: bool = True
     _sequence: int = 0
     _open: _OpenItem | None = None
+    _logprobs: list[dict[str, Any]] = field(default_factory=list)
+    """Entries of text not sent yet (they go with the next delta)."""
 
     def opening(self) -> str:
         response = self.body([], None, True)
@@ -67,6 +72,9 @@ class ResponseEvents:
     def feed(self, event: ReplyEvent) -> str:
         if isinstance(event, KeepAlive):
             return KEEP_ALIVE_COMMENT
+        if isinstance(event, TokenLogprobs):
+            self._logprobs += [chat_entry(entry) for entry in event.entries]
+            return ""
         if isinstance(event, TextPiece):
             return self._text(event.text)
         if isinstance(event, CallStarted):
@@ -106,8 +114,10 @@ class ResponseEvents:
             )
             events += self._event("response.content_part.added", **self._part(""))
         self._open.text += text
+        logprobs, self._logprobs = self._logprobs, []
+        self._open.logprobs += logprobs
         return events + self._event(
-            "response.output_text.delta", **self._where(), delta=text, logprobs=[]
+            "response.output_text.delta", **self._where(), delta=text, logprobs=logprobs
         )
 
     def _close_message(self) -> str:
@@ -115,11 +125,12 @@ class ResponseEvents:
         if item is None or item.call is not None:
             return ""
         self._open = None
-        done = message_item(item.item_id, item.text, COMPLETED)
+        done = message_item(item.item_id, item.text, COMPLETED, item.logprobs)
         self.output.append(done)
         where = {"item_id": item.item_id, "output_index": item.index, "content_index": 0}
+        logprobs = item.logprobs
         return (
-            self._event("response.output_text.done", **where, text=item.text, logprobs=[])
+            self._event("response.output_text.done", **where, text=item.text, logprobs=logprobs)
             + self._event("response.content_part.done", **where, part=done["content"][0])
             + self._event("response.output_item.done", output_index=item.index, item=done)
         )

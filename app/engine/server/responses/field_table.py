@@ -11,7 +11,6 @@ from app.engine.server.core.field_rules import (
     honoured,
     ignored,
     refused,
-    runtime_pending,
 )
 
 RESPONSES_FIELDS: dict[str, FieldRule] = {
@@ -51,9 +50,13 @@ RESPONSES_FIELDS: dict[str, FieldRule] = {
     "metadata": honoured("returned as given in the response object"),
     "include": honoured(
         "reasoning.encrypted_content is accepted (no reasoning items are written); "
-        "message.output_text.logprobs waits for the runtime; any other value is a 400"
+        "message.output_text.logprobs puts each token's log-probability in the output text; any "
+        "other value is a 400"
     ),
-    "top_logprobs": runtime_pending("the runtime does not report token log-probabilities", 0),
+    "top_logprobs": honoured(
+        "0 to 20: the likeliest tokens at each position, with their log-probabilities, in the "
+        "output text's logprobs (above 0, log-probabilities are reported without include too)"
+    ),
     "truncation": honoured(
         "auto: the oldest turns are left out while the conversation does not fit the context "
         "(the system prompt and the last user message stay); disabled (the default): a prompt "

@@ -19,6 +19,7 @@ from app.engine.runtime.chat_format.tools import ToolCall
 from app.engine.runtime.core.request import GenerationResult
 from app.engine.server.core.generation_flow import Finished
 from app.engine.server.core.mtp_field import MTP_EXTENSION, mtp_extension
+from app.engine.server.core.reply_logprobs import chat_entry
 from app.engine.server.core.reply_stream import WholeReply, was_cut
 
 COMPLETED, INCOMPLETE, IN_PROGRESS = "completed", "incomplete", "in_progress"
@@ -28,8 +29,10 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:24]}"
 
 
-def message_item(item_id: str, text: str, status: str) -> dict[str, Any]:
-    part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+def message_item(
+    item_id: str, text: str, status: str, logprobs: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    part = {"type": "output_text", "text": text, "annotations": [], "logprobs": logprobs or []}
     return {
         "type": "message",
         "id": item_id,
@@ -108,7 +111,8 @@ def whole_output(reply: WholeReply) -> list[dict[str, Any]]:
     output = []
     if text or not reply.calls:
         status = INCOMPLETE if cut and not reply.calls else COMPLETED
-        output.append(message_item(new_id("msg"), text, status))
+        logprobs = [] if reply.calls else [chat_entry(entry) for entry in reply.logprobs]
+        output.append(message_item(new_id("msg"), text, status, logprobs))
     for number, call in enumerate(reply.calls, start=1):
         last_cut = number == len(reply.calls) and not reply.calls_complete
         output.append(function_call_item(new_id("fc"), call, INCOMPLETE if last_cut else COMPLETED))

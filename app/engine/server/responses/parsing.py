@@ -10,11 +10,13 @@ field is checked against its table (:mod:`.field_table`).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 from app.engine.runtime.chat_format.prompting import ChatMessage
 from app.engine.runtime.chat_format.tools import AUTO, NONE, REQUIRED, ToolChoice, ToolSpec
+from app.engine.runtime.sampling.logprobs import MAX_TOP_LOGPROBS
 from app.engine.server.core.api_errors import bad_request
 from app.engine.server.core.echo import echo
 from app.engine.server.core.field_rules import check_fields
@@ -77,13 +79,15 @@ def parse_responses_body(
     effort = _effort(body.get("reasoning"))
     if effort is not None:
         source["template_variables"] = ((REASONING_EFFORT, effort),)
-    _check_include(body.get("include"))
+    logprobs = _logprobs(body, _includes_logprobs(body.get("include")))
     keep = True if body.get("store") is None else body["store"]
     if not isinstance(keep, bool):
         raise bad_request(f"'store' must be true or false, got {echo(keep)}", "store")
     parsed = ParsedRequest(
         model=model_name(body),
-        generation=generation_fields(body, source, defaults, "max_output_tokens"),
+        generation=dataclasses.replace(
+            generation_fields(body, source, defaults, "max_output_tokens"), logprobs=logprobs
+        ),
         stop=(),
         stream=bool(body.get("stream", False)),
         include_usage_chunk=False,
@@ -197,24 +201,34 @@ def _truncates(value: Any) -> bool:
     return value == "auto"
 
 
-def _check_include(value: Any) -> None:
+def _logprobs(body: dict[str, Any], included: bool) -> int | None:
+    """How many alternatives per token the reply reports (None: no log-probabilities): asked
+    for by ``include`` or by ``top_logprobs`` above 0."""
+    top = integer(body, "top_logprobs", 0)
+    if not 0 <= top <= MAX_TOP_LOGPROBS:
+        raise bad_request(
+            f"'top_logprobs' must be a whole number from 0 to {MAX_TOP_LOGPROBS}, got {echo(top)}",
+            "top_logprobs",
+        )
+    return top if included or top else None
+
+
+def _includes_logprobs(value: Any) -> bool:
     if value is None:
-        return
+        return False
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise bad_request("'include' must be an array of strings", "include")
+    included = False
     for item in value:
         if item == LOGPROBS_INCLUDE:
-            raise bad_request(
-                f"'include' {echo(item)} is not supported yet: the runtime does not report "
-                "token log-probabilities",
-                "include",
-            )
-        if item not in ACCEPTED_INCLUDES:
+            included = True
+        elif item not in ACCEPTED_INCLUDES:
             raise bad_request(
                 f"'include' {echo(item)} is not supported: this server adds nothing to a "
                 "response's output",
                 "include",
             )
+    return included
 
 
 def _max_calls(body: dict[str, Any]) -> int | None:
