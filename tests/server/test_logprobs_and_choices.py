@@ -168,3 +168,28 @@ def test_ignore_eos_and_min_tokens_hold_the_end_back(server: ServerProcess) -> N
     least = _chat(server, max_tokens=200, temperature=0, min_tokens=generated + 5)
     assert least.usage.completion_tokens >= generated + 5
     assert least.choices[0].message.content.startswith(free.choices[0].message.content)
+
+
+def test_responses_logprobs_whole_and_streamed(server: ServerProcess) -> None:
+    client = client_for(server)
+    asked = {
+        "model": MODEL,
+        "input": "Tell me a story about a dragon.",
+        "max_output_tokens": 32,
+        "temperature": 0,
+        "include": ["message.output_text.logprobs"],
+        "top_logprobs": 2,
+    }
+    whole = client.responses.create(**asked)
+    part = whole.output[0].content[0]
+    assert "".join(entry.token for entry in part.logprobs) == part.text == whole.output_text
+    streamed = []
+    for event in client.responses.create(**asked, stream=True):
+        if event.type == "response.output_text.delta":
+            streamed += [(entry.token, entry.logprob) for entry in event.logprobs]
+    assert [entry.token for entry in part.logprobs] == [token for token, _ in streamed]
+    largest = max(
+        abs(entry.logprob - value)
+        for entry, (_token, value) in zip(part.logprobs, streamed, strict=True)
+    )
+    assert largest <= TOLERANCE
