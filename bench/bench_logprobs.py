@@ -2,11 +2,13 @@
 
 Runs the same chat prompts, seeds and sampler on one in-process llama.cpp backend, alternating
 requests without log-probabilities, with each token's (``logprobs=0``) and with 20 alternatives
-(``logprobs=20``, the most a request may ask for), so machine noise lands on every way alike,
-and prints the pooled decode tok/s of each way and its ratio to the one without. ``--wide F``
-runs on the memory-bound stand-in (every FFN widened F×, :mod:`app.engine.runtime.bench.
-wide_model`); ``--vocab V`` pads the vocabulary so each row is V wide (log-softmax cost grows
-with it).
+(``logprobs=20``, the most a request may ask for), so machine noise lands on every way alike
+(which way runs first on a prompt, and so prefills it, rotates). It prints the pooled decode
+tok/s of each way and its ratio to the one without, and the CPU time per token of the decoding
+thread (llama.cpp runs one thread, the caller's, so this is what the request itself cost, little
+moved by other work on a shared machine). ``--wide F`` runs on the memory-bound stand-in (every
+FFN widened F×, :mod:`app.engine.runtime.bench.wide_model`); ``--vocab V`` pads the vocabulary
+so each row is V wide (the log-softmax's cost grows with it).
 
     python bench/bench_logprobs.py [--model PATH] [--depth 3] [--wide 24] [--vocab 151936]
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from pathlib import Path
 
 from app.engine.runtime.backends.llama_cpp.backend import LlamaCppBackend
@@ -42,7 +45,7 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=3, help="MTP depth (0 = plain)")
     parser.add_argument("--temperature", type=float, default=0.6)
     parser.add_argument("--max-tokens", type=int, default=96)
-    parser.add_argument("--repeats", type=int, default=2, help="passes over the prompts")
+    parser.add_argument("--repeats", type=int, default=3, help="passes over the prompts")
     parser.add_argument("--wide", type=int, default=1, metavar="F", help="FFN widening factor")
     parser.add_argument("--vocab", type=int, default=0, metavar="V", help="padded vocabulary")
     parser.add_argument("--json", action="store_true")
@@ -52,10 +55,13 @@ def main() -> None:
         model = widened_copy(model, args.wide, vocab=args.vocab)
     backend = LlamaCppBackend(model, LoadSettings(threads=1, context_length=2048))
     stats: dict[str, list] = {way: [] for way in WAYS}
+    cpu_seconds = dict.fromkeys(WAYS, 0.0)
     try:
         for repeat in range(args.repeats):
             for index, prompt in enumerate(PROMPTS):
-                for way, logprobs in WAYS.items():
+                ways = list(WAYS.items())
+                turn = (repeat * len(PROMPTS) + index) % len(ways)  # each way goes first alike:
+                for way, logprobs in ways[turn:] + ways[:turn]:  # the first one prefills
                     request = GenerationRequest(
                         messages=(ChatMessage("user", prompt),),
                         max_tokens=args.max_tokens,
@@ -65,18 +71,23 @@ def main() -> None:
                         ),
                         logprobs=logprobs,
                     )
+                    started = time.thread_time()
                     result = generate(
                         backend, request, emit=lambda _c: None, cancelled=lambda: False
                     )
+                    cpu_seconds[way] += time.thread_time() - started
                     stats[way].append(result.stats)
     finally:
         backend.close()
-    rates = {way: combined_stats(runs).decode_tokens_per_second for way, runs in stats.items()}
+    pooled = {way: combined_stats(runs) for way, runs in stats.items()}
+    rates = {way: one.decode_tokens_per_second for way, one in pooled.items()}
+    cpu_ms = {way: 1000 * cpu_seconds[way] / (one.generated_tokens) for way, one in pooled.items()}
     figures = {
         "model": model.name,
         "depth": args.depth,
         "tokens_per_second": rates,
         "ratio_to_off": {way: rate / rates["off"] for way, rate in rates.items()},
+        "cpu_ms_per_token": cpu_ms,
     }
     if args.json:
         print(json.dumps(figures))
@@ -85,7 +96,10 @@ def main() -> None:
         f"{model.name} · depth {args.depth} · T {args.temperature} (shared machine, side by side)"
     )
     for way, rate in rates.items():
-        print(f"  {way:>8}: {rate:7.1f} tok/s  ({rate / rates['off']:.3f}× off)")
+        print(
+            f"  {way:>8}: {rate:7.1f} tok/s  ({rate / rates['off']:.3f}× off) · "
+            f"{cpu_ms[way]:.3f} ms CPU per token ({cpu_ms[way] / cpu_ms['off']:.3f}× off)"
+        )
 
 
 if __name__ == "__main__":
