@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
@@ -227,7 +228,7 @@ class _Reply:
                 choice = choice_request(parsed, index)
                 if index:
                     job, event = await self._start(choice)
-                stream = _ChoiceStream(self, choice, index)
+                stream = _ChoiceStream(_Where(self._id, self._model, chat, index), choice)
                 async for text in stream.events(job, event):
                     yield text
                 assert stream.result is not None and stream.reason is not None
@@ -245,25 +246,34 @@ class _Reply:
             raise
 
 
+@dataclass(frozen=True)
+class _Where:
+    """Where a choice's chunks go: the reply's id and model, its API, the choice's index."""
+
+    reply_id: str
+    model: str
+    chat: bool
+    index: int
+
+
 class _ChoiceStream:
     """One choice's chunks in a stream: its text, calls and log-probabilities under its
     ``index``, then its last chunk (finish reason, MTP statistics)."""
 
-    def __init__(self, reply: _Reply, parsed: ParsedRequest, index: int) -> None:
-        self._reply = reply
+    def __init__(self, where: _Where, parsed: ParsedRequest) -> None:
+        self._where = where
         self._parsed = parsed
-        self._index = index
         self._entries: list[TokenLogprob] = []
         self._offset = 0  # characters of the choice's text sent before this chunk's
         self.result: GenerationResult | None = None
         self.reason: str | None = None
 
     async def events(self, job: Job, first: JobEvent) -> AsyncIterator[str]:
-        reply, parsed = self._reply, self._parsed
+        chat, parsed = self._where.chat, self._parsed
         finished: Finished | None = None
         calls, calls_complete = 0, True
         try:
-            if reply._chat:
+            if chat:
                 yield self._chunk({"role": "assistant", "content": ""})
             elif parsed.echo:
                 yield self._chunk(_echoed(parsed))
@@ -275,7 +285,7 @@ class _ChoiceStream:
                 elif isinstance(event, TokenLogprobs):
                     self._entries.extend(event.entries)
                 elif isinstance(event, TextPiece):
-                    yield self._chunk({"content": event.text} if reply._chat else event.text)
+                    yield self._chunk({"content": event.text} if chat else event.text)
                 elif isinstance(event, CallStarted | ArgumentsPiece):
                     yield self._chunk(call_delta(event))
                 elif isinstance(event, CallEnded):
@@ -283,7 +293,7 @@ class _ChoiceStream:
             assert finished is not None
             reason = replies.finish_reason(finished, calls=calls, calls_complete=calls_complete)
             self.result, self.reason = finished.result, reason
-            yield self._chunk({} if reply._chat else "", reason, self.result)
+            yield self._chunk({} if chat else "", reason, self.result)
         finally:
             if finished is None:
                 job.cancel()
@@ -295,16 +305,18 @@ class _ChoiceStream:
         result: GenerationResult | None = None,
     ) -> str:
         """A chunk of this choice, carrying the log-probabilities of the text sent so far."""
-        reply, index = self._reply, self._index
+        where = self._where
         logprobs = self._logprobs(delta if isinstance(delta, str) else delta.get("content"))
         if isinstance(delta, dict):
             chunk = replies.chat_chunk(
-                reply._id, reply._model, delta, reason, result, index=index, logprobs=logprobs
-            )
+                where.reply_id, where.model, delta, reason, result,
+                index=where.index, logprobs=logprobs,
+            )  # fmt: skip
         else:
             chunk = replies.text_completion(
-                reply._id, reply._model, delta, reason, result, index=index, logprobs=logprobs
-            )
+                where.reply_id, where.model, delta, reason, result,
+                index=where.index, logprobs=logprobs,
+            )  # fmt: skip
         return _sse(chunk)
 
     def _logprobs(self, text: str | None) -> dict[str, Any] | None:
@@ -313,7 +325,7 @@ class _ChoiceStream:
         if self._parsed.generation.logprobs is None or not self._entries:
             return None
         entries, self._entries = self._entries, []
-        if self._reply._chat:
+        if self._where.chat:
             return chat_logprobs(entries)
         return completion_logprobs(entries, offset)
 
