@@ -29,7 +29,9 @@ def _penalised_copy(
     row = logits.astype(np.float64)
     for token, bias in settings.logit_bias:
         row[token] = -np.inf if bias <= -100 else row[token] + bias
-    window = Counter((prompt + reply)[-settings.penalty_window :]) if settings.penalty_window else {}
+    window = (
+        Counter((prompt + reply)[-settings.penalty_window :]) if settings.penalty_window else {}
+    )
     for token in window:
         if settings.repetition_penalty != 1.0:
             factor = settings.repetition_penalty
