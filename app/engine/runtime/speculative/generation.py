@@ -52,6 +52,16 @@ def grammar_state(backend: DecodeBackend, request: GenerationRequest) -> Grammar
     return GrammarState(constraint, backend.grammar_tokenizer(), backend.info.vocab_size)
 
 
+def _token_rules(
+    backend: DecodeBackend, request: GenerationRequest, prompt: Sequence[int]
+) -> tuple[GrammarState | None, Penalties]:
+    """What holds the reply's tokens: the grammar, if any, and the penalties and bias (counting
+    from ``prompt``)."""
+    return grammar_state(backend, request), Penalties(
+        request.sampler, prompt, backend.info.vocab_size
+    )
+
+
 def _grammar_marker(backend: DecodeBackend, text: str) -> str:
     """``text`` as a grammar terminal: the model's own special token for it where it has one
     (Qwen's ``<tool_call>``), else the text spelled out."""
@@ -337,8 +347,7 @@ def generate(
         request, lambda fitted: len(_token_ids(backend, fitted)), context
     )
     tokens = prompt_tokens(backend, request)
-    grammar = grammar_state(backend, request)
-    penalties = Penalties(request.sampler, tokens, backend.info.vocab_size)
+    grammar, penalties = _token_rules(backend, request, tokens)
     trimmed = left_out_note(left_out, context) if left_out else None
     policies = depth_policies or DepthPolicies(remember=False)
     choice = _choose_depth(backend, request, policies, tokens)
