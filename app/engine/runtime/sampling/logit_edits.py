@@ -40,17 +40,11 @@ class LogitEdits:
 
 
 def edited_top(logits: np.ndarray, edits: LogitEdits) -> tuple[int, float]:
-    """The arg-max of the edited row (lowest id on ties) and its value.
-
-    The row's own arg-max is the best unedited token unless it is edited itself; then the best
-    unedited token is among the row's m + 1 largest (m edited ids).
-    """
+    """The arg-max of the edited row (lowest id on ties) and its value."""
     values = edits.values(logits)
     best = int(logits.argmax())
-    position = int(np.searchsorted(edits.ids, best))
-    if position < edits.ids.size and edits.ids[position] == best:
-        candidates = top_k_ids(logits, edits.ids.size + 1)
-        unedited = candidates[~np.isin(candidates, edits.ids)]
+    if _edited(edits, np.array([best]))[0]:  # the row's own arg-max is edited: the next best
+        unedited = top_unedited(logits, edits, 1)
         if unedited.size == 0:  # every token of the row is edited
             index = int(values.argmax())
             return int(edits.ids[index]), float(values[index])
@@ -66,11 +60,41 @@ def edited_top_k(logits: np.ndarray, edits: LogitEdits, k: int) -> tuple[np.ndar
     """The ids (ascending) whose edited logit is at least the k-th largest of the edited row
     (ties kept), and those edited logits (float64).
 
-    An unedited token in the edited top k is among the row's k + m largest: otherwise k + m
-    tokens would be above it, k of them unedited and so above it in the edited row too.
+    The row's best unedited tokens are found first (:func:`top_unedited`); an edited token can
+    be among the top k only if its edited logit reaches the k-th best of those.
     """
-    candidates = np.union1d(top_k_ids(logits, k + edits.ids.size), edits.ids)
-    values = logits[candidates].astype(np.float64)
-    values[np.searchsorted(candidates, edits.ids)] = edits.values(logits)
-    kept = top_k_ids(values, k)
-    return candidates[kept], values[kept]
+    values = edits.values(logits)
+    unedited = top_unedited(logits, edits, k)
+    unedited_values = logits[unedited].astype(np.float64)
+    if unedited.size >= k:
+        bound = np.partition(unedited_values, unedited.size - k)[unedited.size - k]
+        reaching = values >= bound
+    else:  # fewer than k unedited tokens in the whole row
+        reaching = np.ones(values.size, dtype=bool)
+    ids = np.concatenate([unedited, edits.ids[reaching]])
+    merged = np.concatenate([unedited_values, values[reaching]])
+    order = np.argsort(ids)
+    ids, merged = ids[order], merged[order]
+    kept = top_k_ids(merged, k)
+    return ids[kept], merged[kept]
+
+
+def top_unedited(logits: np.ndarray, edits: LogitEdits, k: int) -> np.ndarray:
+    """Ascending ids of unedited tokens, at least ``k`` of them if the row has that many, such
+    that every unedited token left out is below k of them: the row's top k' with the edited
+    ones taken out, k' grown by the edited ones found until k remain."""
+    wanted = k
+    while True:
+        candidates = top_k_ids(logits, wanted)
+        unedited = candidates[~_edited(edits, candidates)]
+        if unedited.size >= k or candidates.size >= logits.size:
+            return unedited
+        wanted = k + candidates.size - unedited.size
+
+
+def _edited(edits: LogitEdits, tokens: np.ndarray) -> np.ndarray:
+    """Whether each of ``tokens`` is one of the edits' ids."""
+    if edits.ids.size == 0:
+        return np.zeros(tokens.size, dtype=bool)
+    index = np.minimum(np.searchsorted(edits.ids, tokens), edits.ids.size - 1)
+    return edits.ids[index] == tokens

@@ -35,27 +35,35 @@ from app.engine.runtime.sampling.sampler import BANNING_BIAS, SamplerSettings
 
 class Penalties:
     """The counts the penalties read, kept as tokens are pushed (committed or drafted) and
-    popped (drafts rolled back), and the edits they make to the next row."""
+    popped (drafts rolled back), and the edits they make to the next row.
+
+    The edits' arrays are kept up to date token by token — a push or pop changes one or two
+    entries (a token seen for the first time is inserted; one whose counts fall to zero keeps
+    an entry that changes nothing) — and copied once per row that asks for them, since a
+    cycle's earlier rows keep theirs.
+    """
 
     def __init__(self, settings: SamplerSettings, prompt: Sequence[int], vocab_size: int) -> None:
-        self._repeat = settings.repetition_penalty
-        self._window = settings.penalty_window if self._repeat != 1.0 else 0
+        self._factor = settings.repetition_penalty
+        self._window = settings.penalty_window if self._factor != 1.0 else 0
         self._frequency = settings.frequency_penalty
         self._presence = settings.presence_penalty
         self._counts_reply = self._frequency != 0.0 or self._presence != 0.0
         bias = dict(_checked_bias(settings.logit_bias, vocab_size))
-        self._bias_ids = np.array(sorted(bias), dtype=np.int64)
-        self._bias = np.array([bias[token] for token in sorted(bias)], dtype=np.float64)
         self.active = bool(self._window or self._counts_reply or bias)
+        self._ids = np.array(sorted(bias), dtype=np.int64)
+        self._bias = np.array([bias[token] for token in sorted(bias)], dtype=np.float64)
+        self._repeat = np.ones(self._ids.size)
+        self._subtract = np.zeros(self._ids.size)
         self._history: list[int] = []  # the prompt's last tokens (for the window), the reply
         self._in_window: Counter[int] = Counter()
         self._in_reply: Counter[int] = Counter()
         self._edits: LogitEdits | None = None
-        self._fresh = False
         if self._window:  # images in the prompt stand as negative pseudo-ids
             self._history = [token for token in prompt if 0 <= token < vocab_size]
-            self._history = self._history[-self._window :]
-            self._in_window.update(self._history)
+            del self._history[: -self._window]
+            for token in self._history:
+                self._count_in_window(token, 1)
 
     def push(self, token: int) -> None:
         """A token joins the history (committed, or drafted in the current cycle)."""
@@ -63,12 +71,12 @@ class Penalties:
             return
         self._history.append(token)
         if self._window:
-            self._in_window[token] += 1
+            self._count_in_window(token, 1)
             if len(self._history) > self._window:  # the oldest leaves the window
-                _decrement(self._in_window, self._history[-self._window - 1])
+                self._count_in_window(self._history[-self._window - 1], -1)
         if self._counts_reply:
-            self._in_reply[token] += 1
-        self._fresh = False
+            self._count_in_reply(token, 1)
+        self._edits = None
 
     def push_all(self, tokens: Iterable[int]) -> None:
         for token in tokens:
@@ -81,47 +89,45 @@ class Penalties:
         for _ in range(count):
             token = self._history.pop()
             if self._window:
-                _decrement(self._in_window, token)
+                self._count_in_window(token, -1)
                 if len(self._history) >= self._window:  # the oldest comes back into the window
-                    self._in_window[self._history[-self._window]] += 1
+                    self._count_in_window(self._history[-self._window], 1)
             if self._counts_reply:
-                _decrement(self._in_reply, token)
-        self._fresh = False
+                self._count_in_reply(token, -1)
+        self._edits = None
 
     def edits(self) -> LogitEdits | None:
         """The edits of the next row (None when the request has no penalties and no bias)."""
         if not self.active:
             return None
-        if not self._fresh:
-            self._edits, self._fresh = self._make_edits(), True
+        if self._edits is None:
+            self._edits = LogitEdits(
+                self._ids.copy(), self._bias.copy(), self._repeat.copy(), self._subtract.copy()
+            )
         return self._edits
 
-    def _make_edits(self) -> LogitEdits:
-        ids = np.union1d(
-            np.union1d(_ids(self._in_window), _ids(self._in_reply)), self._bias_ids
-        ).astype(np.int64)
-        bias = np.zeros(ids.size)
-        bias[np.searchsorted(ids, self._bias_ids)] = self._bias
-        repeat = np.ones(ids.size)
-        if self._in_window:
-            repeat[np.searchsorted(ids, _ids(self._in_window))] = self._repeat
-        subtract = np.zeros(ids.size)
-        if self._in_reply:
-            counted = _ids(self._in_reply)
-            counts = np.array([self._in_reply[token] for token in counted.tolist()], np.float64)
-            subtract[np.searchsorted(ids, counted)] = counts * self._frequency + self._presence
-        return LogitEdits(ids, bias, repeat, subtract)
+    def _count_in_window(self, token: int, change: int) -> None:
+        count = self._in_window[token] + change
+        self._in_window[token] = count
+        if count == (1 if change > 0 else 0):  # the token came into or left the window
+            index = self._entry(token)  # before the array is read: it may grow
+            self._repeat[index] = self._factor if count else 1.0
 
+    def _count_in_reply(self, token: int, change: int) -> None:
+        count = self._in_reply[token] + change
+        self._in_reply[token] = count
+        index = self._entry(token)
+        self._subtract[index] = count * self._frequency + self._presence if count else 0.0
 
-def _ids(counts: Counter[int]) -> np.ndarray:
-    """The tokens ``counts`` holds, ascending."""
-    return np.sort(np.fromiter(counts.keys(), np.int64, len(counts)))
-
-
-def _decrement(counts: Counter[int], token: int) -> None:
-    counts[token] -= 1
-    if counts[token] == 0:
-        del counts[token]
+    def _entry(self, token: int) -> int:
+        """The index of ``token`` in the edits' arrays, inserted (changing nothing) if new."""
+        index = int(np.searchsorted(self._ids, token))
+        if index == self._ids.size or self._ids[index] != token:
+            self._ids = np.insert(self._ids, index, token)
+            self._bias = np.insert(self._bias, index, 0.0)
+            self._repeat = np.insert(self._repeat, index, 1.0)
+            self._subtract = np.insert(self._subtract, index, 0.0)
+        return index
 
 
 def _checked_bias(
