@@ -82,8 +82,9 @@ def edited_top_k(logits: np.ndarray, edits: LogitEdits, k: int) -> tuple[np.ndar
 def top_unedited(logits: np.ndarray, edits: LogitEdits, k: int) -> np.ndarray:
     """Ascending ids of unedited tokens, at least ``k`` of them if the row has that many, such
     that every unedited token left out is below k of them: the row's top k' with the edited
-    ones taken out, k' grown by the edited ones found until k remain."""
-    wanted = k
+    ones taken out, k' grown by the edited ones found until k remain (it starts at up to 2k:
+    the tokens that occurred are often among the likeliest)."""
+    wanted = k + min(edits.ids.size, k)
     while True:
         candidates = top_k_ids(logits, wanted)
         unedited = candidates[~_edited(edits, candidates)]
