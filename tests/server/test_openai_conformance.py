@@ -3,7 +3,7 @@ client: any number of stop strings, the pinned model answering its own names and
 and no other (a 404 ``model_not_found`` naming what it serves), usage sent once
 and only when asked, replies without ``max_tokens`` running to the context, errors known before
 the reply as HTTP 4xx even for streams, the ``developer`` role, clear 400s for what the runtime
-cannot honour (``n`` > 1, ``logprobs``, penalties), ``seed: -1``, the routes without ``/v1`` and
+cannot honour (``n`` > 1, ``logprobs``), ``seed: -1``, the routes without ``/v1`` and
 the ``--cors`` option."""
 
 from __future__ import annotations
@@ -123,24 +123,6 @@ def test_developer_role_is_a_system_message(server: ServerProcess) -> None:
         for role in ("developer", "system")
     ]
     assert prompts[0] == prompts[1]
-
-
-@pytest.mark.parametrize(
-    ("field", "value", "says"),
-    [
-        ("presence_penalty", 0.5, "presence penalty"),
-        ("frequency_penalty", 1.0, "frequency penalty"),
-    ],
-)
-def test_fields_the_runtime_cannot_honour_are_a_400_naming_them(
-    server: ServerProcess, field: str, value: object, says: str
-) -> None:
-    with pytest.raises(openai.BadRequestError) as caught:
-        client_for(server).chat.completions.create(
-            model=SERVED, messages=HELLO, max_tokens=2, **{field: value}
-        )
-    assert caught.value.body["param"] == field
-    assert f"'{field}'" in caught.value.message and says in caught.value.message
 
 
 def test_neutral_penalties_and_seed_minus_one_are_accepted(server: ServerProcess) -> None:

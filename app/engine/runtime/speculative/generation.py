@@ -30,6 +30,7 @@ from app.engine.runtime.core.request import GenerationRequest, GenerationResult,
 from app.engine.runtime.core.stats import StatsRecorder
 from app.engine.runtime.sampling.draft_confidence import ConfidenceStop
 from app.engine.runtime.sampling.logprobs import LogprobReader, TokenLogprob
+from app.engine.runtime.sampling.penalties import Penalties
 from app.engine.runtime.sampling.sampler import sample
 from app.engine.runtime.speculative.cycle import CycleTokens, SpeculativeDecoder
 from app.engine.runtime.speculative.depth_policy import DepthPolicies, DepthPolicy
@@ -72,6 +73,16 @@ def _end_tokens(backend: DecodeBackend) -> np.ndarray:
     return ends
 
 
+def _token_rules(
+    backend: DecodeBackend, request: GenerationRequest, prompt: Sequence[int]
+) -> tuple[TokenRule | None, Penalties]:
+    """What holds the reply's tokens: the grammar, if any, and the penalties and bias (counting
+    from ``prompt``)."""
+    return grammar_state(backend, request), Penalties(
+        request.sampler, prompt, backend.info.vocab_size
+    )
+
+
 def _grammar_marker(backend: DecodeBackend, text: str) -> str:
     """``text`` as a grammar terminal: the model's own special token for it where it has one
     (Qwen's ``<tool_call>``), else the text spelled out."""
@@ -86,12 +97,16 @@ def next_token(
     grammar: TokenRule | None,
     request: GenerationRequest,
     rng: np.random.Generator,
+    penalties: Penalties,
 ) -> int:
-    """Sample the next token (among those the grammar allows) and advance the grammar."""
+    """Sample the next token (among those the grammar allows, under the penalties and bias)
+    and advance the grammar and the penalties' counts."""
     if grammar is None:
-        return sample(logits, request.sampler, rng)
-    token = sample(masked(logits, grammar.allowed()), request.sampler, rng)
-    grammar.consume(token)
+        token = sample(logits, request.sampler, rng, penalties.edits())
+    else:
+        token = sample(masked(logits, grammar.allowed()), request.sampler, rng, penalties.edits())
+        grammar.consume(token)
+    penalties.push(token)
     return token
 
 
@@ -299,13 +314,13 @@ def _choose_step(
     backend: DecodeBackend,
     request: GenerationRequest,
     choice: _DepthChoice,
-    sampling: tuple[TokenRule | None, np.random.Generator],
+    sampling: tuple[TokenRule | None, np.random.Generator, Penalties],
     recorder: StatsRecorder,
     output: _Output,
 ) -> Step:
     """The step every iteration of this request runs: plain, plain and timed (an adaptive
     request the policy runs plainly), or a speculative cycle."""
-    grammar, rng = sampling
+    grammar, rng, penalties = sampling
     policy, watch = choice.policy, choice.watch
     clock = backend.cycle_clock
 
@@ -315,15 +330,15 @@ def _choose_step(
     def plain(last: int, _room: int) -> CycleTokens:
         logits = backend.step(last)
         rows = _raw_rows(logits, keep_rows)
-        if grammar is None:
+        if grammar is None and not penalties.active:
             return CycleTokens((sample(logits, sampler, rng),), 0, 0, rows)
-        return CycleTokens((next_token(logits, grammar, request, rng),), 0, 0, rows)
+        return CycleTokens((next_token(logits, grammar, request, rng, penalties),), 0, 0, rows)
 
     def timed_plain(last: int, _room: int) -> CycleTokens:
         started, wall_started = clock(), time.perf_counter()
         logits = backend.step(last)
         rows = _raw_rows(logits, keep_rows)
-        token = next_token(logits, grammar, request, rng)
+        token = next_token(logits, grammar, request, rng, penalties)
         policy.observe(0, 0, clock() - started)
         recorder.verify_seconds += time.perf_counter() - wall_started
         recorder.verify_calls += 1
@@ -335,7 +350,14 @@ def _choose_step(
     if not choice.drafting:
         return timed_plain
     decoder = SpeculativeDecoder(
-        backend, request.sampler, request.accept, rng, recorder, grammar, keep_rows=keep_rows
+        backend,
+        request.sampler,
+        request.accept,
+        rng,
+        recorder,
+        grammar,
+        penalties,
+        keep_rows=keep_rows,
     )
     stop = choice.stop
 
@@ -382,7 +404,7 @@ def generate(
         request, lambda fitted: len(_token_ids(backend, fitted)), context
     )
     tokens = prompt_tokens(backend, request)
-    grammar = grammar_state(backend, request)
+    grammar, penalties = _token_rules(backend, request, tokens)
     trimmed = left_out_note(left_out, context) if left_out else None
     policies = depth_policies or DepthPolicies(remember=False)
     choice = _choose_depth(backend, request, policies, tokens)
@@ -406,10 +428,10 @@ def generate(
     recorder.prompt_reused_tokens = backend.last_prefix_reuse.reused_tokens
     recorder.prompt_images_encoded = backend.last_prefix_reuse.images_encoded
     recorder.prefill_done()
-    last = next_token(logits, grammar, request, rng)
+    last = next_token(logits, grammar, request, rng, penalties)
     look_for_cancel = output.commit((last,), logits[None])  # prefill's row is ours to keep
     try:
-        step = _choose_step(backend, request, choice, (grammar, rng), recorder, output)
+        step = _choose_step(backend, request, choice, (grammar, rng, penalties), recorder, output)
         while output.finish_reason is None:
             if look_for_cancel and cancelled():
                 output.stop("cancelled")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from app.engine.server.core.field_rules import (
     END_USER,
+    PENALTIES,
     PICKS_MODEL,
     REPLY_SHAPE,
-    RUNTIME_PENDING_SAMPLING,
     SAMPLING,
     FieldRule,
     honoured,
@@ -47,7 +47,7 @@ CHAT_FIELDS: dict[str, FieldRule] = {
         "given to a chat template that reads reasoning_effort; a 400 for a model whose "
         "template has no such setting"
     ),
-    **RUNTIME_PENDING_SAMPLING,
+    **PENALTIES,
     **REPLY_SHAPE,
     "logprobs": honoured(
         "true: each token's log-probability under the model's raw distribution (the target's "
@@ -85,7 +85,7 @@ COMPLETION_FIELDS: dict[str, FieldRule] = {
     "stream_options": _STREAM_OPTIONS,
     "echo": honoured("true: the reply's text starts with the prompt"),
     "response_format": _RESPONSE_FORMAT,
-    **RUNTIME_PENDING_SAMPLING,
+    **PENALTIES,
     **REPLY_SHAPE,
     "logprobs": honoured(
         "0 to 20: each token's log-probability under the model's raw distribution and this many "
