@@ -78,7 +78,7 @@ def _group_ids(chosen: np.ndarray, groups: int, gridded: int) -> np.ndarray:
     return np.concatenate((ids, chosen[chosen >= groups] + (gridded - groups)))
 
 
-def top_p_ids(weights: np.ndarray, mass: float) -> np.ndarray:
+def top_p_ids(weights: np.ndarray, mass: float, peak: float | None = None) -> np.ndarray:
     """Ascending ids of the smallest set of heaviest tokens whose ``weights`` (probabilities,
     normalised or not) add up to at least ``mass`` — top-p is ``mass`` = p × the total — ties
     broken by the lower id.
@@ -86,13 +86,14 @@ def top_p_ids(weights: np.ndarray, mass: float) -> np.ndarray:
     The tokens at least a share of the heaviest one's weight are ordered first; if they hold
     less than ``mass``, the share is lowered and the larger set ordered. Every token left out
     weighs less than every one ordered, so the kept set is the one a full stable sort by
-    descending weight gives.
+    descending weight gives. ``peak`` is the largest weight when the caller knows it.
     """
     if weights.size <= _SORTED_SELECTION:  # a few candidates: one stable sort is cheapest
         found = _heaviest_reaching(np.arange(weights.size), weights, mass)
         return np.arange(weights.size) if found is None else found
     share = _TOP_P_FIRST_BOUND
-    peak = float(weights.max())
+    if peak is None:
+        peak = float(weights.max())
     while True:
         bound = peak * share
         candidates = np.flatnonzero(weights >= bound) if bound > 0 else np.arange(weights.size)
