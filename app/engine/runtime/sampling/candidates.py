@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-_TOP_K_GROUPS_PER_CANDIDATE = 100
+_TOP_K_GROUPS_PER_CANDIDATE = 50
 """Top-k splits the row into about this many groups per candidate (at most
 :data:`_TOP_K_MAX_GROUP`'s worth of tokens each) ..."""
 _TOP_K_MAX_GROUP = 128
