@@ -71,6 +71,9 @@ class LoadSettings:
     folder for a model folder; docs/drafters.md), checked against the model before anything
     loads. None: the drafter found beside the model (its folder or an ``MTP/`` subfolder), if
     any, for a model that takes one."""
+    sequences: int = 1
+    """Requests decoded at once in one context (``serve --parallel N``; llama.cpp only: N
+    sequences with continuous batching, docs/server-api.md#several-clients). 1 elsewhere."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,8 @@ class ModelInfo:
     """The separate drafter model that drafts for it (None: its own MTP head, or none)."""
     cpu_variant: str | None = None
     """The CPU code a portable llama.cpp build picked (None: native code, or another backend)."""
+    sequences: int = 1
+    """Requests the model decodes at once (``LoadSettings.sequences`` where the backend can)."""
 
     @property
     def mtp_available(self) -> bool:
