@@ -16,6 +16,8 @@ apart (an image may advance the position by fewer than its cells; docs/vision.md
 
 from __future__ import annotations
 
+import contextlib
+
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -310,6 +312,15 @@ class DecodeBackend(ABC):
 
         The verified rows that stay become the MTP head's next inputs (with their hidden states).
         """
+
+    sequence_backends: tuple[DecodeBackend, ...] = ()
+    """A model loaded for several sequences at once (``LoadSettings.sequences``): one backend
+    per sequence, whose requests run at the same time; empty: one request at a time here."""
+
+    def running(self) -> contextlib.AbstractContextManager[None]:
+        """Held while a request runs here: a sequence of a model that decodes several at once
+        joins every step for that time (:mod:`..backends.llama_cpp.sequences`)."""
+        return contextlib.nullcontext()
 
     @abstractmethod
     def close(self) -> None:

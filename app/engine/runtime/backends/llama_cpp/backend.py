@@ -71,7 +71,7 @@ from app.engine.runtime.backends.llama_cpp.model import (
     machine_fingerprint,
 )
 from app.engine.runtime.backends.llama_cpp.mtp_head import MtpHeadDrafter
-from app.engine.runtime.backends.llama_cpp.sequences import SequenceBackend, open_sequences
+from app.engine.runtime.backends.llama_cpp.sequences import open_sequences
 from app.engine.runtime.backends.llama_cpp.vocab import LlamaVocab
 from app.engine.runtime.chat_format.images import ImagePart
 from app.engine.runtime.core.backend import (
@@ -180,8 +180,6 @@ class LlamaCppBackend(DecodeBackend):
         self._batch = batch
         self._last_reuse = PrefixReuse()
         self._warm_up()
-        self.sequence_backends: tuple[SequenceBackend, ...] = ()
-        """With ``LoadSettings.sequences`` > 1: one backend per sequence, run at once."""
         if self._sequences > 1:
             self.sequence_backends = open_sequences(
                 self,

@@ -1,0 +1,120 @@
+"""The worker's generations when its model decodes several sequences at once (``serve
+--parallel N`` on llama.cpp).
+
+Each started generation runs on a thread of its own with a free sequence of the model
+(:class:`~app.engine.runtime.backends.llama_cpp.sequences.SequenceBackend`), while the worker's
+main thread keeps reading the pipe: a new request starts beside the running ones, and a cancel
+or a shutdown sets the flag its generation reads after every cycle, so a client that went away
+frees its sequence within one step. The decodes of the running sequences are merged into one
+batch per step by the backend (:mod:`app.engine.runtime.backends.llama_cpp.step_gate`). Each
+sequence keeps its own depth policy (the adaptive depth learns the cost of a batched cycle).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import traceback
+from collections.abc import Callable, Sequence
+
+from app.engine.errors import MtpStudioError
+from app.engine.runtime.core.backend import DecodeBackend
+from app.engine.runtime.core.request import TokenChunk
+from app.engine.runtime.process.messages import (
+    ChunkMessage,
+    GenerationFinished,
+    StartGeneration,
+    WorkerFailure,
+)
+from app.engine.runtime.speculative.depth_policy import DepthPolicies
+from app.engine.runtime.speculative.generation import generate
+
+
+class SequenceRuns:
+    """Runs generations on ``sequences`` at once; ``send`` posts a message to the client (from
+    any thread: it must be thread-safe)."""
+
+    def __init__(
+        self,
+        sequences: Sequence[DecodeBackend],
+        send: Callable[[object], None],
+        chunk_interval: float,
+    ) -> None:
+        self._free: queue.Queue[tuple[DecodeBackend, DepthPolicies]] = queue.Queue()
+        for sequence in sequences:
+            self._free.put((sequence, DepthPolicies()))
+        self._send = send
+        self._chunk_interval = chunk_interval
+        self._cancels: dict[int, threading.Event] = {}
+        self._threads: set[threading.Thread] = set()
+        self._lock = threading.Lock()
+
+    def start(self, message: StartGeneration) -> None:
+        """Run ``message``'s generation on the next free sequence (waiting for one if all run)."""
+        cancel = threading.Event()
+        thread = threading.Thread(
+            target=self._run,
+            args=(message, cancel),
+            name=f"mtp-studio-sequence {message.request_id}",
+            daemon=True,
+        )
+        with self._lock:
+            self._cancels[message.request_id] = cancel
+            self._threads.add(thread)
+        thread.start()
+
+    def cancel(self, request_id: int) -> None:
+        with self._lock:
+            cancel = self._cancels.get(request_id)
+        if cancel is not None:
+            cancel.set()
+
+    def stop(self) -> None:
+        """Cancel every generation and wait for their threads."""
+        with self._lock:
+            cancels = list(self._cancels.values())
+            threads = list(self._threads)
+        for cancel in cancels:
+            cancel.set()
+        for thread in threads:
+            thread.join(timeout=30)
+
+    def _run(self, message: StartGeneration, cancel: threading.Event) -> None:
+        request_id = message.request_id
+        sequence, policies = self._free.get()
+        try:
+            self._generate(sequence, policies, message, cancel)
+        except MtpStudioError as exc:
+            self._send(WorkerFailure(request_id, str(exc), user_error=True))
+        except Exception:
+            self._send(WorkerFailure(request_id, traceback.format_exc(), user_error=False))
+        finally:
+            self._free.put((sequence, policies))
+            with self._lock:
+                self._cancels.pop(request_id, None)
+                self._threads.discard(threading.current_thread())
+
+    def _generate(
+        self,
+        sequence: DecodeBackend,
+        policies: DepthPolicies,
+        message: StartGeneration,
+        cancel: threading.Event,
+    ) -> None:
+        request_id = message.request_id
+
+        def send(chunk: TokenChunk) -> None:
+            self._send(ChunkMessage(request_id, chunk))
+
+        with sequence.running():
+            result = generate(
+                sequence,
+                message.request,
+                emit=send,
+                cancelled=cancel.is_set,
+                depth_policies=policies,
+                chunk_interval=self._chunk_interval,
+            )
+        self._send(GenerationFinished(request_id, result))
+        if message.request.adaptive_depth:
+            policies.save()
