@@ -17,7 +17,6 @@ apart (an image may advance the position by fewer than its cells; docs/vision.md
 from __future__ import annotations
 
 import contextlib
-
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence

@@ -241,8 +241,8 @@ class RuntimeClient:
     def _read_one(self, doing: str, deadline: float | None) -> None:
         """Read one message (or time out) and file it in its stream's inbox."""
         try:
-            poll_until = time.monotonic() + _POLL_SECONDS
-            message = self._receive(doing, poll_until if deadline is None else min(deadline, poll_until))
+            until = time.monotonic() + _POLL_SECONDS
+            message = self._receive(doing, until if deadline is None else min(deadline, until))
         except RuntimeBackendError as exc:
             with self._routing:
                 self._death = exc
@@ -327,7 +327,8 @@ class GenerationStream:
                     _raise_failure(message)
         finally:
             self.alive = False
-            self._client._done_with(self._request_id)
+            if self.result is not None:  # not a reader that stopped early: more may come
+                self._client._done_with(self._request_id)
 
     def cancel(self) -> None:
         """Ask the worker to stop after the current cycle (terminated if it does not)."""

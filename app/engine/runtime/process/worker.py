@@ -20,7 +20,6 @@ from app.engine.errors import MtpStudioError, RuntimeBackendError
 from app.engine.runtime.backends.choice import open_backend
 from app.engine.runtime.core.backend import DecodeBackend
 from app.engine.runtime.core.request import TokenChunk
-from app.engine.runtime.process.sequence_runs import SequenceRuns
 from app.engine.runtime.process.messages import (
     CancelGeneration,
     ChunkMessage,
@@ -31,6 +30,7 @@ from app.engine.runtime.process.messages import (
     StartGeneration,
     WorkerFailure,
 )
+from app.engine.runtime.process.sequence_runs import SequenceRuns
 from app.engine.runtime.speculative.depth_policy import DepthPolicies
 from app.engine.runtime.speculative.generation import generate
 

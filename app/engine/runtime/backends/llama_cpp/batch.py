@@ -105,8 +105,9 @@ class MergedBatch:
         self._hidden = np.zeros((capacity, width), dtype=np.float32) if width else None
         cell = ctypes.sizeof(ctypes.c_int32)
         base = self._seqs.ctypes.data
-        self._seq_ids = (ctypes.POINTER(ctypes.c_int32) * capacity)(
-            *(ctypes.cast(base + row * cell, ctypes.POINTER(ctypes.c_int32)) for row in range(capacity))
+        int32_pointer = ctypes.POINTER(ctypes.c_int32)
+        self._seq_ids = (int32_pointer * capacity)(
+            *(ctypes.cast(base + row * cell, int32_pointer) for row in range(capacity))
         )
         self._struct = llama_cpp.llama_batch()
         self._struct.token = self._tokens.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))

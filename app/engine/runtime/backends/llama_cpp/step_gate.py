@@ -56,7 +56,12 @@ class StepGate:
         self._waiting: list[_Rows] = []
         self._merged = MergedBatch(capacity, width)
         self.steps = 0
-        """Merged decodes so far (for tests and statistics)."""
+        """Decodes so far."""
+        self.merged_steps = 0
+        """Decodes that carried the rows of two or more sequences."""
+        self.largest_merged_rows = 0
+        """The most rows one decode of two or more sequences carried (a prompt chunk and the
+        steps of the streams beside it)."""
 
     @contextlib.contextmanager
     def native(self) -> Iterator[None]:
@@ -93,7 +98,8 @@ class StepGate:
         try:
             contexts = list(dict.fromkeys(rows.context for rows in waiting))
             for context in contexts:
-                self._decode_together(context, [rows for rows in waiting if rows.context is context])
+                parts = [rows for rows in waiting if rows.context is context]
+                self._decode_together(context, parts)
         finally:
             for rows in waiting:
                 rows.done = True
@@ -107,7 +113,8 @@ class StepGate:
         else:
             batch = self._merged.merge([(rows.seq, rows.batch) for rows in parts])
             what = f"{len(parts)} sequences' rows"
-        counts = [(len(rows.batch.filled()[0]), int(rows.batch.filled()[2].sum())) for rows in parts]
+        filled = [rows.batch.filled() for rows in parts]
+        counts = [(len(tokens), int(outputs.sum())) for tokens, _, outputs, _ in filled]
         try:
             context.decode(batch, what)
         except RuntimeBackendError as exc:
@@ -115,6 +122,9 @@ class StepGate:
                 rows.error = exc
             return
         self.steps += 1
+        if len(parts) > 1:
+            self.merged_steps += 1
+            self.largest_merged_rows = max(self.largest_merged_rows, sum(n for n, _ in counts))
         logits = context.logits_rows(sum(outputs for _, outputs in counts))
         hidden = context.hidden_rows(sum(n for n, _ in counts)) if context.exports_hidden else None
         row = output = 0
