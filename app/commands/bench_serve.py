@@ -6,8 +6,8 @@ between two models, and the memory two loaded models hold.
    --parallel N`` (N the largest count; plain: ``mtp_depth`` 0; MTP: the server's depth), on
    ``serve --parallel 1`` (one request at a time, the rest queued: what N sequences replace) and
    on llama-server ``--parallel N`` plain and with its MTP (``--spec-type draft-mtp``), same
-   GGUF, same threads, one run after the other on this machine. Printed: aggregate tok/s, the mean per-client tok/s, TTFT
-   mean and max; the median of ``--rounds`` rounds.
+   GGUF, same threads, one run after the other on this machine. Printed: aggregate tok/s, the
+   mean per-client tok/s, TTFT mean and max; the median of ``--rounds`` rounds.
 2. **Switching.** A library server with the two models (``--model`` and ``--second-model``): the
    first request to each (a cold load), then requests alternating between them with both loaded
    (``--max-loaded 2``) and with one at a time (``--max-loaded 1``: each switch unloads one and

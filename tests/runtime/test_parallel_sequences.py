@@ -6,8 +6,9 @@ reject, accept partly and accept fully) decode different prompts at the same tim
 different moments and ending at different lengths: each reply equals the one the model gives a
 single client, plain and with MTP, and the steps really were decoded together. A long prompt
 that arrives while another reply streams is prefilled in chunks beside it; a sequence keeps its
-own conversation for prefix reuse; and through the worker process, a cancelled stream frees
-its sequence for the next request while another keeps streaming.
+own conversation for prefix reuse; through the worker process, a cancelled stream frees its
+sequence for the next request while another keeps streaming; and at temperature 1 two
+sequences drafting side by side sample what plain decoding samples (chi-square).
 (docs/architecture.md#several-requests-in-one-context)
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -28,7 +30,10 @@ from app.engine.runtime.core.backend import DecodeBackend, LoadSettings
 from app.engine.runtime.core.demo_model import demo_model_path
 from app.engine.runtime.core.request import GenerationRequest, GenerationResult
 from app.engine.runtime.process.client import RuntimeClient
+from app.engine.runtime.sampling.sampler import SamplerSettings
 from app.engine.runtime.speculative.generation import generate
+from tests.runtime.chi_square import chi_square_critical
+from tests.runtime.test_sampled_exactness import RUNS, _two_sample_chi_square
 
 SEQUENCES = 4
 PROMPTS = (
@@ -158,3 +163,42 @@ def test_a_cancelled_stream_frees_its_sequence_while_another_streams() -> None:
         assert streaming.result is None, "the other stream kept running meanwhile"
         streaming.cancel()
         assert streaming.wait().finish_reason == "cancelled"
+
+
+@pytest.mark.slow
+def test_sampled_mtp_tokens_of_concurrent_sequences_follow_plain_decoding(
+    backend: LlamaCppBackend, parallel: LlamaCppBackend
+) -> None:
+    """At temperature 1, two sequences drafting side by side sample what one plain client
+    samples (two-sample chi-square on the 2nd and 3rd tokens of many seeded runs): each
+    sequence's drafts, q rows and verify rows line up with its own sampler."""
+    runs = RUNS // 2
+
+    def request(seed: int, depth: int) -> GenerationRequest:
+        sampler = SamplerSettings(temperature=1.0, top_k=6, seed=seed)
+        return GenerationRequest(prompt="The sea", max_tokens=3, mtp_depth=depth, sampler=sampler)
+
+    plain = [_generate(backend, request(seed, 0)).token_ids for seed in range(2 * runs)]
+    drafted: list[tuple[int, ...]] = []
+
+    def sample(sequence: DecodeBackend, seeds: range) -> None:
+        for seed in seeds:
+            drafted.append(_generate(sequence, request(seed, 2)).token_ids)
+
+    first, second = parallel.sequence_backends[:2]
+    threads = [
+        threading.Thread(target=sample, args=(first, range(0, runs))),
+        threading.Thread(target=sample, args=(second, range(runs, 2 * runs))),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=600)
+    assert len(drafted) == 2 * runs and all(len(tokens) == 3 for tokens in drafted)
+    for position in (1, 2):
+        statistic, dof = _two_sample_chi_square(
+            Counter(tokens[position] for tokens in plain),
+            Counter(tokens[position] for tokens in drafted),
+        )
+        assert dof >= 3
+        assert statistic < chi_square_critical(dof, 1e-4), (position, statistic, dof)

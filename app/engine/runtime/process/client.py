@@ -228,13 +228,13 @@ class RuntimeClient:
                     return inbox.popleft()
                 if self._death is not None:
                     raise self._death
+                if deadline is not None and time.monotonic() >= deadline:
+                    return None
                 reader = not self._reading
                 if reader:
                     self._reading = True
                 else:
                     self._routing.wait(_POLL_SECONDS)
-            if deadline is not None and time.monotonic() >= deadline:
-                return None
             if reader:
                 self._read_one(doing, deadline)
 

@@ -130,10 +130,7 @@ class LlamaCppBackend(DecodeBackend):
         )
         self._threads = choose_threads(settings.threads)
         self._settings = settings
-        # Several sequences share the target and the MTP head's context (not a separate
-        # drafter's, nor a projector's evaluation: those run one request at a time).
-        alone = drafter_match.path is not None or settings.projector is not None
-        self._sequences = 1 if alone else max(1, settings.sequences)
+        self._sequences = _sequences(settings, drafter_match)
         depth = settings.max_draft_depth if mtp_reason is None else 0
         self._on_cpu_alone = self._threads.threads == 1 and (
             settings.gpu_layers == 0 or not llama_cpp.llama_supports_gpu_offload()
@@ -181,13 +178,9 @@ class LlamaCppBackend(DecodeBackend):
         self._last_reuse = PrefixReuse()
         self._warm_up()
         if self._sequences > 1:
+            head = drafter.context if isinstance(drafter, MtpHeadDrafter) else None
             self.sequence_backends = open_sequences(
-                self,
-                target,
-                drafter.context if isinstance(drafter, MtpHeadDrafter) else None,
-                count=self._sequences,
-                budget_bytes=settings.state_cache_mib * 1024 * 1024,
-                recurrent=kept.recurrent,
+                self, target, head, count=self._sequences, kept=kept
             )
 
     def _new_context(
@@ -420,3 +413,12 @@ class LlamaCppBackend(DecodeBackend):
 
     def rollback(self, committed_length: int) -> None:
         self._decoder.rollback(committed_length)
+
+
+def _sequences(settings: LoadSettings, drafter: DrafterMatch) -> int:
+    """How many sequences the model's contexts hold: several share the target and the MTP
+    head's context, not a separate drafter's, nor a projector's image evaluation (those run one
+    request at a time)."""
+    if drafter.path is not None or settings.projector is not None:
+        return 1
+    return max(1, settings.sequences)

@@ -47,11 +47,11 @@ def open_sequences(
     head: LlamaContext | None,
     *,
     count: int,
-    budget_bytes: int,
-    recurrent: bool,
+    kept: KeptLanes,
 ) -> tuple[SequenceBackend, ...]:
     """``count`` sequences over ``target`` (and ``head``, the MTP head's context, when the
-    model drafts), each with an equal share of the kept-state budget."""
+    model drafts), each keeping states like ``kept`` (the single request's) with an equal share
+    of its budget."""
     info = parent.info
     gate = StepGate(PREFILL_CHUNK * count, info.embedding_length)
     sequences = []
@@ -62,8 +62,10 @@ def open_sequences(
             drafter = MtpHeadDrafter(SequenceContext(head, seq, gate, batch), batch, seq=seq)
         trunk = SequenceContext(target, seq, gate, batch)
         lane = Lane("drafting", trunk, drafter, np.zeros(info.embedding_length, np.float32), seq)
-        kept = KeptLanes(budget_bytes // count, recurrent=recurrent, model_name=info.path.name)
-        decoder = Decoder(info, lane, lane, lambda lane=lane: lane, kept, batch)
+        own = KeptLanes(
+            kept.states.budget_bytes // count, recurrent=kept.recurrent, model_name=info.path.name
+        )
+        decoder = Decoder(info, lane, lane, lambda lane=lane: lane, own, batch)
         sequences.append(SequenceBackend(parent, decoder, gate))
     return tuple(sequences)
 

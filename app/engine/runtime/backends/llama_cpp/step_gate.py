@@ -9,8 +9,8 @@ rows, a draft step, a prompt chunk), the gate merges them, per context, into one
 it once and gives each sequence its own logits and hidden rows (copies: the next decode
 overwrites llama.cpp's buffers). A sequence that ends (or whose client went away) leaves the gate
 and the next step runs without it. A prompt is fed in chunks of the sequence's batch capacity, so
-the streams already running advance by one step per chunk (docs/architecture.md#several-clients-
-in-one-context).
+the streams already running advance by one step per chunk
+(docs/architecture.md#several-requests-in-one-context).
 
 Every other native call on the shared contexts (cutting a sequence's memory, copying or
 restoring its state) takes the gate's lock, so it never runs beside a decode.
