@@ -1,5 +1,4 @@
-"""What runs a loaded model's generations, as the server's scheduler sees it: the seam where
-several sequences per model will slot in.
+"""What runs a loaded model's generations, as the server's scheduler sees it: how many at once.
 
 The scheduler (:mod:`app.engine.server.core.scheduler`) asks a :class:`ModelRunner` how many
 generations it can run at once (:attr:`ModelRunner.sequences`) and starts up to that many; each
