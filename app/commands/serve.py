@@ -370,6 +370,7 @@ def _announce(
             settings = runner.plan.settings
             event.update(
                 context_length=runner.info.context_length,
+                parallel=runner.info.sequences,
                 kv_cache_type=settings.kv_cache_type,
                 flash_attention=settings.flash_attention,
                 state_cache_mib=settings.state_cache_mib,
