@@ -29,12 +29,14 @@ import statistics
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 from app.commands.bench_serve_report import print_report
+from app.commands.chat import stand_in
 from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.bench.concurrent_clients import LoadRound, median_round, run_clients
 from app.engine.runtime.bench.llama_server import LlamaServer
@@ -76,12 +78,29 @@ def register(benchmarks: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--llama-server", type=Path, help="its binary (default: the cached build, if any)"
     )
+    parser.add_argument(
+        "--wide",
+        type=int,
+        default=1,
+        metavar="F",
+        help="serve a memory-bound stand-in: every FFN widened F× with zero channels (same "
+        "tokens, F× the FFN bytes), where a step of N rows costs less than N steps of one",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, vocab=0)
 
 
 def run(args: argparse.Namespace) -> int:
-    model = args.model or demo_model_path()
+    with ExitStack() as stack:
+        model = stand_in(args.model or demo_model_path(), args, stack, _progress)
+        return _measure(args, model)
+
+
+def _progress(message: str) -> None:
+    print(f"… {message}", file=sys.stderr)
+
+
+def _measure(args: argparse.Namespace, model: Path) -> int:
     second = args.second_model or DEMO_VISION_MODEL
     counts = _counts(args.clients)
     threads = choose_threads(args.threads).threads
