@@ -11,18 +11,20 @@ A GGUF model on llama.cpp is loaded for ``--parallel N`` sequences (N requests d
 one context, docs/server-api.md#several-clients): its KV cache and recurrent states are held N
 times, which the estimate counts. Without ``--parallel`` N is chosen by memory: the most, up to
 :data:`MOST_SEQUENCES`, whose estimate stays within half of the RAM, and never fewer than
-2. An MLX model runs one request at a time.
+2. With ``--ctx 0`` (the context chosen for the machine) a context whose N windows would not fit
+where one was chosen to fit is halved until they do (not below the runtime's default 4096). An
+MLX model runs one request at a time.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from app.engine.chat.context_choice import LoadPlan, plan_load
-from app.engine.chat.memory import MemoryEstimate
+from app.engine.chat.context_choice import FIT_SHARE, ContextChoice, LoadPlan, plan_load
+from app.engine.chat.memory import RUNTIME_DEFAULT_CONTEXT, MemoryEstimate, estimate_memory
 from app.engine.load_options import LoadOptions
 from app.engine.runtime.backends.choice import MLX, choose_backend
 from app.engine.runtime.core.backend import ModelInfo
@@ -100,15 +102,37 @@ class RunnerFactory:
         if not model.is_gguf or choose_backend(self.rules.backend, model.path).name == MLX:
             return plan
         count = self.rules.parallel or sequences_by_memory(plan.memory, self.rules.memory_bytes)
-        memory = plan.memory
-        if memory is not None:
-            memory = dataclasses.replace(
-                memory,
-                kv_bytes=memory.kv_bytes * count,
-                recurrent_bytes=memory.recurrent_bytes * count,
+        if plan.memory is None:
+            return dataclasses.replace(plan, settings=replace(plan.settings, sequences=count))
+        choice, memory = self._fit_windows(model, plan, count)
+        settings = replace(plan.settings, sequences=count, context_length=choice.context)
+        return dataclasses.replace(plan, settings=settings, memory=memory, choice=choice)
+
+    def _fit_windows(
+        self, model: ServableModel, plan: LoadPlan, count: int
+    ) -> tuple[ContextChoice, MemoryEstimate]:
+        """The context and memory of ``count`` sequences: with ``--ctx 0`` (the context was
+        chosen for this machine), halved while ``count`` windows would not fit where one was
+        chosen to fit, down to the runtime's default."""
+        assert plan.memory is not None
+        choice, memory = plan.choice, _times(plan.memory, count)
+        ram, shape = self.rules.memory_bytes, model.description.shape
+        if self.rules.options.context_length or not ram or shape is None:
+            return choice, memory
+        context = plan.memory.context
+        while memory.total_bytes > FIT_SHARE * ram and context > RUNTIME_DEFAULT_CONTEXT:
+            context //= 2
+            single = estimate_memory(
+                plan.memory.weights_bytes,
+                shape,
+                with_mtp=model.description.mtp_blocks > 0 and model.description.mtp_note is None,
+                context=context,
+                kv_cache_type=plan.memory.kv_cache_type,
+                state_cache_mib=self.rules.options.state_cache_mib,
             )
-        settings = dataclasses.replace(plan.settings, sequences=count)
-        return dataclasses.replace(plan, settings=settings, memory=memory)
+            memory = _times(single, count)
+            choice = ContextChoice(context, f"the largest that fits this machine {count} times")
+        return choice, memory
 
     def estimate_bytes(self, model: ServableModel) -> int:
         """The memory the model is expected to hold once loaded, its worker included."""
@@ -151,3 +175,10 @@ def sequences_by_memory(memory: MemoryEstimate | None, memory_bytes: int | None)
         if fixed + count * per_sequence <= memory_bytes // 2:
             return count
     return LEAST_SEQUENCES
+
+
+def _times(memory: MemoryEstimate, count: int) -> MemoryEstimate:
+    """``memory`` with its caches (KV, recurrent states) held ``count`` times."""
+    return replace(
+        memory, kv_bytes=memory.kv_bytes * count, recurrent_bytes=memory.recurrent_bytes * count
+    )
