@@ -202,3 +202,27 @@ def test_sampled_mtp_tokens_of_concurrent_sequences_follow_plain_decoding(
         )
         assert dof >= 3
         assert statistic < chi_square_critical(dof, 1e-4), (position, statistic, dof)
+
+
+@pytest.mark.slow
+def test_each_conversation_returns_to_the_sequence_that_keeps_it() -> None:
+    """Two clients take turns on a worker loaded for two sequences: each next turn goes to the
+    sequence holding its conversation, so it reuses it (not to whichever sequence is free)."""
+    settings = LoadSettings(threads=1, context_length=2048, sequences=2)
+    openings = {
+        "a": [ChatMessage("user", "Tell me a long story about a lighthouse keeper and a storm.")],
+        "b": [ChatMessage("user", "Write a poem about mountains, rivers and the northern sky.")],
+    }
+    with RuntimeClient(demo_model_path(), settings=settings) as client:
+        first = {
+            name: client.generate(GenerationRequest(messages=tuple(turn), max_tokens=24))
+            for name, turn in openings.items()
+        }
+        for name in ("b", "a"):  # b first: a plain queue would hand it a's sequence
+            turn = (
+                *openings[name],
+                ChatMessage("assistant", first[name].text),
+                ChatMessage("user", "Go on."),
+            )
+            reply = client.generate(GenerationRequest(messages=turn, max_tokens=8))
+            assert reply.stats.prompt_reused_tokens >= first[name].prompt_token_count - 1, name

@@ -8,18 +8,23 @@ or a shutdown sets the flag its generation reads after every cycle, so a client 
 frees its sequence within one step. The decodes of the running sequences are merged into one
 batch per step by the backend (:mod:`app.engine.runtime.backends.llama_cpp.step_gate`). Each
 sequence keeps its own depth policy (the adaptive depth learns the cost of a batched cycle).
+
+A request goes to the free sequence that keeps the longest prefix of its prompt (its
+conversation's earlier turns), else to the one used least recently, so each client's next turn
+finds its conversation where it left it (docs/architecture.md#kept-states).
 """
 
 from __future__ import annotations
 
-import queue
 import threading
+import time
 import traceback
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from app.engine.errors import MtpStudioError
 from app.engine.runtime.core.backend import DecodeBackend
-from app.engine.runtime.core.request import TokenChunk
+from app.engine.runtime.core.request import GenerationRequest, TokenChunk
 from app.engine.runtime.process.messages import (
     ChunkMessage,
     GenerationFinished,
@@ -27,7 +32,22 @@ from app.engine.runtime.process.messages import (
     WorkerFailure,
 )
 from app.engine.runtime.speculative.depth_policy import DepthPolicies
-from app.engine.runtime.speculative.generation import generate
+from app.engine.runtime.speculative.generation import generate, prompt_tokens
+
+
+@dataclass(eq=False)
+class _Slot:
+    """A sequence, its depth policy and when it last ended a request."""
+
+    backend: DecodeBackend
+    policies: DepthPolicies
+    used_at: float = 0.0
+
+    def reuse(self, tokens: Sequence[int]) -> int:
+        """Prompt tokens of ``tokens`` this sequence would not compute again."""
+        if not tokens:
+            return 0
+        return max(self.backend.reusable_prefix(tokens, with_mtp=way) for way in (True, False))
 
 
 class SequenceRuns:
@@ -40,9 +60,8 @@ class SequenceRuns:
         send: Callable[[object], None],
         chunk_interval: float,
     ) -> None:
-        self._free: queue.Queue[tuple[DecodeBackend, DepthPolicies]] = queue.Queue()
-        for sequence in sequences:
-            self._free.put((sequence, DepthPolicies()))
+        self._free = [_Slot(sequence, DepthPolicies()) for sequence in sequences]
+        self._freed = threading.Condition()
         self._send = send
         self._chunk_interval = chunk_interval
         self._cancels: dict[int, threading.Event] = {}
@@ -81,18 +100,35 @@ class SequenceRuns:
 
     def _run(self, message: StartGeneration, cancel: threading.Event) -> None:
         request_id = message.request_id
-        sequence, policies = self._free.get()
+        slot = self._take(message.request)
         try:
-            self._generate(sequence, policies, message, cancel)
+            self._generate(slot.backend, slot.policies, message, cancel)
         except MtpStudioError as exc:
             self._send(WorkerFailure(request_id, str(exc), user_error=True))
         except Exception:
             self._send(WorkerFailure(request_id, traceback.format_exc(), user_error=False))
         finally:
-            self._free.put((sequence, policies))
+            slot.used_at = time.monotonic()
+            with self._freed:
+                self._free.append(slot)
+                self._freed.notify_all()
             with self._lock:
                 self._cancels.pop(request_id, None)
                 self._threads.discard(threading.current_thread())
+
+    def _take(self, request: GenerationRequest) -> _Slot:
+        """The free sequence that keeps most of ``request``'s prompt (waiting for one if all
+        run); on a tie the least recently used."""
+        with self._freed:
+            while not self._free:
+                self._freed.wait()
+            try:
+                tokens = prompt_tokens(self._free[0].backend, request)
+            except Exception:  # a bad request: generate reports it; any sequence will do
+                tokens = []
+            slot = max(self._free, key=lambda free: (free.reuse(tokens), -free.used_at))
+            self._free.remove(slot)
+            return slot
 
     def _generate(
         self,
