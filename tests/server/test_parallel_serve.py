@@ -1,5 +1,6 @@
 """``serve --parallel 2``: two clients of one llama.cpp model stream at the same time, each
-getting the reply it gets alone, and ``/v1/status`` shows both slots busy; a third waits.
+getting the reply it gets alone, ``/v1/status`` shows both slots busy, and a client's next turn
+reuses its conversation.
 ``--parallel``'s default is chosen by memory, and N windows that would not fit where one was
 chosen to fit get a smaller context (docs/server-api.md#several-clients)."""
 
@@ -21,6 +22,8 @@ from tests.runtime.tiny_model import TinyModelShape, write_tiny_qwen35
 from tests.server.server_process import running_server
 
 STORIES = ("Write a long story about a dragon.", "Write a long story about the sea.")
+TOKENS = 200
+"""Long enough that both replies are seen running together on a busy machine."""
 
 
 def _reply(base_url: str, prompt: str, tokens: int) -> str:
@@ -38,12 +41,12 @@ def _reply(base_url: str, prompt: str, tokens: int) -> str:
 @pytest.mark.slow
 def test_two_clients_stream_at_once_and_each_gets_its_own_reply(tmp_path: Path) -> None:
     with running_server("--parallel", "2", "--threads", "1", home=tmp_path) as server:
-        alone = [_reply(server.base_url, story, 48) for story in STORIES]
+        alone = [_reply(server.base_url, story, TOKENS) for story in STORIES]
         replies: list[str | None] = [None, None]
         seen: dict[str, object] = {}
 
         def ask(index: int) -> None:
-            replies[index] = _reply(server.base_url, STORIES[index], 48)
+            replies[index] = _reply(server.base_url, STORIES[index], TOKENS)
 
         def watch() -> None:  # both requests run together while they last
             for _ in range(400):
@@ -62,6 +65,18 @@ def test_two_clients_stream_at_once_and_each_gets_its_own_reply(tmp_path: Path) 
             thread.join(timeout=120)
         assert replies == alone
         assert seen.get("slots") == {"total": 2, "busy": 2}
+        # A client's next turn finds its conversation in the sequence that kept it.
+        follow_up = {
+            "messages": [
+                {"role": "user", "content": STORIES[0]},
+                {"role": "assistant", "content": alone[0]},
+                {"role": "user", "content": "Go on."},
+            ],
+            "max_tokens": 4,
+        }
+        answer = httpx.post(f"{server.base_url}/chat/completions", json=follow_up, timeout=120)
+        usage = answer.json()["usage"]
+        assert usage["prompt_tokens_details"]["cached_tokens"] > usage["prompt_tokens"] // 2
 
 
 def test_the_default_is_as_many_sequences_as_half_the_memory_holds_at_least_two() -> None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from app.engine.errors import MtpStudioError
 from app.engine.runtime.core.backend import DecodeBackend
-from app.engine.runtime.core.request import GenerationRequest, TokenChunk
+from app.engine.runtime.core.request import GenerationRequest, GenerationResult, TokenChunk
 from app.engine.runtime.process.messages import (
     ChunkMessage,
     GenerationFinished,
@@ -99,14 +99,18 @@ class SequenceRuns:
             thread.join(timeout=30)
 
     def _run(self, message: StartGeneration, cancel: threading.Event) -> None:
+        """Run the generation, hand its sequence back, then answer: a client that sends its
+        next turn the moment this one ends finds the sequence that keeps its conversation
+        free."""
         request_id = message.request_id
         slot = self._take(message.request)
+        answer: object
         try:
-            self._generate(slot.backend, slot.policies, message, cancel)
+            answer = GenerationFinished(request_id, self._generate(slot, message, cancel))
         except MtpStudioError as exc:
-            self._send(WorkerFailure(request_id, str(exc), user_error=True))
+            answer = WorkerFailure(request_id, str(exc), user_error=True)
         except Exception:
-            self._send(WorkerFailure(request_id, traceback.format_exc(), user_error=False))
+            answer = WorkerFailure(request_id, traceback.format_exc(), user_error=False)
         finally:
             slot.used_at = time.monotonic()
             with self._freed:
@@ -115,6 +119,7 @@ class SequenceRuns:
             with self._lock:
                 self._cancels.pop(request_id, None)
                 self._threads.discard(threading.current_thread())
+        self._send(answer)
 
     def _take(self, request: GenerationRequest) -> _Slot:
         """The free sequence that keeps most of ``request``'s prompt (waiting for one if all
@@ -131,26 +136,22 @@ class SequenceRuns:
             return slot
 
     def _generate(
-        self,
-        sequence: DecodeBackend,
-        policies: DepthPolicies,
-        message: StartGeneration,
-        cancel: threading.Event,
-    ) -> None:
+        self, slot: _Slot, message: StartGeneration, cancel: threading.Event
+    ) -> GenerationResult:
         request_id = message.request_id
 
         def send(chunk: TokenChunk) -> None:
             self._send(ChunkMessage(request_id, chunk))
 
-        with sequence.running():
+        with slot.backend.running():
             result = generate(
-                sequence,
+                slot.backend,
                 message.request,
                 emit=send,
                 cancelled=cancel.is_set,
-                depth_policies=policies,
+                depth_policies=slot.policies,
                 chunk_interval=self._chunk_interval,
             )
-        self._send(GenerationFinished(request_id, result))
         if message.request.adaptive_depth:
-            policies.save()
+            slot.policies.save()
+        return result
