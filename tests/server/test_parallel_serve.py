@@ -19,11 +19,11 @@ from app.engine.load_options import LoadOptions
 from app.engine.server.models.catalogue import ServableModel
 from app.engine.server.models.loading import LoadRules, RunnerFactory, sequences_by_memory
 from tests.runtime.tiny_model import TinyModelShape, write_tiny_qwen35
+from tests.server.long_reply import LONG
 from tests.server.server_process import running_server
 
 STORIES = ("Write a long story about a dragon.", "Write a long story about the sea.")
 TOKENS = 200
-"""Long enough that both replies are seen running together on a busy machine."""
 
 
 def _reply(base_url: str, prompt: str, tokens: int) -> str:
@@ -32,6 +32,7 @@ def _reply(base_url: str, prompt: str, tokens: int) -> str:
         "max_tokens": tokens,
         "temperature": 0,
         "mtp_depth": 2,
+        "response_format": LONG,  # runs to max_tokens: both are seen running together
     }
     answer = httpx.post(f"{base_url}/chat/completions", json=body, timeout=120)
     assert answer.status_code == 200, answer.text
