@@ -87,6 +87,7 @@ class RuntimeClient:
         self._connection: Connection | None = None
         self._info: ModelInfo | None = None
         self._send_lock = threading.Lock()
+        self._start_lock = threading.Lock()
         self._next_request_id = 1
         self._active: set[GenerationStream] = set()
         self._unrunnable: UnrunnableBuildError | None = None
@@ -152,7 +153,12 @@ class RuntimeClient:
         return reply.info
 
     def start(self, request: GenerationRequest) -> GenerationStream:
-        """Begin a generation; iterate the returned stream for its chunks."""
+        """Begin a generation; iterate the returned stream for its chunks. Thread-safe: a
+        model loaded for several sequences takes several at once."""
+        with self._start_lock:
+            return self._start(request)
+
+    def _start(self, request: GenerationRequest) -> GenerationStream:
         running = {stream for stream in self._active if stream.result is None and stream.alive}
         if len(running) >= (self._info.sequences if self._info is not None else 1):
             raise RuntimeBackendError(
@@ -327,6 +333,7 @@ class GenerationStream:
                     self._request_id,
                     None,
                 ):
+                    self._client._done_with(self._request_id)
                     _raise_failure(message)
         finally:
             self.alive = False
