@@ -42,6 +42,7 @@ def _reply(base_url: str, prompt: str, tokens: int) -> str:
 @pytest.mark.slow
 def test_two_clients_stream_at_once_and_each_gets_its_own_reply(tmp_path: Path) -> None:
     with running_server("--parallel", "2", "--threads", "1", home=tmp_path) as server:
+        assert "· 2 requests at once" in server.wait_for_line("loaded demo-mtp in")
         alone = [_reply(server.base_url, story, TOKENS) for story in STORIES]
         replies: list[str | None] = [None, None]
         seen: dict[str, object] = {}
