@@ -104,14 +104,32 @@ def test_a_long_prompt_is_prefilled_in_chunks_beside_a_running_stream(
     backend: LlamaCppBackend, parallel: LlamaCppBackend
 ) -> None:
     long_prompt = " ".join(["the sea was calm and the ships came home"] * 20)  # ~640 tokens
-    running = _request(PROMPTS[0], 2, 120)
+    running = _request(PROMPTS[0], 2, 400)
     arriving = _request(long_prompt, 2, 24)
     alone = [_generate(backend, running), _generate(backend, arriving)]
     assert alone[1].stats.prompt_tokens > 2 * PREFILL_CHUNK
     gate = parallel.sequence_backends[0]._gate  # type: ignore[attr-defined]
     gate.largest_merged_rows = 0
-    together = _at_once(parallel.sequence_backends[:2], [running, arriving], stagger=0.05)
-    assert [r.token_ids for r in together] == [r.token_ids for r in alone]
+    streaming = threading.Event()
+    together: list[GenerationResult | None] = [None, None]
+
+    def stream() -> None:
+        together[0] = _generate(
+            parallel.sequence_backends[0], running, emit=lambda _c: streaming.set()
+        )
+
+    def arrive() -> None:  # while the first reply streams
+        assert streaming.wait(60)
+        together[1] = _generate(parallel.sequence_backends[1], arriving)
+
+    threads = [threading.Thread(target=stream), threading.Thread(target=arrive)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert together[0] is not None and together[1] is not None
+    assert together[1].stats.generated_tokens == 24 and together[0].finish_reason == "length"
+    assert [r.token_ids for r in together] == [r.token_ids for r in alone]  # type: ignore[union-attr]
     # A prompt chunk went into a step with the stream's rows, and no step took the whole prompt.
     assert PREFILL_CHUNK <= gate.largest_merged_rows <= PREFILL_CHUNK + 8
 
