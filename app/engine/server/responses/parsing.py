@@ -14,15 +14,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.engine.runtime.chat_format.prompting import ChatMessage
-from app.engine.runtime.chat_format.tools import AUTO, NONE, REQUIRED, ToolChoice, ToolSpec
+from app.engine.runtime.chat_format.tools import AUTO, ToolChoice, ToolSpec
 from app.engine.server.core.api_errors import bad_request
 from app.engine.server.core.echo import echo
 from app.engine.server.core.field_rules import check_fields
 from app.engine.server.core.function_tools import (
     checked_tools,
+    function_choice,
     function_spec,
     schema_output,
     tool_request_fields,
+    worded_tool_choice,
 )
 from app.engine.server.core.request_fields import (
     REASONING_EFFORT,
@@ -126,12 +128,8 @@ def _tools(value: Any) -> tuple[ToolSpec, ...]:
 
 
 def _tool_choice(value: Any, tools: tuple[ToolSpec, ...]) -> ToolChoice:
-    if value is None:
-        return ToolChoice(AUTO)
-    if value in (AUTO, NONE, REQUIRED):
-        if value == REQUIRED and not tools:
-            raise bad_request("'tool_choice' is 'required' but 'tools' is empty", "tool_choice")
-        return ToolChoice(value)
+    if (worded := worded_tool_choice(value, tools)) is not None:
+        return worded
     name = value.get("name") if isinstance(value, dict) else None
     if not isinstance(value, dict) or value.get("type") != "function" or not isinstance(name, str):
         raise bad_request(
@@ -139,12 +137,7 @@ def _tool_choice(value: Any, tools: tuple[ToolSpec, ...]) -> ToolChoice:
             f'{{"type": "function", "name": ...}}, got {echo(value)}',
             "tool_choice",
         )
-    if name not in {tool.name for tool in tools}:
-        raise bad_request(
-            f"'tool_choice' names the function {echo(name)}, which is not in 'tools'",
-            "tool_choice",
-        )
-    return ToolChoice("function", name)
+    return function_choice(name, tools, echo(name))
 
 
 def _text_format(value: Any) -> Any:
