@@ -30,8 +30,8 @@ from app.engine.server.core.api_errors import ApiError
 from app.engine.server.core.generation_flow import Finished
 from app.engine.server.core.reply_stream import WholeReply, reply_events, whole_reply
 from app.engine.server.core.request_fields import ParsedRequest, parses_calls
-from app.engine.server.core.route_reply import RouteReply, received
-from app.engine.server.core.scheduler import Job, JobEvent
+from app.engine.server.core.route_reply import RouteReply, Running, received, running
+from app.engine.server.core.scheduler import JobEvent
 from app.engine.server.core.waiting_reply import Waiting
 
 if TYPE_CHECKING:
@@ -49,9 +49,8 @@ class AnthropicRoutes:
         images = await server.request_images(body)
         defaults = target.defaults
         parsed = await server.check(lambda: parse_messages_body(body, defaults, images))
-        job, first = await server.start(request, parsed, target, "messages")
-        reply = _Message(server, request, job, parsed, arrived.started, target.id)
-        return await reply.response(first)
+        run = await running(server, request, arrived, parsed, "messages")
+        return await _Message(run).response()
 
     async def count_tokens(self, request: Request) -> Response:
         """``{"input_tokens": N}``: the prompt rendered and tokenized in the server's process
@@ -79,17 +78,8 @@ class AnthropicRoutes:
 class _Message(RouteReply):
     """One request's message, whole or streamed."""
 
-    def __init__(
-        self,
-        server: ApiServer,
-        request: Request,
-        job: Job,
-        parsed: ParsedRequest,
-        started: float,
-        model: str,
-    ) -> None:
-        super().__init__(server, request, job, parsed, started)
-        self._model = model
+    def __init__(self, run: Running) -> None:
+        super().__init__(run)
         self._id = anthropic_replies.new_message_id()
 
     def whole(self, reply: WholeReply) -> dict[str, Any]:

@@ -50,22 +50,39 @@ async def received(server: ApiServer, request: Request) -> Received:
     return Received(body, await server.model_for(body), started)
 
 
+@dataclass(frozen=True)
+class Running:
+    """A request whose generation started: what its reply is made of."""
+
+    server: ApiServer
+    request: Request
+    job: Job
+    parsed: ParsedRequest
+    model: str
+    started: float
+    first: JobEvent | Waiting
+
+
+async def running(
+    server: ApiServer, request: Request, arrived: Received, parsed: ParsedRequest, endpoint: str
+) -> Running:
+    """The generation ``parsed`` asks for, started on the model the request names."""
+    target = arrived.target
+    job, first = await server.start(request, parsed, target, endpoint)
+    return Running(server, request, job, parsed, target.id, arrived.started, first)
+
+
 class RouteReply(ABC):
     """One request's reply once its job started, whole or streamed."""
 
-    def __init__(
-        self,
-        server: ApiServer,
-        request: Request,
-        job: Job,
-        parsed: ParsedRequest,
-        started: float,
-    ) -> None:
-        self._server = server
-        self._request = request
-        self._job = job
-        self._parsed = parsed
-        self._started = started
+    def __init__(self, run: Running) -> None:
+        self._server = run.server
+        self._request = run.request
+        self._job = run.job
+        self._parsed = run.parsed
+        self._model = run.model
+        self._started = run.started
+        self._first = run.first
 
     @abstractmethod
     def whole(self, reply: WholeReply) -> dict[str, Any]:
@@ -83,7 +100,8 @@ class RouteReply(ABC):
         """The API's error object."""
         return error.body()
 
-    async def response(self, first: JobEvent | Waiting) -> Response:
+    async def response(self) -> Response:
+        first = self._first
         if self._parsed.stream:
             if isinstance(first, Waiting):
                 events = stream_after_waiting(first, self.events, self.failed_event, self.gone)

@@ -30,8 +30,8 @@ from app.engine.server.core.api_errors import ApiError
 from app.engine.server.core.generation_flow import Finished
 from app.engine.server.core.reply_stream import KeepAlive, WholeReply, reply_events
 from app.engine.server.core.request_fields import ParsedRequest
-from app.engine.server.core.route_reply import RouteReply, received
-from app.engine.server.core.scheduler import Job, JobEvent
+from app.engine.server.core.route_reply import RouteReply, Running, received, running
+from app.engine.server.core.scheduler import JobEvent
 from app.engine.server.core.server import ApiServer
 from app.engine.server.openai import replies
 from app.engine.server.openai.model_cards import model_card, model_list
@@ -75,29 +75,16 @@ class OpenAiRoutes:
         else:
             parsed = await server.check(lambda: parse_completion_body(body, defaults))
         endpoint = "chat_completions" if chat else "completions"
-        job, first = await server.start(request, parsed, target, endpoint)
-        reply_id = replies.new_id("chatcmpl" if chat else "cmpl")
-        reply = _Reply(server, request, job, parsed, arrived.started, target.id, reply_id, chat)
-        return await reply.response(first)
+        run = await running(server, request, arrived, parsed, endpoint)
+        return await _Reply(run, chat).response()
 
 
 class _Reply(RouteReply):
     """One request's reply, whole or streamed."""
 
-    def __init__(
-        self,
-        server: ApiServer,
-        request: Request,
-        job: Job,
-        parsed: ParsedRequest,
-        started: float,
-        model: str,
-        reply_id: str,
-        chat: bool,
-    ) -> None:
-        super().__init__(server, request, job, parsed, started)
-        self._model = model
-        self._id = reply_id
+    def __init__(self, run: Running, chat: bool) -> None:
+        super().__init__(run)
+        self._id = replies.new_id("chatcmpl" if chat else "cmpl")
         self._chat = chat
 
     def whole(self, reply: WholeReply) -> dict[str, Any]:

@@ -21,8 +21,8 @@ from app.engine.server.core.api_errors import ApiError
 from app.engine.server.core.echo import clean
 from app.engine.server.core.generation_flow import Finished
 from app.engine.server.core.reply_stream import WholeReply, reply_events
-from app.engine.server.core.route_reply import RouteReply, received
-from app.engine.server.core.scheduler import Job, JobEvent
+from app.engine.server.core.route_reply import RouteReply, Running, received, running
+from app.engine.server.core.scheduler import JobEvent
 from app.engine.server.core.server import ApiServer
 from app.engine.server.responses.events import ResponseEvents
 from app.engine.server.responses.objects import (
@@ -46,9 +46,8 @@ class ResponsesRoutes:
         target = arrived.target
         store = self._store  # one loop's
         asked = parse_responses_body(arrived.body, target.defaults, store)
-        job, first = await server.start(request, asked.parsed, target, "responses")
-        reply = _Response(server, store, request, job, asked, target.id, arrived.started)
-        return await reply.response(first)
+        run = await running(server, request, arrived, asked.parsed, "responses")
+        return await _Response(run, store, asked).response()
 
     async def retrieve(self, request: Request) -> Response:
         response_id = request.path_params["response_id"]
@@ -67,20 +66,10 @@ class ResponsesRoutes:
 class _Response(RouteReply):
     """One request's response, whole or streamed, kept unless it asked otherwise."""
 
-    def __init__(
-        self,
-        server: ApiServer,
-        store: ResponseStore,
-        request: Request,
-        job: Job,
-        asked: ResponsesRequest,
-        model: str,
-        started: float,
-    ) -> None:
-        super().__init__(server, request, job, asked.parsed, started)
+    def __init__(self, run: Running, store: ResponseStore, asked: ResponsesRequest) -> None:
+        super().__init__(run)
         self._store = store
         self._asked = asked
-        self._model = model
         self._id = new_id("resp")
         self._created_at = int(time.time())
 
