@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from app.engine.errors import RuntimeBackendError
@@ -28,7 +29,7 @@ from app.engine.runtime.chat_format.tools import (
 )
 from app.engine.server.core.api_errors import bad_request
 from app.engine.server.core.echo import echo
-from app.engine.server.core.request_fields import check_schemas
+from app.engine.server.core.request_fields import check_schemas, check_tool_count
 
 FUNCTION_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 EMPTY_PARAMETERS = {"type": "object", "properties": {}}
@@ -50,6 +51,17 @@ def function_spec(name: Any, description: Any, parameters: Any, where: str) -> T
             f"'{where}.parameters' must be a JSON schema object", f"{where}.parameters"
         )
     return ToolSpec(name, description or "", json.dumps(parameters))
+
+
+def function_tools(value: Any, spec_of: Callable[[Any, str], ToolSpec]) -> tuple[ToolSpec, ...]:
+    """A body's ``tools``: none when absent, else an array whose items ``spec_of`` reads (each
+    named by its place, ``tools[2]``), checked as :func:`checked_tools` checks them."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise bad_request("'tools' must be an array of function tools", "tools")
+    check_tool_count(value)
+    return checked_tools([spec_of(item, f"tools[{index}]") for index, item in enumerate(value)])
 
 
 def checked_tools(tools: list[ToolSpec]) -> tuple[ToolSpec, ...]:

@@ -22,52 +22,40 @@ from app.engine.runtime.chat_format.tool_call_events import ArgumentsPiece, Call
 from app.engine.runtime.chat_format.tools import ToolCall, ToolChoice, ToolSpec
 from app.engine.server.core.api_errors import bad_request
 from app.engine.server.core.function_tools import (
-    checked_tools,
     function_choice,
     function_spec,
+    function_tools,
     tool_request_fields,
     worded_tool_choice,
 )
 from app.engine.server.core.reply_stream import WholeReply
-from app.engine.server.core.request_fields import check_tool_count
 
 
 def request_fields(body: dict[str, Any]) -> dict[str, Any]:
     """The :class:`GenerationRequest` fields for the body's ``tools``, ``tool_choice`` and
     ``response_format`` (only those it sets; see :func:`tool_request_fields`)."""
-    tools = _tools(body.get("tools"))
+    tools = function_tools(body.get("tools"), _tool)
     choice = _tool_choice(body.get("tool_choice"), tools)
     return tool_request_fields(tools, choice, _response_format(body.get("response_format")))
 
 
-def _tools(value: Any) -> tuple[ToolSpec, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise bad_request("'tools' must be an array of function tools", "tools")
-    check_tool_count(value)
-    tools = []
-    for index, item in enumerate(value):
-        where = f"tools[{index}]"
-        function = item.get("function") if isinstance(item, dict) else None
-        if (
-            not isinstance(item, dict)
-            or item.get("type") != "function"
-            or not isinstance(function, dict)
-        ):
-            raise bad_request(
-                f'\'{where}\' must be {{"type": "function", "function": {{"name": ...}}}}',
-                where,
-            )
-        tools.append(
-            function_spec(
-                function.get("name"),
-                function.get("description"),
-                function.get("parameters"),
-                f"{where}.function",
-            )
+def _tool(item: Any, where: str) -> ToolSpec:
+    function = item.get("function") if isinstance(item, dict) else None
+    if (
+        not isinstance(item, dict)
+        or item.get("type") != "function"
+        or not isinstance(function, dict)
+    ):
+        raise bad_request(
+            f'\'{where}\' must be {{"type": "function", "function": {{"name": ...}}}}',
+            where,
         )
-    return checked_tools(tools)
+    return function_spec(
+        function.get("name"),
+        function.get("description"),
+        function.get("parameters"),
+        f"{where}.function",
+    )
 
 
 def _tool_choice(value: Any, tools: tuple[ToolSpec, ...]) -> ToolChoice:
