@@ -270,7 +270,7 @@ def test_the_projector_can_be_turned_off_and_on_in_the_model_bar(chat) -> None:
     assert [a.text() for a in row.menu.actions() if a.isChecked()] == ["No projector (text only)"]
     row.menu.actions()[0].trigger()
     chat.qtbot.waitUntil(lambda: again.composer.attach_button.isEnabled(), timeout=60_000)
-    chat.qtbot.waitUntil(lambda: DEMO_VISION_PROJECTOR.name in row.label.text())
+    chat.qtbot.waitUntil(lambda: DEMO_VISION_PROJECTOR.name in row.label.text(), timeout=60_000)
 
 
 def test_edit_keeps_the_pictures_or_replaces_them(chat, tmp_path: Path) -> None:
