@@ -17,13 +17,12 @@ belong to (:mod:`app.engine.server.core.reply_logprobs`).
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 
 from app.engine.runtime.chat_format.tool_call_events import (
     ArgumentsPiece,
@@ -34,7 +33,7 @@ from app.engine.runtime.chat_format.tool_call_events import (
 from app.engine.runtime.core.request import GenerationResult
 from app.engine.runtime.sampling.logprobs import TokenLogprob
 from app.engine.server.core.api_errors import ApiError
-from app.engine.server.core.generation_flow import CLIENT_GONE_STATUS, Finished
+from app.engine.server.core.generation_flow import Finished
 from app.engine.server.core.model_directory import RequestModel
 from app.engine.server.core.reply_logprobs import (
     TokenLogprobs,
@@ -49,20 +48,15 @@ from app.engine.server.core.reply_stream import (
     whole_reply,
 )
 from app.engine.server.core.request_fields import ParsedRequest
+from app.engine.server.core.route_reply import RouteReply, Running, received, running
 from app.engine.server.core.scheduler import Job, JobEvent
 from app.engine.server.core.server import ApiServer
-from app.engine.server.core.waiting_reply import (
-    Waiting,
-    json_after_waiting,
-    stream_after_waiting,
-)
+from app.engine.server.core.waiting_reply import Waiting
 from app.engine.server.openai import replies
 from app.engine.server.openai.choice_fields import choice_request
 from app.engine.server.openai.model_cards import model_card, model_list
 from app.engine.server.openai.parsing import parse_chat_body, parse_completion_body
 from app.engine.server.openai.tool_fields import call_delta, whole_message
-
-Gather = Callable[[Job, ParsedRequest, JobEvent], Awaitable[WholeReply]]
 
 
 class OpenAiRoutes:
@@ -91,70 +85,53 @@ class OpenAiRoutes:
         return await self._generate(request, chat=False)
 
     async def _generate(self, request: Request, *, chat: bool) -> Response:
-        request.state.logged = False
-        started = time.monotonic()
         server = self._server
-        body = await server.body(request)
-        target = await server.model_for(body)
+        arrived = await received(server, request)
+        body, target = arrived.body, arrived.target
         defaults = target.defaults
         if chat:
             images = await server.request_images(body)
             parsed = await server.check(lambda: parse_chat_body(body, defaults, images))
         else:
             parsed = await server.check(lambda: parse_completion_body(body, defaults))
-        job, first = await server.start(request, parsed, target, _endpoint(chat))
-        reply_id = replies.new_id("chatcmpl" if chat else "cmpl")
-        reply = _Reply(server, request, job, parsed, target, reply_id, started, chat)
-        if parsed.stream:
-            return StreamingResponse(reply.stream(first), media_type="text/event-stream")
-        if isinstance(first, Waiting):
-            body_text = json_after_waiting(first, reply.gathered, reply.failed_body, reply.gone)
-            return StreamingResponse(body_text, media_type="application/json")
-        return JSONResponse(await reply.whole(first, _unless_gone(request)))
+        run = await running(server, request, arrived, parsed, _endpoint(chat))
+        return await _Reply(run, chat, target).response()
 
 
-def _unless_gone(request: Request) -> Gather:
-    async def gather(job: Job, parsed: ParsedRequest, first: JobEvent) -> WholeReply:
-        return await whole_reply(request, job, parsed, first)
-
-    return gather
+Gather = Callable[[Job, ParsedRequest, JobEvent], Awaitable[WholeReply]]
 
 
-class _Reply:
-    """One request's reply, whole or streamed."""
+class _Reply(RouteReply):
+    """One request's reply, whole or streamed, with its ``n`` choices."""
 
-    def __init__(
-        self,
-        server: ApiServer,
-        request: Request,
-        job: Job,
-        parsed: ParsedRequest,
-        target: RequestModel,
-        reply_id: str,
-        started: float,
-        chat: bool,
-    ) -> None:
-        self._server = server
-        self._request = request
-        self._job = job
-        self._parsed = parsed
-        self._target = target
-        self._model = target.id
-        self._id = reply_id
-        self._started = started
+    def __init__(self, run: Running, chat: bool, target: RequestModel) -> None:
+        super().__init__(run)
+        self._id = replies.new_id("chatcmpl" if chat else "cmpl")
         self._chat = chat
+        self._target = target
+
+    async def response(self) -> Response:
+        first = self._first
+        if self._parsed.choices == 1 or self._parsed.stream or isinstance(first, Waiting):
+            return await super().response()
+        request = self._request
+
+        async def gather(job: Job, parsed: ParsedRequest, event: JobEvent) -> WholeReply:
+            return await whole_reply(request, job, parsed, event)
+
+        return JSONResponse(await self._choices(first, gather))
 
     async def gathered(self, first: JobEvent) -> dict[str, Any]:
-        """The whole reply after waiting: the stream watches the client."""
-        return await self.whole(first, gathered_reply)
+        return await self._choices(first, gathered_reply)
 
-    async def whole(self, first: JobEvent, gather: Gather) -> dict[str, Any]:
+    async def _choices(self, first: JobEvent, gather: Gather) -> dict[str, Any]:
+        """Every choice's whole reply, as one body (the prompt counted once in ``usage``)."""
         parsed = self._parsed
-        bodies = [await self._whole_choice(gather, parsed, first)]
+        bodies = [self._whole_choice(await gather(self._job, parsed, first), parsed, 0)]
         for index in range(1, parsed.choices):
             later = choice_request(parsed, index)
             job, event = await self._start(later)
-            bodies.append(await self._whole_choice(gather, later, event, job, index))
+            bodies.append(self._whole_choice(await gather(job, later, event), later, index))
         body, results = bodies[0][0], [result for _body, result in bodies]
         body["choices"] = [choice for one, _result in bodies for choice in one["choices"]]
         body["usage"] = replies.usage(results)
@@ -162,17 +139,25 @@ class _Reply:
         self._server.log_generation(self._request, self._started, results[0], reason)
         return body
 
-    async def _whole_choice(
-        self,
-        gather: Gather,
-        parsed: ParsedRequest,
-        first: JobEvent,
-        job: Job | None = None,
-        index: int = 0,
+    async def _start(self, parsed: ParsedRequest) -> tuple[Job, JobEvent]:
+        """A later choice's job, queued after the first choice's and waited for."""
+        job, event = await self._server.start(
+            self._request, parsed, self._target, _endpoint(self._chat), early=False
+        )
+        assert not isinstance(event, Waiting), "early=False waits for the first event"
+        return job, event
+
+    def whole(self, reply: WholeReply) -> dict[str, Any]:
+        body, result = self._whole_choice(reply, self._parsed, 0)
+        reason = body["choices"][0]["finish_reason"]
+        self._server.log_generation(self._request, self._started, result, reason)
+        return body
+
+    def _whole_choice(
+        self, reply: WholeReply, parsed: ParsedRequest, index: int
     ) -> tuple[dict[str, Any], GenerationResult]:
         """One choice's whole reply (its body holds it as its only choice), and its result."""
         model = self._model
-        reply = await gather(job or self._job, parsed, first)
         reason = replies.finish_reason(
             reply.finished, calls=len(reply.calls), calls_complete=reply.calls_complete
         )
@@ -192,33 +177,10 @@ class _Reply:
         body["choices"][0]["index"] = index
         return body, result
 
-    async def _start(self, parsed: ParsedRequest) -> tuple[Job, JobEvent]:
-        """A later choice's job, queued after the first choice's and waited for."""
-        job, event = await self._server.start(
-            self._request, parsed, self._target, _endpoint(self._chat), early=False
-        )
-        assert not isinstance(event, Waiting), "early=False waits for the first event"
-        return job, event
-
-    def stream(self, first: JobEvent | Waiting) -> AsyncIterator[str]:
-        if isinstance(first, Waiting):
-            return stream_after_waiting(first, self._events, self._failed, self.gone)
-        return self._events(first)
-
-    def failed_body(self, error: ApiError) -> dict[str, Any]:
-        """A failure after the headers went out: logged, and the API's error object."""
-        self._server.log_plain(self._request, error.status, self._started, error.log_detail)
-        return error.body()
-
-    def _failed(self, error: ApiError) -> str:
+    def failed_event(self, error: ApiError) -> str:
         return _sse(self.failed_body(error))
 
-    def gone(self) -> None:
-        self._server.log_plain(
-            self._request, CLIENT_GONE_STATUS, self._started, "client disconnected"
-        )
-
-    async def _events(self, first: JobEvent) -> AsyncIterator[str]:
+    async def events(self, first: JobEvent) -> AsyncIterator[str]:
         parsed, chat = self._parsed, self._chat
         results: list[GenerationResult] = []
         reasons: list[str] = []
@@ -240,7 +202,7 @@ class _Reply:
             yield "data: [DONE]\n\n"
             self._server.log_generation(self._request, self._started, results[0], reasons[0])
         except ApiError as error:  # the generation failed after the 200 went out
-            yield self._failed(error)
+            yield self.failed_event(error)
         except BaseException:  # the client disconnected (cancelled) or the send failed
             self.gone()
             raise
