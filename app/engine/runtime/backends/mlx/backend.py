@@ -33,6 +33,7 @@ batch instead).
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,7 +61,9 @@ from app.engine.runtime.backends.mlx.sidecar import (
     read_head_tensors,
 )
 from app.engine.runtime.backends.mlx.text import HfText
+from app.engine.runtime.backends.image_cells import has_images
 from app.engine.runtime.backends.mlx.verify_states import Capture, wrap_gated_delta_layers
+from app.engine.runtime.backends.mlx.vision import PLAIN_WITH_IMAGES, MlxVision, unavailable_reason
 from app.engine.runtime.backends.prefix_cache import (
     CHECKPOINT_INTERVAL,
     ResumePlan,
@@ -68,6 +71,7 @@ from app.engine.runtime.backends.prefix_cache import (
     chunk_ends,
     common_prefix_length,
 )
+from app.engine.runtime.chat_format.images import ImagePart
 from app.engine.runtime.core.backend import (
     DecodeBackend,
     DraftChooser,
@@ -105,10 +109,16 @@ def load_failure(folder: Path, exc: BaseException) -> str:
     )
 
 
-IMAGES_ON_MLX = (
-    "the MLX backend reads no images yet (docs/vision.md#mlx): run the model's GGUF with its "
-    "mmproj-*.gguf on llama.cpp to send pictures"
-)
+def _open_vision(
+    folder: Path, settings: LoadSettings, trunk_model: Any
+) -> tuple[MlxVision | None, str | None]:
+    """The folder's vision tower in mlx-vlm, or why the model reads no pictures."""
+    if not settings.images:
+        return None, f"{folder.name} was loaded for text only, so it reads no images"
+    reason = unavailable_reason(folder)
+    if reason is not None:
+        return None, reason
+    return MlxVision(folder, trunk_model), None
 
 
 class MlxBackend(DecodeBackend):
@@ -142,6 +152,9 @@ class MlxBackend(DecodeBackend):
         else:
             self._project = text_model.lm_head
         self._softcap = getattr(args, "final_logit_softcapping", None)
+        self._vision, images_reason = _open_vision(self._path, settings, self._model)
+        self._image_marker = f"<image {secrets.token_hex(8)}>"
+        self._in_vision = False
         self._drafter, reason, draft_layers = self._open_drafter(
             drafter_match, text_model, model_type, sidecar
         )
@@ -163,7 +176,8 @@ class MlxBackend(DecodeBackend):
             max_draft_depth=settings.max_draft_depth if self._drafter is not None else 0,
             mtp_unavailable_reason=reason,
             has_chat_template=self._text.chat_template is not None,
-            images_unavailable_reason=IMAGES_ON_MLX,
+            projector=self._path if self._vision is not None else None,
+            images_unavailable_reason=images_reason,
             drafter=drafter_match.path if isinstance(self._drafter, Gemma4Drafting) else None,
         )
         self._conversations = Conversations(
@@ -278,6 +292,20 @@ class MlxBackend(DecodeBackend):
     def bos_token_id(self) -> int | None:
         return self._text.bos_token_id
 
+    @property
+    def image_marker(self) -> str | None:
+        return self._image_marker if self._vision is not None else None
+
+    def tokenize_with_images(self, text: str, images: Sequence[ImagePart]) -> list[int]:
+        if self._vision is None:
+            return super().tokenize_with_images(text, images)
+        cells = self._vision.tokens(text, self._image_marker, images)
+        bos = self.bos_token_id
+        return [bos, *cells] if bos is not None and cells[:1] != [bos] else cells
+
+    def plain_only_reason(self, tokens: Sequence[int]) -> str | None:
+        return PLAIN_WITH_IMAGES if has_images(tokens) else None
+
     # --- decoding ---------------------------------------------------------------------------
 
     @property
@@ -286,6 +314,9 @@ class MlxBackend(DecodeBackend):
 
     @property
     def committed_length(self) -> int:
+        if self._in_vision:
+            assert self._vision is not None
+            return self._vision.length
         return len(self._live.tokens)
 
     @property
@@ -297,6 +328,9 @@ class MlxBackend(DecodeBackend):
         return self._conversations.kept.nbytes
 
     def reset(self) -> None:
+        self._in_vision = False
+        if self._vision is not None:
+            self._vision.reset()
         self._conversations.reset()
         self._head_tracking = False
         if self._drafter is not None:
@@ -320,6 +354,9 @@ class MlxBackend(DecodeBackend):
                 f"{self._path.name} is {self.info.context_length} tokens; shorten the prompt or "
                 "load the model with a larger context (--ctx)"
             )
+        self._in_vision = has_images(tokens)
+        if self._in_vision:
+            return self._prefill_with_images(tokens, with_mtp)
         conversations = self._conversations
         if not self._reusable:
             conversations.live = conversations.new()
@@ -332,6 +369,16 @@ class MlxBackend(DecodeBackend):
             conversations.drop_live()
             raise
         self._last_reuse = PrefixReuse(plan.position, len(tokens) - plan.position, plan.source)
+        return logits
+
+    def _prefill_with_images(self, tokens: list[int], with_mtp: bool) -> np.ndarray:
+        """A prompt with pictures, through mlx-vlm (plain decoding: :mod:`.vision`)."""
+        if self._vision is None:
+            raise RuntimeBackendError(self.info.images_unavailable_reason or "no images here")
+        if with_mtp:
+            raise RuntimeBackendError(PLAIN_WITH_IMAGES)
+        logits = self._vision.prefill(tokens)
+        self._last_reuse = self._vision.last_reuse
         return logits
 
     def _settle(self, tokens: list[int]) -> None:
@@ -391,6 +438,10 @@ class MlxBackend(DecodeBackend):
         return self._logits_rows(hidden[-1:])[0]
 
     def step(self, token: int) -> np.ndarray:
+        if self._in_vision:
+            assert self._vision is not None
+            self.info.require_room(self._vision.length, 1)
+            return self._vision.step(token)
         live = self._live
         self.info.require_room(len(live.tokens), 1)
         hidden = self._trunk(mx.array([[token]]), cache=live.trunk)[0]
@@ -401,7 +452,7 @@ class MlxBackend(DecodeBackend):
         return self._logits_rows(hidden)[0]
 
     def draft(self, last_token: int, depth: int, choose: DraftChooser) -> DraftResult:
-        if self._drafter is None or not self._head_tracking:
+        if self._drafter is None or not self._head_tracking or self._in_vision:
             raise RuntimeBackendError("drafting needs a prefill with the MTP head first")
         live = self._live
         return self._drafter.draft(live, last_token, live.hidden_last, depth, choose)

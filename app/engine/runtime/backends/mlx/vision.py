@@ -1,0 +1,311 @@
+"""Images on the MLX backend, through mlx-vlm's own model classes (docs/vision.md#mlx).
+
+A model folder whose ``config.json`` has a ``vision_config`` (a Qwen3.5/3.6 release converted by
+``mlx_vlm.convert``) reads pictures when mlx-vlm is installed (the ``vision-mlx`` extra). mlx-vlm
+loads the folder's vision tower and its language model; the language model's weights are the very
+arrays mlx-lm already loaded for the trunk (their names and shapes match), so the model is not in
+memory twice.
+
+A prompt's pictures go as mlx-vlm's ``generate`` sends them: the processor scales each picture and
+writes its ``<|image_pad|>`` tokens, ``get_input_embeddings`` runs the vision tower and projector
+and merges the features into the prompt's embeddings with M-RoPE positions (``get_rope_index``),
+then the language model prefills in mlx-vlm's chunks and decodes one token at a time with mlx-vlm's
+own caches. A prompt with pictures therefore decodes **plainly**: the MTP head's rollback works on
+mlx-lm's cache classes (``verify_states``, ``trunk_caches``), not on mlx-vlm's re-implementation, so
+drafting after a picture is not done yet; the reply's note says so.
+
+In the token list a picture stands as one pseudo-id per cell (:mod:`..image_cells`), keyed by its
+pixel hash. The lane keeps the state of its last prompt and reply, and a snapshot at the end of
+that prompt (an attention cache is cut back by its offset, a gated-delta-net state is kept by
+reference: mlx arrays are immutable). A follow-up whose prompt starts with either and adds only
+text (another question about the same picture: the previous prompt, the reply, the new question)
+runs only the new text, so the picture is not encoded again. Anything else (an edited message,
+another picture) runs the prompt afresh.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import mlx.core as mx
+import numpy as np
+
+from app.engine.errors import RuntimeBackendError
+from app.engine.runtime.backends.image_cells import image_at, image_cells, image_runs
+from app.engine.runtime.backends.prefix_cache import common_prefix_length
+from app.engine.runtime.chat_format.images import ImagePart, RgbImage, rgb_pixels
+from app.engine.runtime.core.backend import PrefixReuse
+
+PREFILL_STEP = 2048
+"""mlx-vlm's own prefill chunk (``DEFAULT_PREFILL_STEP_SIZE``): the same chunks, the same sums."""
+
+PLAIN_WITH_IMAGES = (
+    "a prompt with pictures decodes without MTP drafts on the MLX backend (mlx-vlm's language "
+    "model; drafting after a picture is not built yet: docs/vision.md#mlx)"
+)
+
+VISION_START = "<|vision_start|>"
+VISION_END = "<|vision_end|>"
+IMAGE_PAD = "<|image_pad|>"
+
+
+def vision_config_of(folder: Path) -> dict[str, Any] | None:
+    """The folder's ``vision_config`` (None: a text-only model)."""
+    try:
+        config = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    vision = config.get("vision_config") if isinstance(config, dict) else None
+    return vision if isinstance(vision, dict) else None
+
+
+def unavailable_reason(folder: Path) -> str | None:
+    """Why the folder's model reads no pictures on MLX (None: it can)."""
+    if vision_config_of(folder) is None:
+        return (
+            f"{folder.name} has no vision tower (its config.json has no vision_config), so it "
+            "cannot read images"
+        )
+    try:
+        import mlx_vlm  # noqa: F401
+    except ImportError:
+        return (
+            f"{folder.name} has a vision tower, but mlx-vlm is not installed, so the MLX backend "
+            "cannot read its images: pip install 'mtp-studio[vision-mlx]'"
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class _PreparedImage:
+    """One picture as the processor prepared it: its patches and its (t, h, w) patch grid."""
+
+    pixel_values: mx.array
+    grid_thw: mx.array
+
+
+@dataclass
+class _LaneState:
+    """What the lane holds: its cells, mlx-vlm's caches, the M-RoPE offset of the text, and the
+    caches' snapshot at the end of the prompt (``prompt_cells``)."""
+
+    cells: list[int]
+    caches: list[Any]
+    rope_deltas: mx.array
+    prompt_cells: tuple[int, ...]
+    prompt_snapshot: list[Any]
+
+    def resume_point(self, cells: list[int]) -> int:
+        """How many of ``cells`` the lane can keep (0: none): all it holds, or the prompt it
+        snapshot, when ``cells`` starts with it and adds only text."""
+        for kept in (self.cells, self.prompt_cells):
+            if (
+                len(kept) < len(cells)
+                and common_prefix_length(kept, cells) == len(kept)
+                and not any(image_runs(cells, len(kept)))
+            ):
+                return len(kept)
+        return 0
+
+    def rewind(self, length: int) -> None:
+        """Back to the prompt's snapshot when ``length`` is where it was taken."""
+        if length == len(self.cells):
+            return
+        assert length == len(self.prompt_cells), "the lane resumes at its end or its prompt's"
+        for cache, saved in zip(self.caches, self.prompt_snapshot, strict=True):
+            if isinstance(saved, list):
+                cache.cache = list(saved)
+            else:
+                cache.trim(cache.offset - saved)
+        del self.cells[length:]
+
+
+def _snapshot(caches: list[Any]) -> list[Any]:
+    """Per cache: a recurrent layer's arrays (kept by reference) or an attention cache's offset."""
+    return [list(cache.cache) if hasattr(cache, "cache") else cache.offset for cache in caches]
+
+
+class MlxVision:
+    """A model folder's vision tower and language model in mlx-vlm, and the prompts with
+    pictures that run through them."""
+
+    def __init__(self, folder: Path, trunk_model: Any) -> None:
+        from mlx.utils import tree_flatten
+        from mlx_vlm import load
+
+        try:
+            self._model, self._processor = load(str(folder), lazy=True)
+        except (ValueError, FileNotFoundError, OSError, KeyError) as exc:
+            raise RuntimeBackendError(
+                f"mlx-vlm could not load the vision tower of {folder.name}: "
+                f"{str(exc).splitlines()[0][:200]}"
+            ) from None
+        language = self._model.language_model
+        shared = tree_flatten(getattr(trunk_model, "language_model", trunk_model).parameters())
+        own = dict(tree_flatten(language.parameters()))
+        if {name for name, _ in shared} == set(own) and all(
+            own[name].shape == value.shape for name, value in shared
+        ):
+            language.load_weights(shared, strict=True)  # the trunk's arrays, not a second copy
+        mx.eval(self._model.parameters())
+        self._language = language
+        config = self._model.config
+        self._image_token = int(config.image_token_index)
+        self._merge = int(config.vision_config.spatial_merge_size)
+        tokenizer = self._processor.tokenizer
+        self._start = int(tokenizer.convert_tokens_to_ids(VISION_START))
+        self._end = int(tokenizer.convert_tokens_to_ids(VISION_END))
+        self._prepared: dict[int, _PreparedImage] = {}
+        self._state: _LaneState | None = None
+        self.last_reuse = PrefixReuse()
+
+    # --- prompts ----------------------------------------------------------------------------
+
+    def tokens(self, text: str, marker: str, images: Sequence[ImagePart]) -> list[int]:
+        """``text`` with ``images`` at its ``marker`` places as cells; the pictures are
+        prepared (scaled, patched) for the prefill that runs them."""
+        from mlx_vlm.utils import prepare_inputs
+
+        pieces = text.split(marker)
+        if len(pieces) != len(images) + 1:
+            raise RuntimeBackendError(
+                f"the prompt places {len(pieces) - 1} pictures but the request has {len(images)}"
+            )
+        if any(IMAGE_PAD in piece for piece in pieces):
+            raise RuntimeBackendError(
+                f"the prompt's text contains {IMAGE_PAD}, which stands for a picture's tokens; "
+                "remove it from the message"
+            )
+        prompt = f"{VISION_START}{IMAGE_PAD}{VISION_END}".join(pieces)
+        pixels = [rgb_pixels(image) for image in images]
+        inputs = prepare_inputs(
+            self._processor,
+            images=[_pil(image) for image in pixels],
+            prompts=prompt,
+            image_token_index=self._image_token,
+        )
+        ids = [int(token) for token in np.array(inputs["input_ids"][0])]
+        grids = np.array(inputs["image_grid_thw"]).reshape(-1, 3)
+        return self._cells(ids, pixels, inputs["pixel_values"], grids)
+
+    def _cells(
+        self, ids: list[int], pixels: list[RgbImage], values: mx.array, grids: np.ndarray
+    ) -> list[int]:
+        cells: list[int] = []
+        patch_start, index, position = 0, 0, 0
+        while position < len(ids):
+            if ids[position] != self._image_token:
+                cells.append(ids[position])
+                position += 1
+                continue
+            t, h, w = (int(v) for v in grids[index])
+            n_cells = t * h * w // (self._merge * self._merge)
+            if ids[position : position + n_cells] != [self._image_token] * n_cells:
+                raise RuntimeBackendError("the processor wrote a picture's tokens out of step")
+            ids_of_image = image_cells(
+                pixels[index].content_hash, n_cells, max(t, h // self._merge, w // self._merge)
+            )
+            run = image_at(ids_of_image, 0)
+            assert run is not None
+            patches = values[patch_start : patch_start + t * h * w]
+            self._prepared[run.key] = _PreparedImage(patches, mx.array([[t, h, w]]))
+            cells.extend(ids_of_image)
+            patch_start += t * h * w
+            position += n_cells
+            index += 1
+        return cells
+
+    # --- decoding ---------------------------------------------------------------------------
+
+    @property
+    def length(self) -> int:
+        return len(self._state.cells) if self._state is not None else 0
+
+    def reset(self) -> None:
+        self._state = None
+        self.last_reuse = PrefixReuse()
+
+    def prefill(self, cells: Sequence[int]) -> np.ndarray:
+        """Run the prompt ``cells``; the logits row of its last one. A follow-up that keeps
+        everything the lane holds and adds only text runs only that text."""
+        cells = list(cells)
+        state = self._state
+        kept = state.resume_point(cells) if state is not None else 0
+        try:
+            logits = self._resume(state, cells, kept) if state and kept else self._fresh(cells)
+        except BaseException:
+            self._state = None
+            raise
+        encoded = 0 if kept else sum(1 for _ in image_runs(cells))
+        self.last_reuse = PrefixReuse(kept, len(cells) - kept, "live" if kept else "", encoded)
+        self._prepared = {}
+        return logits
+
+    def _fresh(self, cells: list[int]) -> np.ndarray:
+        runs = list(image_runs(cells))
+        try:
+            prepared = [self._prepared[run.key] for run in runs]
+        except KeyError:
+            raise RuntimeBackendError(
+                "a picture of the prompt was not prepared; the prompt must be made by the "
+                "backend that runs it"
+            ) from None
+        ids = mx.array([[self._image_token if token < 0 else token for token in cells]])
+        embedded = self._model.get_input_embeddings(
+            ids,
+            mx.concatenate([image.pixel_values for image in prepared]),
+            image_grid_thw=mx.concatenate([image.grid_thw for image in prepared]),
+        )
+        embeds = embedded.inputs_embeds
+        extra = {"position_ids": embedded.position_ids, "rope_deltas": embedded.rope_deltas}
+        self._language._position_ids = None  # mlx-vlm's generate clears them the same way
+        self._language._rope_deltas = None
+        caches = self._language.make_cache()
+        done = 0
+        while len(cells) - done > 1:
+            size = min(PREFILL_STEP, len(cells) - done - 1)
+            self._language(
+                ids[:, done : done + size],
+                inputs_embeds=embeds[:, done : done + size],
+                cache=caches,
+                **extra,
+            )
+            mx.eval([cache.state for cache in caches])
+            done += size
+        output = self._language(ids[:, done:], inputs_embeds=embeds[:, done:], cache=caches, **extra)
+        self._state = _LaneState(
+            list(cells), caches, embedded.rope_deltas, tuple(cells), _snapshot(caches)
+        )
+        return _last_row(output.logits)
+
+    def _resume(self, state: _LaneState, cells: list[int], kept: int) -> np.ndarray:
+        state.rewind(kept)
+        new = cells[kept:]
+        output = self._language(mx.array([new]), cache=state.caches, rope_deltas=state.rope_deltas)
+        state.cells.extend(new)
+        state.prompt_cells, state.prompt_snapshot = tuple(cells), _snapshot(state.caches)
+        return _last_row(output.logits)
+
+    def step(self, token: int) -> np.ndarray:
+        state = self._state
+        if state is None:
+            raise RuntimeBackendError("a step without a prefill: the decoding loop is out of order")
+        output = self._language(
+            mx.array([[token]]), cache=state.caches, rope_deltas=state.rope_deltas
+        )
+        state.cells.append(token)
+        return _last_row(output.logits)
+
+
+def _last_row(logits: mx.array) -> np.ndarray:
+    return np.array(logits[0, -1].astype(mx.float32))
+
+
+def _pil(image: RgbImage) -> Any:
+    from PIL import Image
+
+    return Image.frombytes("RGB", (image.width, image.height), image.pixels)
