@@ -66,10 +66,15 @@ SHAPE = ModelShape(
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="the MLX model folder to write")
-    parser.add_argument("--steps", type=int, default=0, help="training steps (0: seeded, untrained)")
+    parser.add_argument(
+        "--steps", type=int, default=0, help="training steps (0: seeded, untrained)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--logit-scale", type=float, default=16.0, help="lm_head scale (sharper next tokens)"
+    )
+    parser.add_argument(
+        "--bits", type=int, default=8, help="quantise the language model (0: keep BF16)"
     )
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     return parser.parse_args(argv)
@@ -111,7 +116,9 @@ def write_head_sidecar(release: Path, destination: Path) -> int:
     return len(tensors)
 
 
-def make(out: Path, steps: int = 0, seed: int = 0, logit_scale: float = 16.0) -> Path:
+def make(
+    out: Path, steps: int = 0, seed: int = 0, logit_scale: float = 16.0, bits: int = 8
+) -> Path:
     """Write the MLX vision model folder ``out`` (replaced only once complete)."""
     from mlx_vlm.convert import convert
 
@@ -124,12 +131,17 @@ def make(out: Path, steps: int = 0, seed: int = 0, logit_scale: float = 16.0) ->
         release = Path(scratch) / "hf"
         write_vision_checkpoint(model, visual, vision, tokenizer, release)
         _log("converting with mlx-vlm's converter")
-        convert(str(release), mlx_path=str(staging), dtype="bfloat16")
+        if bits:
+            convert(str(release), mlx_path=str(staging), quantize=True, q_bits=bits)
+        else:
+            convert(str(release), mlx_path=str(staging), dtype="bfloat16")
         head_tensors = write_head_sidecar(release, staging / SIDECAR_FILE)
+        (staging / SIDECAR_FILE).chmod(0o644)
     report = {
         "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
         "trunk": {"shape": SHAPE.__dict__, "training_steps": steps, "seed": seed},
         "logit_scale": logit_scale,
+        "language_model_bits": bits or "bf16",
         "vision_tower": {"trained": False, "seed": seed},
         "head_tensors": head_tensors,
         "converter": "mlx_vlm.convert",
@@ -144,7 +156,7 @@ def main() -> None:
     args = parse_args()
     torch.set_num_threads(args.threads)
     started = time.monotonic()
-    out = make(args.out, args.steps, args.seed, args.logit_scale)
+    out = make(args.out, args.steps, args.seed, args.logit_scale, args.bits)
     size = sum(f.stat().st_size for f in out.iterdir() if f.is_file())
     _log(f"done in {time.monotonic() - started:.0f}s: {out} ({size / 1e6:.1f} MB)")
 

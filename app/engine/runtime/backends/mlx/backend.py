@@ -47,6 +47,7 @@ from mlx_lm.models.cache import make_prompt_cache
 from app.engine.drafter.facts import DRAFTER_REASON
 from app.engine.drafter.pairing import DrafterMatch, choose_drafter, may_take_drafter
 from app.engine.errors import RuntimeBackendError
+from app.engine.runtime.backends.image_cells import has_images
 from app.engine.runtime.backends.mlx import trunk_caches
 from app.engine.runtime.backends.mlx.conversations import Conversations
 from app.engine.runtime.backends.mlx.drafting import Drafting, HeadDrafter
@@ -61,9 +62,9 @@ from app.engine.runtime.backends.mlx.sidecar import (
     read_head_tensors,
 )
 from app.engine.runtime.backends.mlx.text import HfText
-from app.engine.runtime.backends.image_cells import has_images
 from app.engine.runtime.backends.mlx.verify_states import Capture, wrap_gated_delta_layers
-from app.engine.runtime.backends.mlx.vision import PLAIN_WITH_IMAGES, MlxVision, unavailable_reason
+from app.engine.runtime.backends.mlx.vision import PLAIN_WITH_IMAGES, MlxVision
+from app.engine.runtime.backends.mlx.vision_folder import unavailable_reason
 from app.engine.runtime.backends.prefix_cache import (
     CHECKPOINT_INTERVAL,
     ResumePlan,

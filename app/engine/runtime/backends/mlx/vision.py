@@ -25,7 +25,6 @@ another picture) runs the prompt afresh.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,33 +50,6 @@ PLAIN_WITH_IMAGES = (
 VISION_START = "<|vision_start|>"
 VISION_END = "<|vision_end|>"
 IMAGE_PAD = "<|image_pad|>"
-
-
-def vision_config_of(folder: Path) -> dict[str, Any] | None:
-    """The folder's ``vision_config`` (None: a text-only model)."""
-    try:
-        config = json.loads((folder / "config.json").read_text())
-    except (OSError, ValueError):
-        return None
-    vision = config.get("vision_config") if isinstance(config, dict) else None
-    return vision if isinstance(vision, dict) else None
-
-
-def unavailable_reason(folder: Path) -> str | None:
-    """Why the folder's model reads no pictures on MLX (None: it can)."""
-    if vision_config_of(folder) is None:
-        return (
-            f"{folder.name} has no vision tower (its config.json has no vision_config), so it "
-            "cannot read images"
-        )
-    try:
-        import mlx_vlm  # noqa: F401
-    except ImportError:
-        return (
-            f"{folder.name} has a vision tower, but mlx-vlm is not installed, so the MLX backend "
-            "cannot read its images: pip install 'mtp-studio[vision-mlx]'"
-        )
-    return None
 
 
 @dataclass(frozen=True)
@@ -276,7 +248,9 @@ class MlxVision:
             )
             mx.eval([cache.state for cache in caches])
             done += size
-        output = self._language(ids[:, done:], inputs_embeds=embeds[:, done:], cache=caches, **extra)
+        output = self._language(
+            ids[:, done:], inputs_embeds=embeds[:, done:], cache=caches, **extra
+        )
         self._state = _LaneState(
             list(cells), caches, embedded.rope_deltas, tuple(cells), _snapshot(caches)
         )
