@@ -71,17 +71,18 @@ class _LaneState:
     prompt_cells: tuple[int, ...]
     prompt_snapshot: list[Any]
 
-    def resume_point(self, cells: list[int]) -> int:
-        """How many of ``cells`` the lane can keep (0: none): all it holds, or the prompt it
-        snapshot, when ``cells`` starts with it and adds only text."""
-        for kept in (self.cells, self.prompt_cells):
+    def resume_point(self, cells: list[int]) -> tuple[int, str]:
+        """How many of ``cells`` the lane can keep (0: none) and from where (``live``: all it
+        holds, ``checkpoint``: the prompt it snapshot), when ``cells`` starts with that and adds
+        only text."""
+        for kept, source in ((self.cells, "live"), (self.prompt_cells, "checkpoint")):
             if (
                 len(kept) < len(cells)
                 and common_prefix_length(kept, cells) == len(kept)
                 and not any(image_runs(cells, len(kept)))
             ):
-                return len(kept)
-        return 0
+                return len(kept), source
+        return 0, ""
 
     def rewind(self, length: int) -> None:
         """Back to the prompt's snapshot when ``length`` is where it was taken."""
@@ -206,14 +207,14 @@ class MlxVision:
         everything the lane holds and adds only text runs only that text."""
         cells = list(cells)
         state = self._state
-        kept = state.resume_point(cells) if state is not None else 0
+        kept, source = state.resume_point(cells) if state is not None else (0, "")
         try:
             logits = self._resume(state, cells, kept) if state and kept else self._fresh(cells)
         except BaseException:
             self._state = None
             raise
         encoded = 0 if kept else sum(1 for _ in image_runs(cells))
-        self.last_reuse = PrefixReuse(kept, len(cells) - kept, "live" if kept else "", encoded)
+        self.last_reuse = PrefixReuse(kept, len(cells) - kept, source, encoded)
         self._prepared = {}
         return logits
 
