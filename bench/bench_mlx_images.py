@@ -4,8 +4,8 @@
 On the MLX vision demo by default (``resources/models/demo-vision-mlx``), in this process:
 
 - **time to first token with one picture**, cold (encoded: the picture's preparation, the vision
-  tower and the prompt) and reused (a follow-up about the same picture: nothing encoded), beside
-  the same question without a picture;
+  tower and the prompt) and reused (a follow-up about the same picture: nothing encoded; beside
+  it the same follow-up run afresh), beside the same question without a picture;
 - **decode tok/s after a picture vs the same text without one**: a prompt with a picture decodes
   plainly through mlx-vlm's language model (docs/vision.md#mlx); the same questions without it,
   plainly and with MTP at ``--depth`` through mlx-lm's trunk and the head;
@@ -71,6 +71,7 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
     rows: dict[str, list[GenerationResult]] = {
         "cold": [],
         "reused": [],
+        "follow_up_fresh": [],
         "text": [],
         "text_mtp": [],
     }
@@ -84,6 +85,10 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
         )
         rows["cold"].append(cold)
         rows["reused"].append(_run(backend, follow_up, max_tokens=args.tokens, mtp_depth=0))
+        backend.reset()
+        rows["follow_up_fresh"].append(
+            _run(backend, follow_up, max_tokens=args.tokens, mtp_depth=0)
+        )
         backend.reset()
         rows["text"].append(_run(backend, without, max_tokens=args.tokens, mtp_depth=0))
         backend.reset()
