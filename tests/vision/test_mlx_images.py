@@ -138,3 +138,15 @@ def test_a_text_only_load_of_the_vision_model_says_so_in_one_line() -> None:
         assert "\n" not in str(refused.value)
     finally:
         backend.close()
+
+
+def test_the_language_model_is_in_memory_once(vision_mlx) -> None:
+    """mlx-vlm's language model runs on the arrays mlx-lm loaded for the trunk, not a copy."""
+    from mlx.utils import tree_flatten
+
+    vision_language = [
+        array for _, array in tree_flatten(vision_mlx._vision._language.parameters())
+    ]
+    trunk = {id(array) for _, array in tree_flatten(vision_mlx._model.parameters())}
+    assert len(vision_language) > 50
+    assert all(id(array) in trunk for array in vision_language)

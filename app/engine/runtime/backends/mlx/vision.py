@@ -25,6 +25,7 @@ another picture) runs the prompt afresh.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,10 @@ from app.engine.runtime.core.backend import PrefixReuse
 PREFILL_STEP = 2048
 """mlx-vlm's own prefill chunk (``DEFAULT_PREFILL_STEP_SIZE``): the same chunks, the same sums."""
 
+_PREPARED_KEPT = 8
+"""Pictures kept prepared by file hash: a request renders its prompt more than once (the whole,
+and up to its last user message), and a conversation re-sends its pictures every turn."""
+
 PLAIN_WITH_IMAGES = (
     "a prompt with pictures decodes without MTP drafts on the MLX backend (mlx-vlm's language "
     "model; drafting after a picture is not built yet: docs/vision.md#mlx)"
@@ -54,10 +59,14 @@ IMAGE_PAD = "<|image_pad|>"
 
 @dataclass(frozen=True)
 class _PreparedImage:
-    """One picture as the processor prepared it: its patches and its (t, h, w) patch grid."""
+    """One picture as the processor prepared it: its patches, its (t, h, w) patch grid, the
+    tokens it becomes and the M-RoPE positions they advance."""
 
+    content_hash: str
     pixel_values: mx.array
     grid_thw: mx.array
+    n_cells: int
+    n_positions: int
 
 
 @dataclass
@@ -132,17 +141,17 @@ class MlxVision:
         tokenizer = self._processor.tokenizer
         self._start = int(tokenizer.convert_tokens_to_ids(VISION_START))
         self._end = int(tokenizer.convert_tokens_to_ids(VISION_END))
-        self._prepared: dict[int, _PreparedImage] = {}
+        self._kept: OrderedDict[str, _PreparedImage] = OrderedDict()
+        self._pending: dict[int, _PreparedImage] = {}
         self._state: _LaneState | None = None
         self.last_reuse = PrefixReuse()
 
     # --- prompts ----------------------------------------------------------------------------
 
     def tokens(self, text: str, marker: str, images: Sequence[ImagePart]) -> list[int]:
-        """``text`` with ``images`` at its ``marker`` places as cells; the pictures are
-        prepared (scaled, patched) for the prefill that runs them."""
-        from mlx_vlm.utils import prepare_inputs
-
+        """``text`` with ``images`` at its ``marker`` places as cells, the text tokenized as
+        the model's processor tokenizes it (each picture as its run of ``<|image_pad|>``); the
+        pictures are prepared (scaled, patched) once each and kept for the prefill."""
         pieces = text.split(marker)
         if len(pieces) != len(images) + 1:
             raise RuntimeBackendError(
@@ -153,43 +162,52 @@ class MlxVision:
                 f"the prompt's text contains {IMAGE_PAD}, which stands for a picture's tokens; "
                 "remove it from the message"
             )
-        prompt = f"{VISION_START}{IMAGE_PAD}{VISION_END}".join(pieces)
-        pixels = [rgb_pixels(image) for image in images]
-        inputs = prepare_inputs(
-            self._processor,
-            images=[_pil(image) for image in pixels],
-            prompts=prompt,
-            image_token_index=self._image_token,
-        )
-        ids = [int(token) for token in np.array(inputs["input_ids"][0])]
-        grids = np.array(inputs["image_grid_thw"]).reshape(-1, 3)
-        return self._cells(ids, pixels, inputs["pixel_values"], grids)
+        prepared = [self._prepare(image) for image in images]
+        prompt = pieces[0]
+        for image, piece in zip(prepared, pieces[1:], strict=True):
+            prompt += f"{VISION_START}{IMAGE_PAD * image.n_cells}{VISION_END}{piece}"
+        ids = self._processor.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        return self._cells([int(token) for token in ids], prepared)
 
-    def _cells(
-        self, ids: list[int], pixels: list[RgbImage], values: mx.array, grids: np.ndarray
-    ) -> list[int]:
+    def _prepare(self, image: ImagePart) -> _PreparedImage:
+        """The picture as the model's image processor prepares it (kept by content)."""
+        kept = self._kept.get(image.sha256)
+        if kept is None:
+            pixels = rgb_pixels(image)
+            out = self._processor.image_processor(images=[_pil(pixels)])
+            t, h, w = (int(v) for v in np.asarray(out["image_grid_thw"]).reshape(3))
+            kept = _PreparedImage(
+                pixels.content_hash,
+                mx.array(out["pixel_values"]),
+                mx.array([[t, h, w]]),
+                t * h * w // (self._merge * self._merge),
+                max(t, h // self._merge, w // self._merge),
+            )
+            self._kept[image.sha256] = kept
+            while len(self._kept) > _PREPARED_KEPT:
+                self._kept.popitem(last=False)
+        self._kept.move_to_end(image.sha256)
+        return kept
+
+    def _cells(self, ids: list[int], prepared: list[_PreparedImage]) -> list[int]:
+        """The token ids with each picture's run of pads as its pseudo-ids."""
         cells: list[int] = []
-        patch_start, index, position = 0, 0, 0
+        pictures = iter(prepared)
+        position = 0
         while position < len(ids):
             if ids[position] != self._image_token:
                 cells.append(ids[position])
                 position += 1
                 continue
-            t, h, w = (int(v) for v in grids[index])
-            n_cells = t * h * w // (self._merge * self._merge)
-            if ids[position : position + n_cells] != [self._image_token] * n_cells:
-                raise RuntimeBackendError("the processor wrote a picture's tokens out of step")
-            ids_of_image = image_cells(
-                pixels[index].content_hash, n_cells, max(t, h // self._merge, w // self._merge)
-            )
-            run = image_at(ids_of_image, 0)
+            image = next(pictures)
+            if ids[position : position + image.n_cells] != [self._image_token] * image.n_cells:
+                raise RuntimeBackendError("the tokenizer split a picture's tokens")
+            run_ids = image_cells(image.content_hash, image.n_cells, image.n_positions)
+            run = image_at(run_ids, 0)
             assert run is not None
-            patches = values[patch_start : patch_start + t * h * w]
-            self._prepared[run.key] = _PreparedImage(patches, mx.array([[t, h, w]]))
-            cells.extend(ids_of_image)
-            patch_start += t * h * w
-            position += n_cells
-            index += 1
+            self._pending[run.key] = image
+            cells.extend(run_ids)
+            position += image.n_cells
         return cells
 
     # --- decoding ---------------------------------------------------------------------------
@@ -215,13 +233,13 @@ class MlxVision:
             raise
         encoded = 0 if kept else sum(1 for _ in image_runs(cells))
         self.last_reuse = PrefixReuse(kept, len(cells) - kept, source, encoded)
-        self._prepared = {}
+        self._pending = {}
         return logits
 
     def _fresh(self, cells: list[int]) -> np.ndarray:
         runs = list(image_runs(cells))
         try:
-            prepared = [self._prepared[run.key] for run in runs]
+            prepared = [self._pending[run.key] for run in runs]
         except KeyError:
             raise RuntimeBackendError(
                 "a picture of the prompt was not prepared; the prompt must be made by the "
