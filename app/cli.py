@@ -47,9 +47,19 @@ def chosen_command(argv: Sequence[str]) -> str:
     return first if first in COMMANDS else ""
 
 
+LOADS_MODELS_HERE = frozenset({"serve", "bench"})
+"""Commands that open llama.cpp in their own process (the server's prompt counter, in-process
+benchmarks), not only in workers: llama.cpp must load before numpy there (see load_order)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(chosen_command(argv))
+    command = chosen_command(argv)
+    if command in LOADS_MODELS_HERE:
+        from app.engine.runtime.backends.llama_cpp.load_order import load_llama_cpp_first
+
+        load_llama_cpp_first()
+    parser = build_parser(command)
     args = parser.parse_args(argv)
     if args.command is None:
         return _launch_gui(parser)

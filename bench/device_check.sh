@@ -17,8 +17,10 @@
 #                                                                # build, small figures: checks
 #                                                                # the script, not the GPU
 # Environment: PYTHON (default .venv/bin/python, else python3), WIDE_FACTORS (default "24 96"),
-# CUDA_FLAGS (default -DGGML_CUDA=on),
-# MTP_STUDIO_WHEEL_CACHE.
+# CUDA_FLAGS (default -DGGML_CUDA=on), MTP_STUDIO_WHEEL_CACHE, and PYTHONPATH (kept after the
+# CUDA build and the checkout: a folder of the app's dependencies on a machine with no venv).
+# On a machine whose python already has scikit-build-core, CMake and ninja, PIP_NO_BUILD_ISOLATION=0
+# builds with them, so --offline DIR needs only the sdist.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=packaging/build_plan.sh
@@ -108,13 +110,13 @@ else
         "llama-cpp-python==$LLAMA_VERSION"
 fi
 if [ "$MODE" = cpu ]; then
-    export PYTHONPATH="$PWD"  # the virtualenv's own (CPU) llama-cpp-python
+    export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # the virtualenv's own (CPU) llama-cpp-python
 else
     if [ ! -d "$SITE/llama_cpp" ]; then
         run "$PYTHON" -m pip install --quiet --no-deps --target "$SITE" \
             "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl
     fi
-    export PYTHONPATH="$SITE:$PWD"
+    export PYTHONPATH="$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 fi
 export QT_QPA_PLATFORM=offscreen
 

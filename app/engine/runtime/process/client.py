@@ -51,8 +51,8 @@ from app.engine.runtime.process.messages import (
     StartGeneration,
     WorkerFailure,
 )
-from app.engine.runtime.process.worker import worker_main
 from app.engine.runtime.process.worker_death import worker_death_error
+from app.engine.runtime.process.worker_entry import run_worker
 
 _POLL_SECONDS = 0.05
 _SHUTDOWN_SECONDS = 5.0
@@ -122,7 +122,10 @@ class RuntimeClient:
         context = multiprocessing.get_context("spawn")
         parent_end, child_end = context.Pipe(duplex=True)
         process = context.Process(
-            target=worker_main, args=(child_end,), name="mtp-studio-inference", daemon=True
+            target=run_worker,
+            args=(child_end, self._backend),
+            name="mtp-studio-inference",
+            daemon=True,
         )
         process.start()
         child_end.close()
