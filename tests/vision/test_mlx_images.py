@@ -1,10 +1,11 @@
 """Pictures on the MLX backend, through mlx-vlm's model classes, on the MLX vision demo
 (``resources/models/demo-vision-mlx``, made by ``tools/make_mlx_vision_model.py`` with mlx-vlm's
 converter): greedy with one or two pictures is mlx-vlm's own ``generate`` token for token; a
-prompt with pictures decodes plainly and the reply's note says so, while text on the same model
-still drafts with its head; a follow-up about the same picture encodes nothing and answers what a
-fresh model answers; a text-only folder and a text-only load say in one line why they read no
-pictures."""
+prompt with pictures drafts with the model's MTP head (rows paired with mlx-vlm's hidden
+states) and greedy MTP equals plain decoding with the picture, while text on the same model still
+drafts through mlx-lm's trunk; a follow-up about the same picture encodes nothing and answers what
+a fresh model answers, drafting or not; a text-only folder and a text-only load say in one line
+why they read no pictures."""
 
 from __future__ import annotations
 
@@ -73,8 +74,20 @@ def test_greedy_with_a_picture_is_mlx_vlms_own_generate(vision_mlx, mlx_vlm_mode
     prompt = f"<|im_start|>user\n{QWEN_IMAGE}{question}<|im_end|>\n<|im_start|>assistant\n"
     assert list(reply.token_ids) == _reference(mlx_vlm_model, prompt, [FIRST], 16)
     assert reply.stats.prompt_images_encoded == 1
-    assert reply.note is not None and "without MTP drafts" in reply.note  # asked for depth 2
-    assert reply.stats.mode == "ar"
+    assert reply.note is None and reply.stats.mode != "ar"  # drafted with the head (depth 2)
+    assert reply.stats.cycles > 0
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+def test_greedy_mtp_with_a_picture_is_plain_decoding_with_it(vision_mlx, depth: int) -> None:
+    asked = (ChatMessage("user", "Describe it.", images=(_shown(SECOND),)),)
+    vision_mlx.reset()
+    plain = _run(vision_mlx, asked, max_tokens=20, mtp_depth=0)
+    vision_mlx.reset()
+    drafted = _run(vision_mlx, asked, max_tokens=20, mtp_depth=depth, adaptive_depth=False)
+    assert drafted.stats.mode != "ar" and drafted.stats.cycles > 0
+    assert sum(drafted.stats.drafted_by_depth) > 0
+    assert drafted.token_ids == plain.token_ids
 
 
 def test_two_pictures_with_text_between_them_are_mlx_vlms_own_generate(
@@ -97,16 +110,17 @@ def test_a_follow_up_about_the_same_picture_encodes_nothing_and_answers_as_fresh
     vision_mlx,
 ) -> None:
     asked = ChatMessage("user", "Describe it.", images=(_shown(FIRST),))
-    vision_mlx.reset()
-    first = _run(vision_mlx, (asked,), max_tokens=10)
-    follow_up = (asked, ChatMessage("assistant", first.text), ChatMessage("user", "Colours?"))
-    again = _run(vision_mlx, follow_up, max_tokens=10)
-    assert again.stats.prompt_images_encoded == 0
-    assert vision_mlx.last_prefix_reuse.reused_tokens >= first.prompt_token_count
-    vision_mlx.reset()
-    fresh = _run(vision_mlx, follow_up, max_tokens=10)
-    assert fresh.stats.prompt_images_encoded == 1
-    assert fresh.token_ids == again.token_ids
+    for depth in (0, 2):
+        vision_mlx.reset()
+        first = _run(vision_mlx, (asked,), max_tokens=10, mtp_depth=depth)
+        follow_up = (asked, ChatMessage("assistant", first.text), ChatMessage("user", "Colours?"))
+        again = _run(vision_mlx, follow_up, max_tokens=10, mtp_depth=depth)
+        assert again.stats.prompt_images_encoded == 0
+        assert vision_mlx.last_prefix_reuse.reused_tokens >= first.prompt_token_count
+        vision_mlx.reset()
+        fresh = _run(vision_mlx, follow_up, max_tokens=10, mtp_depth=0)
+        assert fresh.stats.prompt_images_encoded == 1
+        assert fresh.token_ids == again.token_ids
 
 
 def test_another_picture_in_the_same_place_is_encoded_again(vision_mlx) -> None:

@@ -111,15 +111,17 @@ def load_failure(folder: Path, exc: BaseException) -> str:
 
 
 def _open_vision(
-    folder: Path, settings: LoadSettings, trunk_model: Any
+    folder: Path, settings: LoadSettings, trunk_model: Any, drafter: Drafting | None
 ) -> tuple[MlxVision | None, str | None]:
-    """The folder's vision tower in mlx-vlm, or why the model reads no pictures."""
+    """The folder's vision tower in mlx-vlm (drafting with the model's own head after a
+    picture; a separate drafter does not), or why the model reads no pictures."""
     if not settings.images:
         return None, f"{folder.name} was loaded for text only, so it reads no images"
     reason = unavailable_reason(folder)
     if reason is not None:
         return None, reason
-    return MlxVision(folder, trunk_model), None
+    head = drafter if isinstance(drafter, HeadDrafter) else None
+    return MlxVision(folder, trunk_model, head), None
 
 
 class MlxBackend(DecodeBackend):
@@ -153,12 +155,12 @@ class MlxBackend(DecodeBackend):
         else:
             self._project = text_model.lm_head
         self._softcap = getattr(args, "final_logit_softcapping", None)
-        self._vision, images_reason = _open_vision(self._path, settings, self._model)
-        self._image_marker = f"<image {secrets.token_hex(8)}>"
-        self._in_vision = False
         self._drafter, reason, draft_layers = self._open_drafter(
             drafter_match, text_model, model_type, sidecar
         )
+        self._vision, images_reason = _open_vision(self._path, settings, self._model, self._drafter)
+        self._image_marker = f"<image {secrets.token_hex(8)}>"
+        self._in_vision = False
         make_caches = self._cache_maker()
         caches = make_caches()
         self._reusable = all(trunk_caches.is_recurrent(c) or trunk_caches.is_kv(c) for c in caches)
@@ -305,7 +307,9 @@ class MlxBackend(DecodeBackend):
         return [bos, *cells] if bos is not None and cells[:1] != [bos] else cells
 
     def plain_only_reason(self, tokens: Sequence[int]) -> str | None:
-        return PLAIN_WITH_IMAGES if has_images(tokens) else None
+        if self._vision is None or self._vision.drafts or not has_images(tokens):
+            return None
+        return PLAIN_WITH_IMAGES
 
     # --- decoding ---------------------------------------------------------------------------
 
@@ -376,9 +380,9 @@ class MlxBackend(DecodeBackend):
         """A prompt with pictures, through mlx-vlm (plain decoding: :mod:`.vision`)."""
         if self._vision is None:
             raise RuntimeBackendError(self.info.images_unavailable_reason or "no images here")
-        if with_mtp:
+        if with_mtp and not self._vision.drafts:
             raise RuntimeBackendError(PLAIN_WITH_IMAGES)
-        logits = self._vision.prefill(tokens)
+        logits = self._vision.prefill(tokens, with_mtp)
         self._last_reuse = self._vision.last_reuse
         return logits
 
@@ -453,12 +457,19 @@ class MlxBackend(DecodeBackend):
         return self._logits_rows(hidden)[0]
 
     def draft(self, last_token: int, depth: int, choose: DraftChooser) -> DraftResult:
-        if self._drafter is None or not self._head_tracking or self._in_vision:
+        if self._in_vision:
+            assert self._vision is not None
+            return self._vision.draft(last_token, depth, choose)
+        if self._drafter is None or not self._head_tracking:
             raise RuntimeBackendError("drafting needs a prefill with the MTP head first")
         live = self._live
         return self._drafter.draft(live, last_token, live.hidden_last, depth, choose)
 
     def verify(self, tokens: Sequence[int]) -> VerifyResult:
+        if self._in_vision:
+            assert self._vision is not None
+            self.info.require_room(self._vision.length, len(tokens))
+            return self._vision.verify(tokens)
         live = self._live
         self.info.require_room(len(live.tokens), len(tokens))
         snapshot = trunk_caches.snapshot(live.trunk)
@@ -481,6 +492,9 @@ class MlxBackend(DecodeBackend):
         return VerifyResult(logits, np.array(hidden.astype(mx.float32)))
 
     def rollback(self, committed_length: int) -> None:
+        if self._in_vision:
+            assert self._vision is not None
+            return self._vision.rollback(committed_length)
         if self._verified is None:
             raise RuntimeBackendError(
                 "rollback without a verify: the decoding loop is out of order"

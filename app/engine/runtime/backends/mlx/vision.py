@@ -27,18 +27,21 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import mlx.core as mx
 import numpy as np
+from mlx_lm.models.cache import KVCache
 
 from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.backends.image_cells import image_at, image_cells, image_runs
+from app.engine.runtime.backends.mlx.drafting import HeadDrafter
+from app.engine.runtime.backends.mlx.kept_states import Conversation
 from app.engine.runtime.backends.prefix_cache import common_prefix_length
 from app.engine.runtime.chat_format.images import ImagePart, RgbImage, rgb_pixels
-from app.engine.runtime.core.backend import PrefixReuse
+from app.engine.runtime.core.backend import DraftChooser, DraftResult, PrefixReuse, VerifyResult
 
 PREFILL_STEP = 2048
 """mlx-vlm's own prefill chunk (``DEFAULT_PREFILL_STEP_SIZE``): the same chunks, the same sums."""
@@ -71,20 +74,27 @@ class _PreparedImage:
 
 @dataclass
 class _LaneState:
-    """What the lane holds: its cells, mlx-vlm's caches, the M-RoPE offset of the text, and the
-    caches' snapshot at the end of the prompt (``prompt_cells``)."""
+    """What the lane holds: the conversation (cells, mlx-vlm's caches, the head's cache and the
+    last hidden state), the M-RoPE offset of text, whether the head has rows for all of it, and
+    a snapshot at the end of the last prompt (``prompt_cells``)."""
 
-    cells: list[int]
-    caches: list[Any]
+    live: Conversation
     rope_deltas: mx.array
-    prompt_cells: tuple[int, ...]
-    prompt_snapshot: list[Any]
+    with_head: bool
+    prompt_cells: tuple[int, ...] = ()
+    prompt_snapshot: list[Any] = field(default_factory=list)
+    prompt_hidden: mx.array | None = None
+
+    def mark_prompt(self) -> None:
+        self.prompt_cells = tuple(self.live.tokens)
+        self.prompt_snapshot = _snapshot(self.live.trunk)
+        self.prompt_hidden = self.live.hidden_last
 
     def resume_point(self, cells: list[int]) -> tuple[int, str]:
         """How many of ``cells`` the lane can keep (0: none) and from where (``live``: all it
         holds, ``checkpoint``: the prompt it snapshot), when ``cells`` starts with that and adds
         only text."""
-        for kept, source in ((self.cells, "live"), (self.prompt_cells, "checkpoint")):
+        for kept, source in ((self.live.tokens, "live"), (self.prompt_cells, "checkpoint")):
             if (
                 len(kept) < len(cells)
                 and common_prefix_length(kept, cells) == len(kept)
@@ -95,15 +105,12 @@ class _LaneState:
 
     def rewind(self, length: int) -> None:
         """Back to the prompt's snapshot when ``length`` is where it was taken."""
-        if length == len(self.cells):
+        if length == len(self.live.tokens):
             return
         assert length == len(self.prompt_cells), "the lane resumes at its end or its prompt's"
-        for cache, saved in zip(self.caches, self.prompt_snapshot, strict=True):
-            if isinstance(saved, list):
-                cache.cache = list(saved)
-            else:
-                cache.trim(cache.offset - saved)
-        del self.cells[length:]
+        _restore(self.live.trunk, self.prompt_snapshot)
+        del self.live.tokens[length:]
+        self.live.hidden_last = self.prompt_hidden
 
 
 def _snapshot(caches: list[Any]) -> list[Any]:
@@ -111,11 +118,19 @@ def _snapshot(caches: list[Any]) -> list[Any]:
     return [list(cache.cache) if hasattr(cache, "cache") else cache.offset for cache in caches]
 
 
+def _restore(caches: list[Any], snapshot: list[Any]) -> None:
+    for cache, saved in zip(caches, snapshot, strict=True):
+        if isinstance(saved, list):
+            cache.cache = list(saved)
+        else:
+            cache.trim(cache.offset - saved)
+
+
 class MlxVision:
     """A model folder's vision tower and language model in mlx-vlm, and the prompts with
     pictures that run through them."""
 
-    def __init__(self, folder: Path, trunk_model: Any) -> None:
+    def __init__(self, folder: Path, trunk_model: Any, drafter: HeadDrafter | None) -> None:
         from mlx.utils import tree_flatten
         from mlx_vlm import load
 
@@ -144,6 +159,9 @@ class MlxVision:
         self._kept: OrderedDict[str, _PreparedImage] = OrderedDict()
         self._pending: dict[int, _PreparedImage] = {}
         self._state: _LaneState | None = None
+        self._drafter = drafter
+        self._tracking = False
+        self._verified: tuple[Any, ...] | None = None
         self.last_reuse = PrefixReuse()
 
     # --- prompts ----------------------------------------------------------------------------
@@ -214,29 +232,45 @@ class MlxVision:
 
     @property
     def length(self) -> int:
-        return len(self._state.cells) if self._state is not None else 0
+        return len(self._state.live.tokens) if self._state is not None else 0
+
+    @property
+    def drafts(self) -> bool:
+        return self._drafter is not None
 
     def reset(self) -> None:
         self._state = None
+        self._tracking = False
+        self._verified = None
+        if self._drafter is not None:
+            self._drafter.clear()
         self.last_reuse = PrefixReuse()
 
-    def prefill(self, cells: Sequence[int]) -> np.ndarray:
+    def prefill(self, cells: Sequence[int], with_mtp: bool) -> np.ndarray:
         """Run the prompt ``cells``; the logits row of its last one. A follow-up that keeps
-        everything the lane holds and adds only text runs only that text."""
+        everything the lane holds (or its last prompt) and adds only text runs only that text;
+        with ``with_mtp`` the head gets its rows (a state made without them is not resumed)."""
         cells = list(cells)
-        state = self._state
-        kept, source = state.resume_point(cells) if state is not None else (0, "")
+        state, self._verified = self._state, None
+        kept, source = (0, "")
+        if state is not None and (state.with_head or not with_mtp):
+            kept, source = state.resume_point(cells)
+        drafter = self._drafter if with_mtp else None
         try:
-            logits = self._resume(state, cells, kept) if state and kept else self._fresh(cells)
+            if state is not None and kept:
+                logits = self._resume(state, cells, kept, drafter)
+            else:
+                logits = self._fresh(cells, drafter)
         except BaseException:
             self._state = None
             raise
+        self._tracking = drafter is not None
         encoded = 0 if kept else sum(1 for _ in image_runs(cells))
         self.last_reuse = PrefixReuse(kept, len(cells) - kept, source, encoded)
         self._pending = {}
         return logits
 
-    def _fresh(self, cells: list[int]) -> np.ndarray:
+    def _fresh(self, cells: list[int], drafter: HeadDrafter | None) -> np.ndarray:
         runs = list(image_runs(cells))
         try:
             prepared = [self._pending[run.key] for run in runs]
@@ -245,7 +279,7 @@ class MlxVision:
                 "a picture of the prompt was not prepared; the prompt must be made by the "
                 "backend that runs it"
             ) from None
-        ids = mx.array([[self._image_token if token < 0 else token for token in cells]])
+        ids = mx.array([self._ids(cells)])
         embedded = self._model.get_input_embeddings(
             ids,
             mx.concatenate([image.pixel_values for image in prepared]),
@@ -255,43 +289,141 @@ class MlxVision:
         extra = {"position_ids": embedded.position_ids, "rope_deltas": embedded.rope_deltas}
         self._language._position_ids = None  # mlx-vlm's generate clears them the same way
         self._language._rope_deltas = None
-        caches = self._language.make_cache()
-        done = 0
-        while len(cells) - done > 1:
-            size = min(PREFILL_STEP, len(cells) - done - 1)
-            self._language(
-                ids[:, done : done + size],
-                inputs_embeds=embeds[:, done : done + size],
-                cache=caches,
+        live = Conversation(-1, [], self._language.make_cache(), KVCache() if drafter else None)
+        if drafter is not None:
+            drafter.clear()
+        ends, done = [], 0
+        while len(cells) - done > 1:  # mlx-vlm's chunks: the last cell alone
+            done += min(PREFILL_STEP, len(cells) - done - 1)
+            ends.append(done)
+        ends.append(len(cells))
+        logits = None
+        for first, end in zip([0, *ends[:-1]], ends, strict=True):
+            output = self._language(
+                ids[:, first:end],
+                inputs_embeds=embeds[:, first:end],
+                cache=live.trunk,
+                return_hidden=drafter is not None,
                 **extra,
             )
-            mx.eval([cache.state for cache in caches])
-            done += size
-        output = self._language(
-            ids[:, done:], inputs_embeds=embeds[:, done:], cache=caches, **extra
-        )
-        self._state = _LaneState(
-            list(cells), caches, embedded.rope_deltas, tuple(cells), _snapshot(caches)
-        )
-        return _last_row(output.logits)
+            self._absorb(live, cells[first:end], output, drafter)
+            logits = output.logits
+        self._state = _LaneState(live, embedded.rope_deltas, drafter is not None)
+        self._state.mark_prompt()
+        assert logits is not None
+        return _last_row(logits)
 
-    def _resume(self, state: _LaneState, cells: list[int], kept: int) -> np.ndarray:
+    def _absorb(
+        self, live: Conversation, chunk: list[int], output: Any, drafter: HeadDrafter | None
+    ) -> None:
+        """A chunk run: its cells committed, its head rows handed over, the caches evaluated."""
+        evaluate = [cache.state for cache in live.trunk]
+        if drafter is not None:
+            hidden = output.hidden_states[-1][0]
+            previous = live.hidden_last
+            if previous is None:
+                row_ids, rows = self._ids(chunk[1:]), hidden[:-1]
+            else:
+                row_ids, rows = self._ids(chunk), mx.concatenate([previous[None], hidden[:-1]])
+            if row_ids:
+                drafter.prompt_rows(row_ids, rows[None], live)
+            evaluate.extend(drafter.arrays(live))
+            live.hidden_last = hidden[-1]
+        mx.eval(evaluate)
+        live.tokens.extend(chunk)
+
+    def _resume(
+        self, state: _LaneState, cells: list[int], kept: int, drafter: HeadDrafter | None
+    ) -> np.ndarray:
+        live = state.live
+        if drafter is not None and kept == len(live.tokens):
+            drafter.keep_matching(live, kept)  # run the rows still queued
+        elif drafter is not None:
+            drafter.clear()
+            drafter.resume(live, kept - 1)
         state.rewind(kept)
+        state.with_head = drafter is not None
         new = cells[kept:]
-        output = self._language(mx.array([new]), cache=state.caches, rope_deltas=state.rope_deltas)
-        state.cells.extend(new)
-        state.prompt_cells, state.prompt_snapshot = tuple(cells), _snapshot(state.caches)
+        output = self._language(
+            mx.array([self._ids(new)]),
+            cache=live.trunk,
+            rope_deltas=state.rope_deltas,
+            return_hidden=drafter is not None,
+        )
+        self._absorb(live, new, output, drafter)
+        state.mark_prompt()
         return _last_row(output.logits)
 
     def step(self, token: int) -> np.ndarray:
-        state = self._state
-        if state is None:
-            raise RuntimeBackendError("a step without a prefill: the decoding loop is out of order")
-        output = self._language(
-            mx.array([[token]]), cache=state.caches, rope_deltas=state.rope_deltas
-        )
-        state.cells.append(token)
+        live = self._live()
+        output = self._run([token], live)
+        hidden = output.hidden_states[-1][0] if self._tracking else None
+        if hidden is not None:
+            assert self._drafter is not None and live.hidden_last is not None
+            self._drafter.commit_row(token, live.hidden_last)
+            live.hidden_last = hidden[-1]
+        elif self._state is not None:
+            self._state.with_head = False
+        live.tokens.append(token)
         return _last_row(output.logits)
+
+    def draft(self, last_token: int, depth: int, choose: DraftChooser) -> DraftResult:
+        live = self._live()
+        if self._drafter is None or not self._tracking or live.hidden_last is None:
+            raise RuntimeBackendError("drafting needs a prefill with the MTP head first")
+        return self._drafter.draft(live, last_token, live.hidden_last, depth, choose)
+
+    def verify(self, tokens: Sequence[int]) -> VerifyResult:
+        live = self._live()
+        snapshot = _snapshot(live.trunk)
+        output = self._run(list(tokens), live)
+        hidden = output.hidden_states[-1][0]
+        logits = np.array(output.logits[0].astype(mx.float32))
+        assert live.hidden_last is not None
+        self._verified = (len(live.tokens), tuple(tokens), hidden, live.hidden_last, snapshot)
+        live.tokens.extend(tokens)
+        return VerifyResult(logits, np.array(hidden.astype(mx.float32)))
+
+    def rollback(self, committed_length: int) -> None:
+        """Keep the first accepted verified tokens: the caches put back as before the verify
+        and the accepted tokens run again (mlx-vlm's gated-delta states cannot be cut back)."""
+        if self._verified is None or self._drafter is None:
+            raise RuntimeBackendError(
+                "rollback without a verify: the decoding loop is out of order"
+            )
+        (start, tokens, hidden, before, snapshot), self._verified = self._verified, None
+        accepted = committed_length - start - 1
+        if not 0 <= accepted < len(tokens):
+            raise RuntimeBackendError(
+                f"cannot commit {committed_length} tokens after verifying positions "
+                f"{start}..{start + len(tokens) - 1}"
+            )
+        live = self._live()
+        del live.tokens[committed_length:]
+        if accepted + 1 < len(tokens):
+            _restore(live.trunk, snapshot)
+            self._run(list(tokens[: accepted + 1]), live)
+            mx.eval([cache.state for cache in live.trunk])
+        self._drafter.commit_rows(live, start, tokens[: accepted + 1], before, hidden)
+        live.hidden_last = hidden[accepted]
+
+    def _live(self) -> Conversation:
+        if self._state is None:
+            raise RuntimeBackendError("a step without a prefill: the decoding loop is out of order")
+        return self._state.live
+
+    def _run(self, tokens: list[int], live: Conversation) -> Any:
+        assert self._state is not None
+        return self._language(
+            mx.array([tokens]),
+            cache=live.trunk,
+            rope_deltas=self._state.rope_deltas,
+            return_hidden=self._tracking,
+        )
+
+    def _ids(self, cells: Sequence[int]) -> list[int]:
+        """Token ids for the model: a picture's cells are its ``<|image_pad|>`` tokens."""
+        return [self._image_token if cell < 0 else cell for cell in cells]
 
 
 def _last_row(logits: mx.array) -> np.ndarray:
