@@ -6,9 +6,9 @@ On the MLX vision demo by default (``resources/models/demo-vision-mlx``), in thi
 - **time to first token with one picture**, cold (encoded: the picture's preparation, the vision
   tower and the prompt) and reused (a follow-up about the same picture: nothing encoded; beside
   it the same follow-up run afresh), beside the same question without a picture;
-- **decode tok/s after a picture vs the same text without one**: a prompt with a picture decodes
-  plainly through mlx-vlm's language model (docs/vision.md#mlx); the same questions without it,
-  plainly and with MTP at ``--depth`` through mlx-lm's trunk and the head;
+- **decode tok/s and acceptance after a picture vs the same text without one**, plainly and with
+  MTP at ``--depth`` (a prompt with a picture runs through mlx-vlm's language model, the same
+  question without one through mlx-lm's trunk; the head drafts for both: docs/vision.md#mlx);
 - **mlx-vlm's own ``generate``** on the same picture and question, its prompt and generation tok/s
   as it reports them.
 
@@ -70,6 +70,7 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
     backend = MlxBackend(args.model, LoadSettings(max_draft_depth=max(args.depth, 1)))
     rows: dict[str, list[GenerationResult]] = {
         "cold": [],
+        "picture_mtp": [],
         "reused": [],
         "follow_up_fresh": [],
         "text": [],
@@ -84,6 +85,10 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
             ChatMessage("user", FOLLOW_UP),
         )
         rows["cold"].append(cold)
+        backend.reset()
+        rows["picture_mtp"].append(
+            _run(backend, with_picture, max_tokens=args.tokens, mtp_depth=args.depth)
+        )
         rows["reused"].append(_run(backend, follow_up, max_tokens=args.tokens, mtp_depth=0))
         backend.reset()
         rows["follow_up_fresh"].append(
@@ -104,6 +109,8 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
             "images_encoded": runs[0].stats.prompt_images_encoded,
             "reused_tokens": runs[0].stats.prompt_reused_tokens,
             "mode": runs[0].stats.mode,
+            "acceptance_by_depth": [round(rate, 3) for rate in runs[0].stats.acceptance_by_depth],
+            "tokens_per_cycle": round(runs[0].stats.tokens_per_cycle or 0.0, 2),
         }
         for name, runs in rows.items()
     }

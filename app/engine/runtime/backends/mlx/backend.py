@@ -63,7 +63,7 @@ from app.engine.runtime.backends.mlx.sidecar import (
 )
 from app.engine.runtime.backends.mlx.text import HfText
 from app.engine.runtime.backends.mlx.verify_states import Capture, wrap_gated_delta_layers
-from app.engine.runtime.backends.mlx.vision import PLAIN_WITH_IMAGES, MlxVision
+from app.engine.runtime.backends.mlx.vision import MlxVision
 from app.engine.runtime.backends.mlx.vision_folder import unavailable_reason
 from app.engine.runtime.backends.prefix_cache import (
     CHECKPOINT_INTERVAL,
@@ -307,9 +307,7 @@ class MlxBackend(DecodeBackend):
         return [bos, *cells] if bos is not None and cells[:1] != [bos] else cells
 
     def plain_only_reason(self, tokens: Sequence[int]) -> str | None:
-        if self._vision is None or self._vision.drafts or not has_images(tokens):
-            return None
-        return PLAIN_WITH_IMAGES
+        return self._vision.plain_only_reason(tokens) if self._vision is not None else None
 
     # --- decoding ---------------------------------------------------------------------------
 
@@ -318,11 +316,13 @@ class MlxBackend(DecodeBackend):
         return self._conversations.live
 
     @property
+    def _lane(self) -> MlxVision | None:
+        """The picture lane while it holds the request (:mod:`.vision`)."""
+        return self._vision if self._in_vision else None
+
+    @property
     def committed_length(self) -> int:
-        if self._in_vision:
-            assert self._vision is not None
-            return self._vision.length
-        return len(self._live.tokens)
+        return self._lane.length if self._lane else len(self._live.tokens)
 
     @property
     def last_prefix_reuse(self) -> PrefixReuse:
@@ -377,11 +377,9 @@ class MlxBackend(DecodeBackend):
         return logits
 
     def _prefill_with_images(self, tokens: list[int], with_mtp: bool) -> np.ndarray:
-        """A prompt with pictures, through mlx-vlm (plain decoding: :mod:`.vision`)."""
+        """A prompt with pictures, through mlx-vlm's model classes (:mod:`.vision`)."""
         if self._vision is None:
             raise RuntimeBackendError(self.info.images_unavailable_reason or "no images here")
-        if with_mtp and not self._vision.drafts:
-            raise RuntimeBackendError(PLAIN_WITH_IMAGES)
         logits = self._vision.prefill(tokens, with_mtp)
         self._last_reuse = self._vision.last_reuse
         return logits
@@ -443,10 +441,9 @@ class MlxBackend(DecodeBackend):
         return self._logits_rows(hidden[-1:])[0]
 
     def step(self, token: int) -> np.ndarray:
-        if self._in_vision:
-            assert self._vision is not None
-            self.info.require_room(self._vision.length, 1)
-            return self._vision.step(token)
+        if lane := self._lane:
+            self.info.require_room(lane.length, 1)
+            return lane.step(token)
         live = self._live
         self.info.require_room(len(live.tokens), 1)
         hidden = self._trunk(mx.array([[token]]), cache=live.trunk)[0]
@@ -457,19 +454,17 @@ class MlxBackend(DecodeBackend):
         return self._logits_rows(hidden)[0]
 
     def draft(self, last_token: int, depth: int, choose: DraftChooser) -> DraftResult:
-        if self._in_vision:
-            assert self._vision is not None
-            return self._vision.draft(last_token, depth, choose)
+        if lane := self._lane:
+            return lane.draft(last_token, depth, choose)
         if self._drafter is None or not self._head_tracking:
             raise RuntimeBackendError("drafting needs a prefill with the MTP head first")
         live = self._live
         return self._drafter.draft(live, last_token, live.hidden_last, depth, choose)
 
     def verify(self, tokens: Sequence[int]) -> VerifyResult:
-        if self._in_vision:
-            assert self._vision is not None
-            self.info.require_room(self._vision.length, len(tokens))
-            return self._vision.verify(tokens)
+        if lane := self._lane:
+            self.info.require_room(lane.length, len(tokens))
+            return lane.verify(tokens)
         live = self._live
         self.info.require_room(len(live.tokens), len(tokens))
         snapshot = trunk_caches.snapshot(live.trunk)
@@ -492,9 +487,8 @@ class MlxBackend(DecodeBackend):
         return VerifyResult(logits, np.array(hidden.astype(mx.float32)))
 
     def rollback(self, committed_length: int) -> None:
-        if self._in_vision:
-            assert self._vision is not None
-            return self._vision.rollback(committed_length)
+        if lane := self._lane:
+            return lane.rollback(committed_length)
         if self._verified is None:
             raise RuntimeBackendError(
                 "rollback without a verify: the decoding loop is out of order"

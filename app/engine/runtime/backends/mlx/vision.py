@@ -6,21 +6,30 @@ loads the folder's vision tower and its language model; the language model's wei
 arrays mlx-lm already loaded for the trunk (their names and shapes match), so the model is not in
 memory twice.
 
-A prompt's pictures go as mlx-vlm's ``generate`` sends them: the processor scales each picture and
-writes its ``<|image_pad|>`` tokens, ``get_input_embeddings`` runs the vision tower and projector
-and merges the features into the prompt's embeddings with M-RoPE positions (``get_rope_index``),
-then the language model prefills in mlx-vlm's chunks and decodes one token at a time with mlx-vlm's
-own caches. A prompt with pictures therefore decodes **plainly**: the MTP head's rollback works on
-mlx-lm's cache classes (``verify_states``, ``trunk_caches``), not on mlx-vlm's re-implementation, so
-drafting after a picture is not done yet; the reply's note says so.
+A prompt's pictures go as mlx-vlm's ``generate`` sends them: the processor scales each picture
+(once per picture, kept by content) and its ``<|image_pad|>`` tokens are written into the prompt,
+``get_input_embeddings`` runs the vision tower and projector and merges the features into the
+prompt's embeddings with M-RoPE positions (``get_rope_index``), then the language model prefills in
+mlx-vlm's chunks and decodes with mlx-vlm's own caches and the same ``rope_deltas``.
+
+The model's MTP head drafts after a picture as it does for text: its rows are (token x_p, the
+hidden state h_{p−1} mlx-vlm's language model returns with ``return_hidden``), a picture's cells
+given as the ``<|image_pad|>`` tokens the model itself reads there; a verify runs the drafts through
+mlx-vlm's language model, and a rejected draft is rolled back by putting the caches back as they
+were before the verify (an attention cache cut back by its offset, a gated-delta-net state kept by
+reference: mlx arrays are immutable) and running the accepted tokens again — the exact reference
+path of the text backend; mlx-vlm's gated-delta layers are not wrapped for per-token states. A
+separate drafter (Gemma 4's) is not paired here: such a prompt decodes plainly, and the reply's note
+says so.
 
 In the token list a picture stands as one pseudo-id per cell (:mod:`..image_cells`), keyed by its
 pixel hash. The lane keeps the state of its last prompt and reply, and a snapshot at the end of
 that prompt (an attention cache is cut back by its offset, a gated-delta-net state is kept by
 reference: mlx arrays are immutable). A follow-up whose prompt starts with either and adds only
 text (another question about the same picture: the previous prompt, the reply, the new question)
-runs only the new text, so the picture is not encoded again. Anything else (an edited message,
-another picture) runs the prompt afresh.
+runs only the new text, so the picture is not encoded again (the head's rows resumed with it; a
+drafting request does not resume a state a plain one left, whose head rows stop short). Anything
+else (an edited message, another picture) runs the prompt afresh.
 """
 
 from __future__ import annotations
@@ -36,7 +45,7 @@ import numpy as np
 from mlx_lm.models.cache import KVCache
 
 from app.engine.errors import RuntimeBackendError
-from app.engine.runtime.backends.image_cells import image_at, image_cells, image_runs
+from app.engine.runtime.backends.image_cells import has_images, image_at, image_cells, image_runs
 from app.engine.runtime.backends.mlx.drafting import HeadDrafter
 from app.engine.runtime.backends.mlx.kept_states import Conversation
 from app.engine.runtime.backends.prefix_cache import common_prefix_length
@@ -51,8 +60,8 @@ _PREPARED_KEPT = 8
 and up to its last user message), and a conversation re-sends its pictures every turn."""
 
 PLAIN_WITH_IMAGES = (
-    "a prompt with pictures decodes without MTP drafts on the MLX backend (mlx-vlm's language "
-    "model; drafting after a picture is not built yet: docs/vision.md#mlx)"
+    "a prompt with pictures decodes without MTP drafts on the MLX backend when the model drafts "
+    "with a separate drafter (only its own MTP head drafts after a picture: docs/vision.md#mlx)"
 )
 
 VISION_START = "<|vision_start|>"
@@ -234,9 +243,9 @@ class MlxVision:
     def length(self) -> int:
         return len(self._state.live.tokens) if self._state is not None else 0
 
-    @property
-    def drafts(self) -> bool:
-        return self._drafter is not None
+    def plain_only_reason(self, tokens: Sequence[int]) -> str | None:
+        """Why the prompt ``tokens`` decodes without drafts here (None: it may draft)."""
+        return PLAIN_WITH_IMAGES if self._drafter is None and has_images(tokens) else None
 
     def reset(self) -> None:
         self._state = None
@@ -255,6 +264,8 @@ class MlxVision:
         kept, source = (0, "")
         if state is not None and (state.with_head or not with_mtp):
             kept, source = state.resume_point(cells)
+        if with_mtp and self._drafter is None:
+            raise RuntimeBackendError(PLAIN_WITH_IMAGES)
         drafter = self._drafter if with_mtp else None
         try:
             if state is not None and kept:
