@@ -85,6 +85,12 @@ def register(benchmarks: argparse._SubParsersAction) -> None:
         help="also run llama.cpp's own MTP loop (llama-server --spec-type draft-mtp) on the "
         "same prompts in the same run (build: packaging/build_llama_server.sh)",
     )
+    parser.add_argument(
+        "--penalties",
+        action="store_true",
+        help="also run plain decoding and the deepest depth with presence 0.5, frequency 0.5 "
+        "and repetition 1.1 penalties and an 8-token logit bias, side by side with the rest",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     parser.set_defaults(func=run)
 
@@ -136,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
             top_p=args.top_p,
             llama_server=servers,
             progress=progress,
+            penalties=args.penalties,
         )
     if args.json:
         print(json.dumps(benchmark.to_dict(), indent=2))
@@ -157,7 +164,7 @@ def render(benchmark: DecodeBenchmark) -> str:
     ]
     for row in benchmark.rows:
         acceptance = " / ".join(f"{rate:.0%}" for rate in row.acceptance_by_depth)
-        if row.mode == "ar":
+        if row.depth == 0:
             cycle_columns = f"{'—':>10}{'—':>7}{'—':>8}{'—':>6}{'—':>9}{'—':>7}{'—':>6}  —"
         elif row.variable_depth:
             cycle_columns = (
@@ -213,7 +220,7 @@ def render(benchmark: DecodeBenchmark) -> str:
         f"targets (best depth K={benchmark.best_depth}):",
     ]
     lines += [f"  [{'ok' if met else 'MISSED'}] {name}" for name, met in benchmark.checks.items()]
-    lines += ["", *_host_lines(benchmark)]
+    lines += ["", *_host_lines(benchmark), *_penalty_lines(benchmark)]
     if benchmark.drafts_stopped is not None:
         lines += ["", f"DRAFTS BROKEN on this backend — {benchmark.drafts_stopped}"]
     if benchmark.llama_server_rows:
@@ -234,6 +241,28 @@ def _host_lines(benchmark: DecodeBenchmark) -> list[str]:
         host, model = row.host_seconds_per_token, row.model_seconds_per_token
         share = host / (host + model) if host + model > 0 else 0.0
         lines.append(f"{row.label:<18}{host * 1000:>9.3f}{model * 1000:>10.3f}{share:>12.1%}")
+    return lines
+
+
+def _penalty_lines(benchmark: DecodeBenchmark) -> list[str]:
+    """Decode speed without and with penalties, for plain decoding and the deepest depth."""
+    pairs = benchmark.penalty_cost()
+    if not pairs:
+        return []
+    lines = ["", "penalties on vs off (presence 0.5, frequency 0.5, repetition 1.1, 8 biased ids):"]
+    for off, on in pairs:
+        rate_off, rate_on = off.decode_tokens_per_second, on.decode_tokens_per_second
+        ratio = rate_on / rate_off if rate_off else 0.0
+        clock = (
+            on.clock_tokens_per_second / off.clock_tokens_per_second
+            if off.clock_tokens_per_second
+            else 0.0
+        )
+        lines.append(
+            f"  {off.label:<18}{rate_off:>9.1f} → {rate_on:>7.1f} tok/s  ({ratio:.3f}×; CPU "
+            f"time {clock:.3f}×; host {off.host_seconds_per_token * 1000:.3f} → "
+            f"{on.host_seconds_per_token * 1000:.3f} ms/token)"
+        )
     return lines
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -188,6 +189,22 @@ def test_bench_decode_prints_the_table_and_targets(
     assert "plain (AR)" in out and "MTP LC K=1" in out and "MTP match K=1" in out
     assert "targets (best depth K=1):" in out
     assert "greedy MTP identical to plain decoding" in out
+
+
+def test_bench_decode_penalties_runs_plain_and_mtp_with_them_side_by_side(
+    tiny_models: dict[str, Path], capsys: pytest.CaptureFixture
+) -> None:
+    args = ["bench", "decode", "--model", str(tiny_models["mtp"]), "--depths", "1", "--penalties"]
+    assert main([*args, "--max-tokens", "8", "--repeats", "1", "--threads", "1", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    penalised = {mode["label"]: mode for mode in report["modes"] if "penalties" in mode["mode"]}
+    assert set(penalised) == {"plain, penalties", "LC K=1, penalties"}
+    assert all(mode["decode_tokens_per_second"] > 0 for mode in penalised.values())
+    assert report["greedy_identical"]["1, penalties"] is True
+    assert main([*args, "--max-tokens", "4", "--repeats", "1", "--threads", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "penalties on vs off (presence 0.5, frequency 0.5, repetition 1.1" in out
+    assert re.search(r"MTP LC K=1 +[\d.]+ → +[\d.]+ tok/s", out)
 
 
 def test_bench_decode_wide_runs_the_table_on_the_widened_stand_in(

@@ -15,6 +15,7 @@ from typing import Any
 import httpx2
 import jsonschema
 
+from app.engine.runtime.backends.llama_cpp.vocabulary_only import VocabularyOnly
 from app.engine.runtime.core.demo_model import demo_model_path
 from tests.server.field_checks import USER, WEATHER, Endpoint
 from tests.server.server_process import ServerProcess
@@ -287,10 +288,48 @@ def _echo(endpoint: Endpoint, server: ServerProcess) -> None:
     assert "".join(pieces) == "Once upon a time" + plain
 
 
+def _repeated_words(text: str) -> int:
+    words = text.split()
+    return len(words) - len(set(words))
+
+
+def _penalises_repeats(field: str, value: float) -> Check:
+    """A strong penalty makes the greedy reply repeat itself less."""
+
+    def check(endpoint: Endpoint, server: ServerProcess) -> None:
+        long = {endpoint.length_field: 48}
+        greedy = endpoint.say(server, **long)
+        penalised = endpoint.say(server, **long, **{field: value})
+        assert penalised != greedy
+        assert _repeated_words(penalised) < _repeated_words(greedy), (greedy, penalised)
+
+    return check
+
+
+def _logit_bias(endpoint: Endpoint, server: ServerProcess) -> None:
+    """+100 makes a token the whole reply; -100 bans the reply's first token."""
+    vocabulary = VocabularyOnly(demo_model_path())
+    try:
+        greedy = endpoint.say(server)
+        first = vocabulary.tokenize(greedy, parse_special=False)[0]
+        (only,) = vocabulary.tokenize(" the", parse_special=False)
+    finally:
+        vocabulary.close()
+    assert endpoint.say(server, logit_bias={str(only): 100}) == " the" * 12
+    banned = endpoint.say(server, logit_bias={str(first): -100})
+    assert banned != greedy and not banned.startswith(greedy[:3]), (greedy, banned)
+    refused(endpoint, server, "logit_bias", logit_bias={"dragon": 5})
+
+
 SPECIFIC: dict[tuple[str, str], Check] = {
     ("chat", "messages"): _chat_messages,
     ("chat", "max_completion_tokens"): _length("max_completion_tokens"),
     ("chat", "stream_options"): _stream_options,
+    ("chat", "presence_penalty"): _penalises_repeats("presence_penalty", 2.0),
+    ("chat", "frequency_penalty"): _penalises_repeats("frequency_penalty", 2.0),
+    ("chat", "repetition_penalty"): _penalises_repeats("repetition_penalty", 1.8),
+    ("chat", "repeat_penalty"): _penalises_repeats("repeat_penalty", 1.8),
+    ("chat", "logit_bias"): _logit_bias,
     ("chat", "tools"): _tools,
     ("chat", "tool_choice"): _tool_choice,
     ("chat", "parallel_tool_calls"): _one_call("parallel_tool_calls", False),
@@ -301,6 +340,11 @@ SPECIFIC: dict[tuple[str, str], Check] = {
     ("completions", "prompt"): _prompt,
     ("completions", "echo"): _echo,
     ("completions", "stream_options"): _stream_options,
+    ("completions", "presence_penalty"): _penalises_repeats("presence_penalty", 2.0),
+    ("completions", "frequency_penalty"): _penalises_repeats("frequency_penalty", 2.0),
+    ("completions", "repetition_penalty"): _penalises_repeats("repetition_penalty", 1.8),
+    ("completions", "repeat_penalty"): _penalises_repeats("repeat_penalty", 1.8),
+    ("completions", "logit_bias"): _logit_bias,
     ("completions", "response_format"): _structured,
     ("responses", "tools"): _tools,
     ("responses", "tool_choice"): _tool_choice,

@@ -3,7 +3,7 @@ client: any number of stop strings, the pinned model answering its own names and
 and no other (a 404 ``model_not_found`` naming what it serves), usage sent once
 and only when asked, replies without ``max_tokens`` running to the context, errors known before
 the reply as HTTP 4xx even for streams, the ``developer`` role, clear 400s for what the runtime
-cannot honour (``n`` > 1, ``logprobs``, penalties), ``seed: -1``, the routes without ``/v1`` and
+cannot honour (``n`` > 1, ``logprobs``), ``seed: -1``, the routes without ``/v1`` and
 the ``--cors`` option."""
 
 from __future__ import annotations
@@ -131,8 +131,6 @@ def test_developer_role_is_a_system_message(server: ServerProcess) -> None:
         ("n", 2, "one reply per request"),
         ("logprobs", True, "log-probabilities"),
         ("top_logprobs", 3, "log-probabilities"),
-        ("presence_penalty", 0.5, "presence penalty"),
-        ("frequency_penalty", 1.0, "frequency penalty"),
     ],
 )
 def test_fields_the_runtime_cannot_honour_are_a_400_naming_them(

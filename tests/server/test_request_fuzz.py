@@ -159,11 +159,12 @@ def test_numbers_past_a_float_or_not_finite_are_a_400_naming_the_field(
     field: str, value: float
 ) -> None:
     """Found by the fuzzer: ``float(10**400)`` raised OverflowError (a 500), and an infinite
-    temperature was accepted. (``n`` and the penalties are refused whatever their value until
-    the runtime supports them.)"""
+    temperature was accepted. (``n`` is refused whatever its value until the runtime supports
+    it.)"""
     with pytest.raises(ApiError) as caught:
         parse_chat_body({**GOOD_BODY, field: value}, DEFAULTS, RequestImages(ImageRules()))
-    says = "must be a finite number" if field in ("temperature", "top_p") else "not supported"
+    finite = ("temperature", "top_p", "presence_penalty")
+    says = "must be a finite number" if field in finite else "not supported"
     assert caught.value.param == field and says in caught.value.message
     assert len(caught.value.message) < MAX_MESSAGE
 

@@ -14,13 +14,15 @@ pass first checks that MTP output is identical to plain decoding at every depth.
 The "default" row is what a user gets without flags (:data:`DEFAULT_MTP_DEPTH`), checked against the
 better of plain decoding and the best fixed depth. Optionally llama.cpp's own MTP loop
 (:mod:`~app.engine.runtime.bench.llama_server`) gets every prompt right after ours, and its figures
-are reported too.
+are reported too. With ``penalties`` plain decoding and the deepest LC depth run once more with the
+penalties and bias a chat client typically sends (:data:`PENALTIES`), on the same prompts in the
+same run, so their cost is read side by side; the greedy check covers them too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.engine.errors import RuntimeBackendError
@@ -48,6 +50,14 @@ LOOP_OVERHEAD_TARGET = 0.1
 DEFAULT_TO_BEST_TARGET = 0.98
 GREEDY_CHECK_TOKENS = 64
 ADAPTIVE_MODES = ("default", "auto", "auto-unsure")
+PENALTIES = {
+    "presence_penalty": 0.5,
+    "frequency_penalty": 0.5,
+    "repetition_penalty": 1.1,
+    "logit_bias": tuple((token, -1.0 if token % 2 else 1.0) for token in range(100, 108)),
+}
+"""What a chat front end with penalties on sends, and a small bias (8 ids)."""
+PENALISED_MODES = ("ar-penalties", "lc-penalties")
 
 Progress = Callable[[str], None]
 
@@ -200,6 +210,17 @@ class DecodeBenchmark:
         best = max(1.0, *(r.speedup for r in self._fixed))
         return self.only(mode).speedup / best
 
+    def penalty_cost(self) -> list[tuple[ModeFigures, ModeFigures]]:
+        """(without, with) :data:`PENALTIES` for plain decoding and the deepest LC depth; empty
+        when the run had no penalised modes."""
+        if not any(row.mode in PENALISED_MODES for row in self.rows):
+            return []
+        deepest = max(self.depths)
+        return [
+            (self.only("ar"), self.only("ar-penalties")),
+            (self.row("lc", deepest), self.only("lc-penalties")),
+        ]
+
     @property
     def _fixed(self) -> tuple[ModeFigures, ...]:
         return tuple(self.row("lc", depth) for depth in self.depths)
@@ -310,12 +331,13 @@ class _Mode:
     accept: AcceptMode
     adaptive: bool = False
     stop_unsure: bool = False
+    penalised: bool = False
 
     def request(self, prompt: str, sampler: SamplerSettings, tokens: int) -> GenerationRequest:
         return GenerationRequest(
             messages=(ChatMessage("user", prompt),),
             max_tokens=tokens,
-            sampler=sampler,
+            sampler=replace(sampler, **PENALTIES) if self.penalised else sampler,
             mtp_depth=self.depth,
             accept=self.accept,
             adaptive_depth=self.adaptive,
@@ -324,6 +346,7 @@ class _Mode:
 
 
 PLAIN = _Mode("plain (AR)", "ar", 0, AcceptMode.MATCH)
+PLAIN_PENALISED = _Mode("plain, penalties", "ar-penalties", 0, AcceptMode.MATCH, penalised=True)
 AUTO_MODE = _Mode("MTP LC auto", "auto", AUTO_MAX_DEPTH, AcceptMode.LEVIATHAN_CHEN, adaptive=True)
 AUTO_UNSURE = _Mode(
     "auto, unsure stop",
@@ -343,26 +366,42 @@ DEFAULT = _Mode(
 
 
 def _greedy_check(
-    client: RuntimeClient, prompts: Sequence[str], depths: Sequence[int]
+    client: RuntimeClient, prompts: Sequence[str], depths: Sequence[int], penalties: bool
 ) -> dict[str, bool]:
-    """Greedy output of every MTP depth (and of the adaptive depth) vs plain decoding."""
+    """Greedy output of every MTP depth (and of the adaptive depth) vs plain decoding; with
+    ``penalties``, also the deepest depth with them vs plain decoding with them."""
     greedy = SamplerSettings(temperature=0.0)
-    plain = [client.generate(PLAIN.request(p, greedy, GREEDY_CHECK_TOKENS)) for p in prompts]
+    checks = _same_greedy(client, prompts, PLAIN, greedy)
     checked = [_Mode("", "lc", depth, AcceptMode.LEVIATHAN_CHEN) for depth in depths]
     checked += [AUTO_MODE, AUTO_UNSURE]
-    return {
+    identical = {
         mode.mode if mode.adaptive else str(mode.depth): all(
-            client.generate(mode.request(p, greedy, GREEDY_CHECK_TOKENS)).token_ids
-            == reference.token_ids
-            for p, reference in zip(prompts, plain, strict=True)
+            client.generate(mode.request(p, greedy, GREEDY_CHECK_TOKENS)).token_ids == reference
+            for p, reference in zip(prompts, checks, strict=True)
         )
         for mode in checked
     }
+    if penalties:
+        penalised = _Mode("", "lc", max(depths), AcceptMode.LEVIATHAN_CHEN, penalised=True)
+        references = _same_greedy(client, prompts, PLAIN_PENALISED, greedy)
+        identical[f"{max(depths)}, penalties"] = references == _same_greedy(
+            client, prompts, penalised, greedy
+        )
+    return identical
 
 
-def _modes(depths: Sequence[int]) -> list[_Mode]:
+def _same_greedy(
+    client: RuntimeClient, prompts: Sequence[str], mode: _Mode, greedy: SamplerSettings
+) -> list[tuple[int, ...]]:
+    return [
+        client.generate(mode.request(p, greedy, GREEDY_CHECK_TOKENS)).token_ids for p in prompts
+    ]
+
+
+def _modes(depths: Sequence[int], penalties: bool = False) -> list[_Mode]:
     """Plain, LC and match at each depth, LC with the unsure stop at the deepest, the adaptive
-    modes and the default, in the order each prompt runs them."""
+    modes and the default, in the order each prompt runs them; with ``penalties``, plain and the
+    deepest LC depth again with :data:`PENALTIES`."""
     modes = [PLAIN]
     for depth in depths:
         modes.append(_Mode(f"MTP LC K={depth}", "lc", depth, AcceptMode.LEVIATHAN_CHEN))
@@ -375,7 +414,12 @@ def _modes(depths: Sequence[int]) -> list[_Mode]:
         AcceptMode.LEVIATHAN_CHEN,
         stop_unsure=True,
     )
-    return [*modes, unsure, AUTO_MODE, AUTO_UNSURE, DEFAULT]
+    modes += [unsure, AUTO_MODE, AUTO_UNSURE, DEFAULT]
+    if penalties:
+        label = f"LC K={deepest}, penalties"
+        lc = _Mode(label, "lc-penalties", deepest, AcceptMode.LEVIATHAN_CHEN, penalised=True)
+        modes += [PLAIN_PENALISED, lc]
+    return modes
 
 
 def run_decode_benchmark(
@@ -391,10 +435,12 @@ def run_decode_benchmark(
     top_p: float = 1.0,
     llama_server: LlamaServerPool | None = None,
     progress: Progress = lambda _message: None,
+    penalties: bool = False,
 ) -> DecodeBenchmark:
     """Measure every mode on ``client``'s model; the model must have a usable MTP head.
 
-    With ``llama_server`` each prompt also goes to its servers, right after our modes.
+    With ``llama_server`` each prompt also goes to its servers, right after our modes; with
+    ``penalties`` plain decoding and the deepest depth run with :data:`PENALTIES` too.
     """
     info = client.load()
     if not info.mtp_available:
@@ -402,9 +448,9 @@ def run_decode_benchmark(
             f"bench decode compares MTP with plain decoding, but {info.mtp_unavailable_reason}"
         )
     progress("greedy check: MTP output vs plain decoding")
-    greedy_identical = _greedy_check(client, prompts, depths)
+    greedy_identical = _greedy_check(client, prompts, depths, penalties)
 
-    modes = _modes(depths)
+    modes = _modes(depths, penalties)
     requests: dict[_Mode, list[DecodeStats]] = {mode: [] for mode in modes}
     stopped: str | None = None
 

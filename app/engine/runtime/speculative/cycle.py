@@ -7,6 +7,11 @@ distributions from the one sampler definition. At temperature 0 every distributi
 so both laws reduce to "keep drafts while they equal the target's arg-max, then take the target's
 arg-max" — computed directly from the logits, which makes greedy MTP output identical to greedy
 plain decoding by construction.
+
+Penalties and logit bias (:mod:`app.engine.runtime.sampling.penalties`) shape q and p alike:
+each draft is pushed into the request's penalty counts as it is chosen, so position i's edits
+count the drafts before it; they are computed once and serve both the head's q_i and the
+target's p_i, and the drafts are popped again before the committed tokens are pushed.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from app.engine.runtime.sampling.acceptance import (
 )
 from app.engine.runtime.sampling.distribution import SparseDistribution, draw
 from app.engine.runtime.sampling.draft_confidence import ConfidenceStop, head_confidence
+from app.engine.runtime.sampling.logit_edits import LogitEdits
+from app.engine.runtime.sampling.penalties import Penalties
 from app.engine.runtime.sampling.sampler import (
     SamplerSettings,
     greedy_token,
@@ -48,9 +55,12 @@ class CycleTokens:
 class _TargetRows(Sequence[SparseDistribution]):
     """Target distributions p_i computed only for the rows the acceptance law looks at."""
 
-    def __init__(self, logits: np.ndarray, sampler: SamplerSettings) -> None:
+    def __init__(
+        self, logits: np.ndarray, sampler: SamplerSettings, edits: Sequence[LogitEdits | None]
+    ) -> None:
         self._logits = logits
         self._sampler = sampler
+        self._edits = edits
         self._rows: dict[int, SparseDistribution] = {}
 
     def __len__(self) -> int:
@@ -58,7 +68,8 @@ class _TargetRows(Sequence[SparseDistribution]):
 
     def __getitem__(self, index: int) -> SparseDistribution:  # type: ignore[override]
         if index not in self._rows:
-            self._rows[index] = sparse_distribution(self._logits[index], self._sampler)
+            row = self._logits[index]
+            self._rows[index] = sparse_distribution(row, self._sampler, self._edits[index])
         return self._rows[index]
 
 
@@ -73,9 +84,11 @@ class SpeculativeDecoder:
         rng: np.random.Generator,
         recorder: StatsRecorder,
         grammar: GrammarState | None = None,
+        penalties: Penalties | None = None,
     ) -> None:
         self._backend = backend
         self._grammar = grammar
+        self._penalties = penalties or Penalties(sampler, (), backend.info.vocab_size)
         self._sampler = sampler
         self._accept = accept
         self._rng = rng
@@ -91,7 +104,9 @@ class SpeculativeDecoder:
             return self._plain_cycle(last_token)
         proposals: list[SparseDistribution] = []
         allowed_rows: list[np.ndarray] = []  # the grammar's mask at each position of the cycle
+        edit_rows: list[LogitEdits | None] = []  # the penalties' edits at each position
         grammar = self._grammar
+        penalties = self._penalties
         recorder = self._recorder
         steps = 0
         greedy = self._sampler.greedy
@@ -106,11 +121,12 @@ class SpeculativeDecoder:
                     return STOP_DRAFTING
                 allowed_rows.append(grammar.allowed())
                 logits = masked(logits, allowed_rows[-1])
+            edit_rows.append(penalties.edits())
             if greedy:
-                token = greedy_token(logits)
+                token = greedy_token(logits, edit_rows[-1])
                 confidence = head_confidence(logits, token) if stop is not None else 1.0
             else:
-                q = sparse_distribution(logits, self._sampler)
+                q = sparse_distribution(logits, self._sampler, edit_rows[-1])
                 token = draw(q, self._rng)
                 confidence = float(q.at(np.array([token]))[0])
             if stop is not None and not stop.keeps_drafting(confidence, recorder.cost_ratio()):
@@ -119,6 +135,7 @@ class SpeculativeDecoder:
                 proposals.append(q)
             if grammar is not None:
                 grammar.consume(token)
+            penalties.push(token)
             return token
 
         started = time.perf_counter()
@@ -132,10 +149,14 @@ class SpeculativeDecoder:
             if len(allowed_rows) == len(drafts):  # the row after the last draft
                 allowed_rows.append(grammar.allowed())
             logits = np.where(np.stack(allowed_rows), logits, -np.inf).astype(logits.dtype)
-        outcome = self._decide(drafts, proposals, logits)
+        if len(edit_rows) == len(drafts):  # the row after the last draft
+            edit_rows.append(penalties.edits())
+        outcome = self._decide(drafts, proposals, logits, edit_rows)
         if grammar is not None:
             grammar.rollback(len(drafts) - outcome.accepted)
             grammar.consume(outcome.next_token)
+        penalties.pop(len(drafts) - outcome.accepted)
+        penalties.push(outcome.next_token)
         self._backend.rollback(self._backend.committed_length - len(drafts) + outcome.accepted)
         if stop is not None:
             stop.learn(outcome.accepted)
@@ -160,21 +181,26 @@ class SpeculativeDecoder:
         self._recorder.record_cycle(0, 0)
         if self._grammar is not None:
             logits = masked(logits, self._grammar.allowed())
-        token = sample(logits, self._sampler, self._rng)
+        token = sample(logits, self._sampler, self._rng, self._penalties.edits())
         if self._grammar is not None:
             self._grammar.consume(token)
+        self._penalties.push(token)
         return CycleTokens((token,), drafted=0, accepted=0)
 
     def _decide(
-        self, drafts: Sequence[int], proposals: Sequence[SparseDistribution], logits: np.ndarray
+        self,
+        drafts: Sequence[int],
+        proposals: Sequence[SparseDistribution],
+        logits: np.ndarray,
+        edits: Sequence[LogitEdits | None],
     ) -> CycleOutcome:
         if self._sampler.greedy:
             for depth, draft in enumerate(drafts):
-                target = greedy_token(logits[depth])
+                target = greedy_token(logits[depth], edits[depth])
                 if target != draft:
                     return CycleOutcome(depth, target)
-            return CycleOutcome(len(drafts), greedy_token(logits[len(drafts)]))
-        targets = _TargetRows(logits, self._sampler)
+            return CycleOutcome(len(drafts), greedy_token(logits[len(drafts)], edits[len(drafts)]))
+        targets = _TargetRows(logits, self._sampler, edits)
         if self._accept is AcceptMode.LEVIATHAN_CHEN:
             return accept_leviathan_chen(drafts, proposals, targets, self._rng)
         return accept_by_matching(drafts, targets, self._rng)

@@ -27,6 +27,7 @@ from app.engine.runtime.core.prompt import prompt_token_ids
 from app.engine.runtime.core.request import GenerationRequest, GenerationResult, TokenChunk
 from app.engine.runtime.core.stats import StatsRecorder
 from app.engine.runtime.sampling.draft_confidence import ConfidenceStop
+from app.engine.runtime.sampling.penalties import Penalties
 from app.engine.runtime.sampling.sampler import sample
 from app.engine.runtime.speculative.cycle import SpeculativeDecoder
 from app.engine.runtime.speculative.depth_policy import DepthPolicies, DepthPolicy
@@ -51,6 +52,16 @@ def grammar_state(backend: DecodeBackend, request: GenerationRequest) -> Grammar
     return GrammarState(constraint, backend.grammar_tokenizer(), backend.info.vocab_size)
 
 
+def _token_rules(
+    backend: DecodeBackend, request: GenerationRequest, prompt: Sequence[int]
+) -> tuple[GrammarState | None, Penalties]:
+    """What holds the reply's tokens: the grammar, if any, and the penalties and bias (counting
+    from ``prompt``)."""
+    return grammar_state(backend, request), Penalties(
+        request.sampler, prompt, backend.info.vocab_size
+    )
+
+
 def _grammar_marker(backend: DecodeBackend, text: str) -> str:
     """``text`` as a grammar terminal: the model's own special token for it where it has one
     (Qwen's ``<tool_call>``), else the text spelled out."""
@@ -65,12 +76,16 @@ def next_token(
     grammar: GrammarState | None,
     request: GenerationRequest,
     rng: np.random.Generator,
+    penalties: Penalties,
 ) -> int:
-    """Sample the next token (among those the grammar allows) and advance the grammar."""
+    """Sample the next token (among those the grammar allows, under the penalties and bias)
+    and advance the grammar and the penalties' counts."""
     if grammar is None:
-        return sample(logits, request.sampler, rng)
-    token = sample(masked(logits, grammar.allowed()), request.sampler, rng)
-    grammar.consume(token)
+        token = sample(logits, request.sampler, rng, penalties.edits())
+    else:
+        token = sample(masked(logits, grammar.allowed()), request.sampler, rng, penalties.edits())
+        grammar.consume(token)
+    penalties.push(token)
     return token
 
 
@@ -262,26 +277,26 @@ def _choose_step(
     backend: DecodeBackend,
     request: GenerationRequest,
     choice: _DepthChoice,
-    sampling: tuple[GrammarState | None, np.random.Generator],
+    sampling: tuple[GrammarState | None, np.random.Generator, Penalties],
     recorder: StatsRecorder,
     output: _Output,
 ) -> Step:
     """The step every iteration of this request runs: plain, plain and timed (an adaptive
     request the policy runs plainly), or a speculative cycle."""
-    grammar, rng = sampling
+    grammar, rng, penalties = sampling
     policy, watch = choice.policy, choice.watch
     clock = backend.cycle_clock
 
     sampler = request.sampler
 
     def plain(last: int, _room: int) -> Sequence[int]:
-        if grammar is None:
+        if grammar is None and not penalties.active:
             return (sample(backend.step(last), sampler, rng),)
-        return (next_token(backend.step(last), grammar, request, rng),)
+        return (next_token(backend.step(last), grammar, request, rng, penalties),)
 
     def timed_plain(last: int, _room: int) -> Sequence[int]:
         started, wall_started = clock(), time.perf_counter()
-        token = next_token(backend.step(last), grammar, request, rng)
+        token = next_token(backend.step(last), grammar, request, rng, penalties)
         policy.observe(0, 0, clock() - started)
         recorder.verify_seconds += time.perf_counter() - wall_started
         recorder.verify_calls += 1
@@ -292,7 +307,9 @@ def _choose_step(
         return plain
     if not choice.drafting:
         return timed_plain
-    decoder = SpeculativeDecoder(backend, request.sampler, request.accept, rng, recorder, grammar)
+    decoder = SpeculativeDecoder(
+        backend, request.sampler, request.accept, rng, recorder, grammar, penalties
+    )
     stop = choice.stop
 
     def speculative(last: int, room: int) -> Sequence[int]:
@@ -333,7 +350,7 @@ def generate(
         request, lambda fitted: len(_token_ids(backend, fitted)), context
     )
     tokens = prompt_tokens(backend, request)
-    grammar = grammar_state(backend, request)
+    grammar, penalties = _token_rules(backend, request, tokens)
     trimmed = left_out_note(left_out, context) if left_out else None
     policies = depth_policies or DepthPolicies(remember=False)
     choice = _choose_depth(backend, request, policies, tokens)
@@ -357,10 +374,10 @@ def generate(
     recorder.prompt_reused_tokens = backend.last_prefix_reuse.reused_tokens
     recorder.prompt_images_encoded = backend.last_prefix_reuse.images_encoded
     recorder.prefill_done()
-    last = next_token(logits, grammar, request, rng)
+    last = next_token(logits, grammar, request, rng, penalties)
     look_for_cancel = output.commit((last,))
     try:
-        step = _choose_step(backend, request, choice, (grammar, rng), recorder, output)
+        step = _choose_step(backend, request, choice, (grammar, rng, penalties), recorder, output)
         context = backend.info.context_length
         while output.finish_reason is None:
             if look_for_cancel and cancelled():

@@ -102,12 +102,25 @@ SAMPLING = {
 }
 """Sampling and drafting fields read the same way by every API (``request_fields``)."""
 
+_REPETITION = honoured(
+    "llama.cpp's rule over the last 64 tokens of the prompt and the reply: a repeated token's "
+    "logit is divided by it (multiplied when negative); 1 = off"
+)
+PENALTIES = {
+    "presence_penalty": honoured(
+        "OpenAI's: a token already in the reply loses this much logit (-2 to 2)"
+    ),
+    "frequency_penalty": honoured(
+        "OpenAI's: a token loses this much logit for each time it is in the reply (-2 to 2)"
+    ),
+    "repetition_penalty": _REPETITION,
+    "repeat_penalty": _REPETITION,
+    "logit_bias": honoured("token id → bias added to its logit (-100 to 100); -100 bans the token"),
+}
+"""Penalties and bias (OpenAI's completion APIs): applied to the drafts' and the target's
+distributions alike, so MTP stays exact."""
+
 RUNTIME_PENDING_SAMPLING = {
-    "repetition_penalty": runtime_pending("the runtime applies no repetition penalty", 1),
-    "repeat_penalty": runtime_pending("the runtime applies no repetition penalty", 1),
-    "presence_penalty": runtime_pending("the runtime applies no presence penalty", 0),
-    "frequency_penalty": runtime_pending("the runtime applies no frequency penalty", 0),
-    "logit_bias": runtime_pending("the runtime applies no logit bias", {}),
     "ignore_eos": runtime_pending("the runtime always stops at the end-of-turn token", False),
     "min_tokens": runtime_pending("the runtime has no minimum reply length", 0),
     "n": runtime_pending("this server generates one reply per request", 1),

@@ -1,8 +1,9 @@
 """The request fields both APIs share: the model name, length, sampling, seed, ``mtp_depth`` and
 stop strings, checked by name and turned into the runtime's :class:`GenerationRequest`.
 
-Sampling fields follow OpenAI's names and defaults (temperature 1, top_p 1) plus the ones local
-servers commonly accept (top_k, min_p, seed; seed -1 means random). ``mtp_depth`` is an
+Sampling fields follow OpenAI's names and defaults (temperature 1, top_p 1, presence and
+frequency penalties 0, logit_bias) plus the ones local servers commonly accept (top_k, min_p,
+seed — -1 means random — and repetition_penalty, llama.cpp's repeat_penalty). ``mtp_depth`` is an
 extension: ``"auto"`` or a fixed depth for one request (0 turns MTP off), up to the depth the
 model was loaded for. A request without ``max_tokens`` may fill the context. Every refusal
 names the field and the accepted values; quoted values are cut short (:mod:`.echo`). Each API's
@@ -20,7 +21,7 @@ from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.chat_format.schema_limits import check_schema_size
 from app.engine.runtime.chat_format.tools import NONE
 from app.engine.runtime.core.request import MAX_DRAFT_DEPTH, GenerationRequest
-from app.engine.runtime.sampling.sampler import SamplerSettings
+from app.engine.runtime.sampling.sampler import BANNING_BIAS, MAX_BIAS, SamplerSettings
 from app.engine.runtime.speculative.depth_policy import AUTO
 from app.engine.server.core.api_errors import bad_request
 from app.engine.server.core.config import MAX_STOP_CHARACTERS, MAX_STOP_STRINGS, MAX_TOOLS
@@ -34,6 +35,8 @@ RUNTIME_MESSAGE_CHARACTERS = 200
 REASONING_EFFORT = "reasoning_effort"
 """The template variable gpt-oss's chat template (and others) read."""
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+MAX_LOGIT_BIASES = 1024
+"""The most token ids one ``logit_bias`` may list."""
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,7 @@ def generation_fields(
 ) -> GenerationRequest:
     """The generation ``body`` asks for over ``source`` (messages or prompt, plus the API's own
     tool and output-constraint fields): length, sampling (temperature, top_p, top_k, min_p,
-    seed) and ``mtp_depth``, each checked by name."""
+    seed, penalties, logit_bias) and ``mtp_depth``, each checked by name."""
     max_tokens = integer(body, tokens_field, defaults.max_tokens)
     depth = _depth(body.get("mtp_depth"), defaults)
     try:
@@ -99,6 +102,10 @@ def generation_fields(
             top_k=integer(body, "top_k", 0),
             min_p=number(body, "min_p", 0.0),
             seed=_seed(body),
+            presence_penalty=_penalty(body, "presence_penalty"),
+            frequency_penalty=_penalty(body, "frequency_penalty"),
+            repetition_penalty=_repetition_penalty(body),
+            logit_bias=_logit_bias(body),
         )
         return GenerationRequest(
             **source,
@@ -148,6 +155,58 @@ def _seed(body: dict[str, Any]) -> int | None:
             f"'seed' must be -1 (random) or a whole number 0 to 2^64-1, got {echo(seed)}", "seed"
         )
     return seed
+
+
+def _penalty(body: dict[str, Any], name: str) -> float:
+    value = number(body, name, 0.0)
+    if not -2.0 <= value <= 2.0:
+        raise bad_request(f"'{name}' must be from -2 to 2 (0 = off), got {echo(value)}", name)
+    return value
+
+
+def _repetition_penalty(body: dict[str, Any]) -> float:
+    """``repetition_penalty`` (Hugging Face's, vLLM's name) or ``repeat_penalty`` (llama.cpp's)."""
+    name = "repetition_penalty" if body.get("repetition_penalty") is not None else "repeat_penalty"
+    value = number(body, name, 1.0)
+    if value <= 0.0:
+        raise bad_request(f"'{name}' must be above 0 (1 = off), got {echo(value)}", name)
+    return value
+
+
+def _logit_bias(body: dict[str, Any]) -> tuple[tuple[int, float], ...]:
+    """``{"token id": bias}``, biases -100 (bans the token) to 100, in id order."""
+    value = body.get("logit_bias")
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        raise bad_request(
+            f"'logit_bias' must be an object of token ids and biases, got {echo(value)}",
+            "logit_bias",
+        )
+    if len(value) > MAX_LOGIT_BIASES:
+        raise bad_request(
+            f"'logit_bias' lists {len(value):,} tokens; this server accepts at most "
+            f"{MAX_LOGIT_BIASES}",
+            "logit_bias",
+        )
+    biases = {}
+    for key in value:
+        if not (isinstance(key, str) and key.isascii() and key.isdigit() and len(key) <= 12):
+            raise bad_request(
+                f"'logit_bias' keys must be token ids (whole numbers ≥ 0), got {echo(key)}",
+                "logit_bias",
+            )
+        bias = value[key]
+        if isinstance(bias, bool) or not isinstance(bias, int | float):
+            bias = math.nan
+        if not BANNING_BIAS <= bias <= MAX_BIAS:
+            raise bad_request(
+                f"'logit_bias' biases must be numbers from -100 (bans the token) to 100, got "
+                f"{echo(value[key])} for token {key}",
+                "logit_bias",
+            )
+        biases[int(key)] = float(bias)
+    return tuple(sorted(biases.items()))
 
 
 def _depth(value: Any, defaults: RequestDefaults) -> DepthSetting:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from app.engine.server.core.field_rules import (
     END_USER,
+    PENALTIES,
     PICKS_MODEL,
     RUNTIME_PENDING_SAMPLING,
     SAMPLING,
@@ -46,6 +47,7 @@ CHAT_FIELDS: dict[str, FieldRule] = {
         "given to a chat template that reads reasoning_effort; a 400 for a model whose "
         "template has no such setting"
     ),
+    **PENALTIES,
     **RUNTIME_PENDING_SAMPLING,
     "logprobs": runtime_pending("the runtime does not report token log-probabilities", False),
     "top_logprobs": runtime_pending("the runtime does not report token log-probabilities", 0),
@@ -78,6 +80,7 @@ COMPLETION_FIELDS: dict[str, FieldRule] = {
     "stream_options": _STREAM_OPTIONS,
     "echo": honoured("true: the reply's text starts with the prompt"),
     "response_format": _RESPONSE_FORMAT,
+    **PENALTIES,
     **RUNTIME_PENDING_SAMPLING,
     "logprobs": runtime_pending("the runtime does not report token log-probabilities"),
     "best_of": runtime_pending("this server generates one reply per request", 1),
