@@ -164,3 +164,19 @@ def test_the_language_model_is_in_memory_once(vision_mlx) -> None:
     trunk = {id(array) for _, array in tree_flatten(vision_mlx._model.parameters())}
     assert len(vision_language) > 50
     assert all(id(array) in trunk for array in vision_language)
+
+
+def test_text_and_pictures_taking_turns_on_one_model_answer_as_fresh(vision_mlx) -> None:
+    """The head's queued rows go to the conversation they belong to when requests switch
+    between the picture lane and the text path; every reply is what a fresh model gives."""
+    text = (ChatMessage("user", "def add(a, b):"),)
+    asked = ChatMessage("user", "Describe it.", images=(_shown(FIRST),))
+    pictured = (asked,)
+    vision_mlx.reset()
+    turns = [_run(vision_mlx, text, max_tokens=12), _run(vision_mlx, pictured, max_tokens=12)]
+    follow_up = (asked, ChatMessage("assistant", turns[1].text), ChatMessage("user", "More?"))
+    turns += [_run(vision_mlx, text, max_tokens=12), _run(vision_mlx, follow_up, max_tokens=12)]
+    assert turns[3].stats.prompt_images_encoded == 0  # the lane kept its picture across the text
+    for turn, messages in zip(turns, (text, pictured, text, follow_up), strict=True):
+        vision_mlx.reset()
+        assert _run(vision_mlx, messages, max_tokens=12, mtp_depth=0).token_ids == turn.token_ids

@@ -124,6 +124,17 @@ def _open_vision(
     return MlxVision(folder, trunk_model, head), None
 
 
+def _hand_over_head_rows(
+    drafter: HeadDrafter, vision: MlxVision | None, text: Conversation, from_vision: bool
+) -> None:
+    """Run the head's queued rows into the conversation they belong to: the picture lane's or
+    the text path's, whichever a request just left (the head's queue is shared)."""
+    if from_vision and vision is not None:
+        vision.settle_head_rows()
+    elif not from_vision:
+        drafter.keep_matching(text, len(text.tokens))
+
+
 class MlxBackend(DecodeBackend):
     """One model folder in mlx-lm, with an MTP head when one is found and fits."""
 
@@ -326,7 +337,7 @@ class MlxBackend(DecodeBackend):
 
     @property
     def last_prefix_reuse(self) -> PrefixReuse:
-        return self._last_reuse
+        return self._lane.last_reuse if self._lane else self._last_reuse
 
     @property
     def kept_state_bytes(self) -> int:
@@ -359,9 +370,13 @@ class MlxBackend(DecodeBackend):
                 f"{self._path.name} is {self.info.context_length} tokens; shorten the prompt or "
                 "load the model with a larger context (--ctx)"
             )
-        self._in_vision = has_images(tokens)
-        if self._in_vision:
-            return self._prefill_with_images(tokens, with_mtp)
+        was_vision, self._in_vision = self._in_vision, has_images(tokens)
+        if was_vision != self._in_vision and isinstance(self._drafter, HeadDrafter):
+            _hand_over_head_rows(self._drafter, self._vision, self._live, was_vision)
+        if self._in_vision:  # a prompt with pictures: through mlx-vlm (:mod:`.vision`)
+            if self._vision is None:
+                raise RuntimeBackendError(self.info.images_unavailable_reason or "no images here")
+            return self._vision.prefill(tokens, with_mtp)
         conversations = self._conversations
         if not self._reusable:
             conversations.live = conversations.new()
@@ -374,14 +389,6 @@ class MlxBackend(DecodeBackend):
             conversations.drop_live()
             raise
         self._last_reuse = PrefixReuse(plan.position, len(tokens) - plan.position, plan.source)
-        return logits
-
-    def _prefill_with_images(self, tokens: list[int], with_mtp: bool) -> np.ndarray:
-        """A prompt with pictures, through mlx-vlm's model classes (:mod:`.vision`)."""
-        if self._vision is None:
-            raise RuntimeBackendError(self.info.images_unavailable_reason or "no images here")
-        logits = self._vision.prefill(tokens, with_mtp)
-        self._last_reuse = self._vision.last_reuse
         return logits
 
     def _settle(self, tokens: list[int]) -> None:

@@ -162,9 +162,6 @@ class MlxVision:
         config = self._model.config
         self._image_token = int(config.image_token_index)
         self._merge = int(config.vision_config.spatial_merge_size)
-        tokenizer = self._processor.tokenizer
-        self._start = int(tokenizer.convert_tokens_to_ids(VISION_START))
-        self._end = int(tokenizer.convert_tokens_to_ids(VISION_END))
         self._kept: OrderedDict[str, _PreparedImage] = OrderedDict()
         self._pending: dict[int, _PreparedImage] = {}
         self._state: _LaneState | None = None
@@ -242,6 +239,13 @@ class MlxVision:
     @property
     def length(self) -> int:
         return len(self._state.live.tokens) if self._state is not None else 0
+
+    def settle_head_rows(self) -> None:
+        """Run the head rows still queued into the lane's conversation (the text path takes
+        the model next, and the head's queue is shared)."""
+        if self._state is not None and self._drafter is not None:
+            self._drafter.keep_matching(self._state.live, len(self._state.live.tokens))
+        self._tracking = False
 
     def plain_only_reason(self, tokens: Sequence[int]) -> str | None:
         """Why the prompt ``tokens`` decodes without drafts here (None: it may draft)."""
