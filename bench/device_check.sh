@@ -2,7 +2,8 @@
 # Everything a run on an NVIDIA GPU should prove, in one go, written to one report file:
 #   1. the CUDA llama-cpp-python wheel, built once (or reused from the wheel cache);
 #   2. the tests whose llama.cpp work then runs on the GPU (exactness, sampled exactness, the
-#      backend, draft health, the accelerator probe) and a check that llama.cpp reports CUDA;
+#      backend, draft health, several sequences in one context, the accelerator probe) and a
+#      check that llama.cpp reports CUDA;
 #   3. `bench decode` on the demo model and on the --wide stand-ins (memory-bound, GPU-sized);
 #   4. TTFT per turn of a growing conversation (`mtp-studio bench chat`).
 # Made for a machine with no network: the CUDA wheel is built from a folder prepared on a
@@ -55,6 +56,7 @@ GPU_TESTS=(
     tests/runtime/test_sampled_exactness.py
     tests/runtime/test_llama_cpp_backend.py
     tests/runtime/test_draft_health.py
+    tests/runtime/test_parallel_sequences.py
     tests/chat/test_accelerator.py
 )
 if [ "$MODE" = cpu ]; then

@@ -2,11 +2,12 @@
 between two models, and the memory two loaded models hold.
 
 1. **Clients at once.** For each count in ``--clients`` (1,2,4), that many streamed requests start
-   together (:mod:`~app.engine.runtime.bench.concurrent_clients`) on ``serve --model M`` (plain:
-   ``mtp_depth`` 0; MTP: the server's depth) and on llama-server ``--parallel N`` (N the largest
-   count) plain and with its MTP (``--spec-type draft-mtp``), same GGUF, same threads, one run
-   after the other on this machine. Printed: aggregate tok/s, the mean per-client tok/s, TTFT
-   mean and max; the median of ``--rounds`` rounds.
+   together (:mod:`~app.engine.runtime.bench.concurrent_clients`) on ``serve --model M
+   --parallel N`` (N the largest count; plain: ``mtp_depth`` 0; MTP: the server's depth), on
+   ``serve --parallel 1`` (one request at a time, the rest queued: what N sequences replace) and
+   on llama-server ``--parallel N`` plain and with its MTP (``--spec-type draft-mtp``), same
+   GGUF, same threads, one run after the other on this machine. Printed: aggregate tok/s, the
+   mean per-client tok/s, TTFT mean and max; the median of ``--rounds`` rounds.
 2. **Switching.** A library server with the two models (``--model`` and ``--second-model``): the
    first request to each (a cold load), then requests alternating between them with both loaded
    (``--max-loaded 2``) and with one at a time (``--max-loaded 1``: each switch unloads one and
@@ -28,12 +29,14 @@ import statistics
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 from app.commands.bench_serve_report import print_report
+from app.commands.chat import stand_in
 from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.bench.concurrent_clients import LoadRound, median_round, run_clients
 from app.engine.runtime.bench.llama_server import LlamaServer
@@ -75,16 +78,35 @@ def register(benchmarks: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--llama-server", type=Path, help="its binary (default: the cached build, if any)"
     )
+    parser.add_argument(
+        "--wide",
+        type=int,
+        default=1,
+        metavar="F",
+        help="serve a memory-bound stand-in: every FFN widened F× with zero channels (same "
+        "tokens, F× the FFN bytes), where a step of N rows costs less than N steps of one",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, vocab=0)
 
 
 def run(args: argparse.Namespace) -> int:
-    model = args.model or demo_model_path()
+    with ExitStack() as stack:
+        model = stand_in(args.model or demo_model_path(), args, stack, _progress)
+        return _measure(args, model)
+
+
+def _progress(message: str) -> None:
+    print(f"… {message}", file=sys.stderr)
+
+
+def _measure(args: argparse.Namespace, model: Path) -> int:
     second = args.second_model or DEMO_VISION_MODEL
     counts = _counts(args.clients)
     threads = choose_threads(args.threads).threads
-    configs = _ours(model, counts, args, threads)
+    configs = _ours(model, counts, args, threads, max(counts))
+    if max(counts) > 1:
+        configs += _ours(model, counts, args, threads, 1)
     binary = args.llama_server or _cached_llama_server()
     if binary is not None:
         configs += _llama_servers(binary, model, counts, args, threads)
@@ -95,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
         "threads": threads,
         "max_tokens": args.max_tokens,
         "rounds": args.rounds,
+        "parallel": max(counts),
         "llama_server": str(binary) if binary else None,
         "configs": [_config_json(config) for config in configs],
         "switching": switching,
@@ -131,16 +154,16 @@ def _rounds(
 
 
 def _ours(
-    model: Path, counts: tuple[int, ...], args: argparse.Namespace, threads: int
+    model: Path, counts: tuple[int, ...], args: argparse.Namespace, threads: int, parallel: int
 ) -> list[ConfigFigures]:
     serve_args = ("--model", str(model), "--threads", str(threads), "--ctx", str(SLOT_CONTEXT))
-    with ServeProcess(*serve_args) as server:
+    with ServeProcess(*serve_args, "--parallel", str(parallel)) as server:
         name = model.stem
         plain = _rounds(server.base_url, name, counts, args, {"mtp_depth": 0})
         drafting = _rounds(server.base_url, name, counts, args, {})
     return [
-        ConfigFigures("serve plain (1 per model)", plain),
-        ConfigFigures("serve MTP auto (1 per model)", drafting),
+        ConfigFigures(f"serve --parallel {parallel} plain", plain),
+        ConfigFigures(f"serve --parallel {parallel} MTP auto", drafting),
     ]
 
 

@@ -26,7 +26,7 @@ def print_report(report: dict[str, Any]) -> None:
                 f"{row['aggregate_tokens_per_second']:>16.1f} "
                 f"{row['client_tokens_per_second']:>17.1f} {ttft:>18}"
             )
-    _print_ratios(report["configs"])
+    _print_ratios(report["configs"], report["parallel"])
     switching = report["switching"]
     cold = " / ".join(f"{seconds:.2f} s" for seconds in switching["cold_load_ttft_seconds"])
     print(f"switching models ({report['second_model']} as the second):")
@@ -51,10 +51,10 @@ def print_report(report: dict[str, Any]) -> None:
         )
 
 
-def _print_ratios(configs: list[dict[str, Any]]) -> None:
-    """Ours over llama-server's, per client count, plain and MTP."""
+def _print_ratios(configs: list[dict[str, Any]], parallel: int) -> None:
+    """Ours (``--parallel N``) over llama-server's, per client count, plain and MTP."""
     by_label = {config["label"]: config["rounds"] for config in configs}
-    ours = [label for label in by_label if label.startswith("serve")]
+    ours = [label for label in by_label if label.startswith(f"serve --parallel {parallel} ")]
     theirs = [label for label in by_label if label.startswith("llama-server")]
     if len(ours) != 2 or len(theirs) != 2:
         return

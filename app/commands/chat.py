@@ -293,6 +293,8 @@ def describe_load(plan: LoadPlan, info: ModelInfo) -> str:
     settings = plan.settings
     why = f" ({plan.choice.reason})" if plan.choice.reason else ""
     parts = [f"context {info.context_length} tokens{why}"]
+    if info.sequences > 1:  # serve --parallel: that many requests at once, each its own window
+        parts.append(f"{info.sequences} requests at once (continuous batching)")
     if info.backend == LLAMA_CPP:  # MLX keeps its own cache type and attention
         parts += [
             f"KV cache {settings.kv_cache_type}",

@@ -40,7 +40,6 @@ from app.commands.serve_options import (
     idle_unload_seconds,
     memory_budget,
     model_folders,
-    parallel_note,
 )
 from app.engine.chat.memory import physical_memory_bytes
 from app.engine.errors import ServerError, UnrunnableBuildError
@@ -314,6 +313,7 @@ def _load_rules(args: argparse.Namespace, config: ServerConfig) -> LoadRules:
         projector=projector,
         images=not images_off,
         drafter=args.drafter.expanduser() if args.drafter is not None else None,
+        parallel=args.parallel,
     )
 
 
@@ -370,6 +370,7 @@ def _announce(
             settings = runner.plan.settings
             event.update(
                 context_length=runner.info.context_length,
+                parallel=runner.info.sequences,
                 kv_cache_type=settings.kv_cache_type,
                 flash_attention=settings.flash_attention,
                 state_cache_mib=settings.state_cache_mib,
@@ -386,9 +387,6 @@ def _announce(
         if runner is not None:
             print(f"mtp-studio serve: {describe_load(runner.plan, runner.info)}", file=sys.stderr)
             print(f"mtp-studio serve: {describe_images(runner.info)}", file=sys.stderr)
-        note = parallel_note(args.parallel)
-        if note:
-            print(f"mtp-studio serve: {note}", file=sys.stderr)
     sys.stderr.flush()
 
 

@@ -5,7 +5,9 @@ else the one in Settings), the Hugging Face cache and the grafted copies. ``--al
 pinned model more names (or, as ``NAME=MODEL``, lets a name or pattern pick a library model),
 ``--max-loaded`` caps how many models stay loaded (by default the memory estimates decide:
 :data:`LOADED_SHARE` of RAM), ``--idle-unload`` unloads a model nobody used for that long, and
-``--parallel`` is the sequences per model (docs/server-api.md#models).
+``--parallel`` is the sequences per model: on llama.cpp, that many requests decoded at once in one
+context with continuous batching; by default as many as memory allows, at least 2 (MLX runs one
+at a time; docs/server-api.md#several-clients).
 """
 
 from __future__ import annotations
@@ -22,8 +24,6 @@ from app.engine.settings import SettingsStore, app_dirs, hf_hub_cache
 LOADED_SHARE = 0.75
 """The share of RAM the loaded models' memory estimates may add up to (one model always loads)."""
 DEFAULT_IDLE_UNLOAD = "10m"
-PARALLEL_TODAY = 1
-"""Sequences one model runs at once in this version (issue 32's second half raises it)."""
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*$")
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600}
 
@@ -76,11 +76,12 @@ def add_library_arguments(parser: argparse.ArgumentParser, backends: Sequence[st
     parser.add_argument(
         "--parallel",
         type=_positive,
-        default=PARALLEL_TODAY,
+        default=0,
         metavar="N",
-        help="per model, sequences in one context. This version runs "
-        f"{PARALLEL_TODAY} per model: further requests for a model wait in its queue (with "
-        "their headers sent) while requests for other models run at once",
+        help="requests one llama.cpp model decodes at once: N sequences in one context with "
+        "continuous batching, each drafting with its own MTP state (default: by memory, 2 to "
+        "4); further requests wait in its queue. An MLX model runs one request at a time in "
+        "its worker, the others wait in its queue",
     )
 
 
@@ -110,17 +111,6 @@ def memory_budget() -> int | None:
 def model_folders(args: argparse.Namespace) -> LibraryRoots:
     models_dir = args.models_dir or SettingsStore().load().models_path()
     return LibraryRoots(Path(models_dir).expanduser(), hf_hub_cache(), app_dirs().grafted_models)
-
-
-def parallel_note(parallel: int) -> str | None:
-    """What ``--parallel N`` does in this version, when N asks for more than it gives."""
-    if parallel <= PARALLEL_TODAY:
-        return None
-    return (
-        f"--parallel {parallel}: this version runs {PARALLEL_TODAY} sequence per model; further "
-        "requests for a model wait in its queue (their headers are sent at once), while "
-        "requests for different models run at the same time"
-    )
 
 
 def _count(text: str) -> int:

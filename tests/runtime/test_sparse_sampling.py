@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from app.engine.errors import RuntimeBackendError
 from app.engine.runtime.sampling.acceptance import accept_by_matching, accept_leviathan_chen
 from app.engine.runtime.sampling.candidates import top_k_ids
 from app.engine.runtime.sampling.distribution import draw
@@ -149,6 +150,29 @@ def test_top_k_on_a_wide_row_is_the_full_sort_one(tied_tail: bool) -> None:
     tied = np.zeros(WIDE, dtype=np.float32)
     tied[:5] = 1.0  # the 20th largest is the tied value: all of them are kept
     assert top_k_ids(tied, 20).size == WIDE
+
+
+@pytest.mark.parametrize("size", [152_064, 151_936, 262_144 + 77], ids=["Qwen", "ragged", "odd"])
+def test_top_k_is_the_full_sort_one_however_the_row_divides(size: int) -> None:
+    """Vocabulary sizes that fill the top-k grid exactly and that leave tokens past it (a
+    strong token among them), with the k-th largest value shared by many tokens or not."""
+    rng = np.random.default_rng(size)
+    for shared in (False, True):
+        row = (rng.normal(size=size) * 2.0).astype(np.float32)
+        row[-3] = 30.0  # past the grid when the size does not divide
+        if shared:
+            row[rng.integers(0, size, size=500)] = np.sort(row)[-10]
+        for k in (1, 5, 20, 40):
+            kth = np.sort(row)[::-1][k - 1]
+            assert np.array_equal(top_k_ids(row, k), np.flatnonzero(row >= kth))
+
+
+def test_a_row_with_a_nan_is_refused_with_top_k_on() -> None:
+    row = _wide_row(7, tied_tail=False)
+    row[123_456] = np.nan
+    assert top_k_ids(row, 20).tolist() == [123_456]
+    with pytest.raises(RuntimeBackendError, match="not numbers"):
+        sparse_distribution(row, SamplerSettings(temperature=0.6, top_k=20))
 
 
 @pytest.mark.parametrize("settings", SETTINGS[:-1], ids=IDS[:-1])

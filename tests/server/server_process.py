@@ -138,9 +138,13 @@ def launch(
 
 def serve_command(*args: str) -> list[str]:
     """``serve`` with ``args``; pinned to the demo model unless the args name a model or a
-    models folder (a library server must be given its own folders: see ``library_env``)."""
+    models folder (a library server must be given its own folders: see ``library_env``); one
+    request per model at a time unless the args say ``--parallel`` (the queue's tests count on
+    the second request waiting)."""
     if "--model" not in args and "--models-dir" not in args:
         args = ("--model", str(demo_model_path()), *args)
+    if "--parallel" not in args:
+        args = (*args, "--parallel", "1")
     return [sys.executable, "-m", "app", "serve", *args]
 
 

@@ -1,16 +1,14 @@
-"""The scheduler runs as many of a model's requests at once as its runner says it can: the seam
-where N sequences per model (issue 32's second half) slots in.
+"""The scheduler runs as many of a model's requests at once as its runner says it can.
 
-Today's runner runs one sequence; here a runner of two real demo workers reports two, and the
-scheduler starts two requests together while a third waits, starts the third when a slot frees,
-and a cancelled waiting request never starts. Nothing in the scheduler knows how the runner
-runs its sequences."""
+Here the runner is a real demo worker loaded for two sequences (one llama.cpp context, continuous
+batching): the scheduler starts two requests together while a third waits, starts the third when
+a slot frees (a cancel frees it within a step), and a cancelled waiting request never starts.
+Nothing in the scheduler knows how the runner runs its sequences."""
 
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -26,21 +24,19 @@ from app.engine.server.models.runner import ModelRunner
 
 pytestmark = pytest.mark.slow
 
-SETTINGS = LoadSettings(context_length=2048, threads=1, state_cache_mib=0)
+SETTINGS = LoadSettings(context_length=2048, threads=1, state_cache_mib=0, sequences=2)
 
 
-class TwoWorkers:
-    """Two demo workers behind one runner: two sequences at once."""
+class TwoSequences:
+    """A demo worker loaded for two sequences: two generations at once in one context."""
 
     def __init__(self) -> None:
-        self._clients = [RuntimeClient(demo_model_path(), settings=SETTINGS) for _ in range(2)]
-        self._infos = [client.load() for client in self._clients]
-        self._busy: set[int] = set()
-        self._lock = threading.Lock()
+        self._client = RuntimeClient(demo_model_path(), settings=SETTINGS)
+        self._info = self._client.load()
 
     @property
     def info(self) -> ModelInfo:
-        return self._infos[0]
+        return self._info
 
     @property
     def plan(self) -> LoadPlan:
@@ -48,49 +44,17 @@ class TwoWorkers:
 
     @property
     def sequences(self) -> int:
-        return 2
+        return self._info.sequences
 
     def start(self, request: GenerationRequest) -> GenerationStream:
-        with self._lock:
-            index = next(i for i in range(2) if i not in self._busy)
-            self._busy.add(index)
-        stream = self._clients[index].start(request)
-        return _Freeing(stream, lambda: self._free(index))  # type: ignore[return-value]
-
-    def _free(self, index: int) -> None:
-        with self._lock:
-            self._busy.discard(index)
+        return self._client.start(request)
 
     def worker_pids(self) -> tuple[int, ...]:
-        return tuple(c.worker_pid for c in self._clients if c.worker_pid is not None)
+        pid = self._client.worker_pid
+        return (pid,) if pid is not None else ()
 
     def close(self) -> None:
-        for client in self._clients:
-            client.close()
-
-
-class _Freeing:
-    """A worker's stream that frees its worker when it ends (what the scheduler reads of a
-    stream: its chunks, ``wait``, ``cancel``)."""
-
-    def __init__(self, stream: GenerationStream, free: Callable[[], None]) -> None:
-        self._stream = stream
-        self._free = free
-
-    def __iter__(self) -> Iterator[TokenChunk]:
-        try:
-            yield from self._stream
-        finally:
-            self._free()
-
-    def wait(self) -> GenerationResult:
-        for _chunk in self:
-            pass
-        assert self._stream.result is not None
-        return self._stream.result
-
-    def cancel(self) -> None:
-        self._stream.cancel()
+        self._client.close()
 
 
 class Lent:
@@ -133,7 +97,7 @@ async def _result(job: Job) -> GenerationResult:
 
 
 def test_two_sequences_run_at_once_and_the_third_waits_for_a_slot() -> None:
-    runner = TwoWorkers()
+    runner = TwoSequences()
     lent = Lent(runner)
     scheduler = Scheduler(lent, queue_size=4, model="demo-mtp")
     scheduler.start()

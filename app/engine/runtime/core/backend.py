@@ -16,6 +16,7 @@ apart (an image may advance the position by fewer than its cells; docs/vision.md
 
 from __future__ import annotations
 
+import contextlib
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -71,6 +72,9 @@ class LoadSettings:
     folder for a model folder; docs/drafters.md), checked against the model before anything
     loads. None: the drafter found beside the model (its folder or an ``MTP/`` subfolder), if
     any, for a model that takes one."""
+    sequences: int = 1
+    """Requests decoded at once in one context (``serve --parallel N``; llama.cpp only: N
+    sequences with continuous batching, docs/server-api.md#several-clients). 1 elsewhere."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,8 @@ class ModelInfo:
     """The separate drafter model that drafts for it (None: its own MTP head, or none)."""
     cpu_variant: str | None = None
     """The CPU code a portable llama.cpp build picked (None: native code, or another backend)."""
+    sequences: int = 1
+    """Requests the model decodes at once (``LoadSettings.sequences`` where the backend can)."""
 
     @property
     def mtp_available(self) -> bool:
@@ -310,6 +316,15 @@ class DecodeBackend(ABC):
 
         The verified rows that stay become the MTP head's next inputs (with their hidden states).
         """
+
+    sequence_backends: tuple[DecodeBackend, ...] = ()
+    """A model loaded for several sequences at once (``LoadSettings.sequences``): one backend
+    per sequence, whose requests run at the same time; empty: one request at a time here."""
+
+    def running(self) -> contextlib.AbstractContextManager[None]:
+        """Held while a request runs here: a sequence of a model that decodes several at once
+        joins every step for that time (:mod:`..backends.llama_cpp.sequences`)."""
+        return contextlib.nullcontext()
 
     @abstractmethod
     def close(self) -> None:

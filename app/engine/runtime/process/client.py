@@ -20,6 +20,10 @@ stream raises a clear :class:`RuntimeBackendError` and the next request starts a
 unless it died by SIGILL: then every request raises the same :class:`UnrunnableBuildError`, which
 says how to get a build this CPU runs (``worker_death``).
 A worker that does not stop within ``cancel_grace_seconds`` of a cancel is terminated.
+
+A model loaded for several sequences (``LoadSettings.sequences``, ``serve --parallel N``) runs
+up to that many generations at once; their streams share the pipe, and whichever stream reads it
+hands the other streams' messages to their inboxes.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import multiprocessing
 import secrets
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -82,9 +87,14 @@ class RuntimeClient:
         self._connection: Connection | None = None
         self._info: ModelInfo | None = None
         self._send_lock = threading.Lock()
+        self._start_lock = threading.Lock()
         self._next_request_id = 1
-        self._active: GenerationStream | None = None
+        self._active: set[GenerationStream] = set()
         self._unrunnable: UnrunnableBuildError | None = None
+        self._routing = threading.Condition()
+        self._inboxes: dict[int, deque[object]] = {}
+        self._reading = False
+        self._death: RuntimeBackendError | None = None
 
     @property
     def info(self) -> ModelInfo | None:
@@ -130,6 +140,7 @@ class RuntimeClient:
         process.start()
         child_end.close()
         self._process, self._connection = process, parent_end
+        self._death = None
         self._send(LoadModel(self._backend, self._model_path, self._settings, self._sidecar))
         reply = self._receive("loading the model")
         if isinstance(reply, WorkerFailure):
@@ -142,8 +153,14 @@ class RuntimeClient:
         return reply.info
 
     def start(self, request: GenerationRequest) -> GenerationStream:
-        """Begin a generation; iterate the returned stream for its chunks."""
-        if self._active is not None and self._active.result is None and self._active.alive:
+        """Begin a generation; iterate the returned stream for its chunks. Thread-safe: a
+        model loaded for several sequences takes several at once."""
+        with self._start_lock:
+            return self._start(request)
+
+    def _start(self, request: GenerationRequest) -> GenerationStream:
+        running = {stream for stream in self._active if stream.result is None and stream.alive}
+        if len(running) >= (self._info.sequences if self._info is not None else 1):
             raise RuntimeBackendError(
                 "a generation is already running on this model; cancel it or wait for it first"
             )
@@ -153,9 +170,12 @@ class RuntimeClient:
         self.load()
         request_id = self._next_request_id
         self._next_request_id += 1
+        stream = GenerationStream(self, request_id, request)
+        with self._routing:
+            self._inboxes[request_id] = deque()
+        self._active = {*running, stream}
         self._send(StartGeneration(request_id, request))
-        self._active = GenerationStream(self, request_id, request)
-        return self._active
+        return stream
 
     def generate(
         self, request: GenerationRequest, on_chunk: Callable[[TokenChunk], None] | None = None
@@ -206,6 +226,54 @@ class RuntimeClient:
             if deadline is not None and time.monotonic() >= deadline:
                 return None
 
+    def _next_for(self, request_id: int, doing: str, deadline: float | None) -> object | None:
+        """The next message for generation ``request_id`` (None once ``deadline`` passes).
+        One stream at a time reads the pipe and files what it reads by request; a message for
+        no request (a failure of the worker itself) goes to every stream."""
+        while True:
+            with self._routing:
+                inbox = self._inboxes.get(request_id)
+                if inbox:
+                    return inbox.popleft()
+                if self._death is not None:
+                    raise self._death
+                if deadline is not None and time.monotonic() >= deadline:
+                    return None
+                reader = not self._reading
+                if reader:
+                    self._reading = True
+                else:
+                    self._routing.wait(_POLL_SECONDS)
+            if reader:
+                self._read_one(doing, deadline)
+
+    def _read_one(self, doing: str, deadline: float | None) -> None:
+        """Read one message (or time out) and file it in its stream's inbox."""
+        try:
+            until = time.monotonic() + _POLL_SECONDS
+            message = self._receive(doing, until if deadline is None else min(deadline, until))
+        except RuntimeBackendError as exc:
+            with self._routing:
+                self._death = exc
+            raise
+        finally:
+            with self._routing:
+                self._reading = False
+                self._routing.notify_all()
+        if message is None:
+            return
+        with self._routing:
+            target = getattr(message, "request_id", None)
+            boxes = self._inboxes.values() if target is None else [self._inboxes.get(target)]
+            for box in boxes:
+                if box is not None:
+                    box.append(message)
+            self._routing.notify_all()
+
+    def _done_with(self, request_id: int) -> None:
+        with self._routing:
+            self._inboxes.pop(request_id, None)
+
     def _worker_died(self, doing: str) -> RuntimeBackendError:
         process = self._process
         code = None
@@ -245,7 +313,9 @@ class GenerationStream:
     def __iter__(self) -> Iterator[TokenChunk]:
         try:
             while self.result is None:
-                message = self._client._receive("generating with", self._cancel_deadline)
+                message = self._client._next_for(
+                    self._request_id, "generating with", self._cancel_deadline
+                )
                 if message is None:
                     self._client._stop_worker()
                     self.result = self._cancelled_result()
@@ -263,9 +333,12 @@ class GenerationStream:
                     self._request_id,
                     None,
                 ):
+                    self._client._done_with(self._request_id)
                     _raise_failure(message)
         finally:
             self.alive = False
+            if self.result is not None:  # not a reader that stopped early: more may come
+                self._client._done_with(self._request_id)
 
     def cancel(self) -> None:
         """Ask the worker to stop after the current cycle (terminated if it does not)."""

@@ -4,12 +4,15 @@ Native code (llama.cpp) can abort or run out of memory; in a separate process th
 only the worker, and the client turns it into a clear error. The worker loads one model, then
 runs one generation at a time, streaming a message per chunk (:data:`CHUNK_INTERVAL_SECONDS`);
 whenever a chunk goes out it reads the pipe for a cancel (or shutdown), so a long generation
-stops promptly.
+stops promptly. A model loaded for several sequences (``serve --parallel N`` on llama.cpp) runs
+its generations at once instead, each on a thread of its own, while this thread reads the pipe
+(:mod:`.sequence_runs`).
 """
 
 from __future__ import annotations
 
 import signal
+import threading
 import traceback
 from multiprocessing.connection import Connection
 
@@ -27,6 +30,7 @@ from app.engine.runtime.process.messages import (
     StartGeneration,
     WorkerFailure,
 )
+from app.engine.runtime.process.sequence_runs import SequenceRuns
 from app.engine.runtime.speculative.depth_policy import DepthPolicies
 from app.engine.runtime.speculative.generation import generate
 
@@ -43,6 +47,8 @@ class _Worker:
         self._backend: DecodeBackend | None = None
         self._depth_policies = DepthPolicies()
         self._shutdown = False
+        self._runs: SequenceRuns | None = None
+        self._send_lock = threading.Lock()
 
     def serve(self) -> None:
         try:
@@ -53,6 +59,8 @@ class _Worker:
                     return
                 self._handle(message)
         finally:
+            if self._runs is not None:
+                self._runs.stop()
             if self._backend is not None:
                 self._backend.close()
 
@@ -61,18 +69,28 @@ class _Worker:
         try:
             if isinstance(message, LoadModel):
                 self._load(message)
+            elif isinstance(message, StartGeneration) and self._runs is not None:
+                self._runs.start(message)
             elif isinstance(message, StartGeneration):
                 self._generate(message)
+            elif isinstance(message, CancelGeneration) and self._runs is not None:
+                self._runs.cancel(message.request_id)
             elif isinstance(message, Shutdown):
                 self._shutdown = True
         except MtpStudioError as exc:
-            self._connection.send(WorkerFailure(request_id, str(exc), user_error=True))
+            self._send(WorkerFailure(request_id, str(exc), user_error=True))
         except Exception:
-            self._connection.send(
-                WorkerFailure(request_id, traceback.format_exc(), user_error=False)
-            )
+            self._send(WorkerFailure(request_id, traceback.format_exc(), user_error=False))
+
+    def _send(self, message: object) -> None:
+        """Post ``message`` to the client (generations on several threads post at once)."""
+        with self._send_lock:
+            self._connection.send(message)
 
     def _load(self, message: LoadModel) -> None:
+        if self._runs is not None:
+            self._runs.stop()
+            self._runs = None
         if self._backend is not None:
             self._backend.close()
             self._backend = None
@@ -80,7 +98,11 @@ class _Worker:
             message.backend, message.path, message.settings, message.sidecar
         )
         self._depth_policies = DepthPolicies()
-        self._connection.send(ModelLoaded(self._backend.info))
+        if self._backend.sequence_backends:
+            self._runs = SequenceRuns(
+                self._backend.sequence_backends, self._send, CHUNK_INTERVAL_SECONDS
+            )
+        self._send(ModelLoaded(self._backend.info))
 
     def _generate(self, message: StartGeneration) -> None:
         if self._backend is None:
@@ -98,7 +120,7 @@ class _Worker:
             return False
 
         def send(chunk: TokenChunk) -> None:
-            self._connection.send(ChunkMessage(request_id, chunk))
+            self._send(ChunkMessage(request_id, chunk))
 
         result = generate(
             self._backend,
@@ -108,7 +130,7 @@ class _Worker:
             depth_policies=self._depth_policies,
             chunk_interval=CHUNK_INTERVAL_SECONDS,
         )
-        self._connection.send(GenerationFinished(request_id, result))
+        self._send(GenerationFinished(request_id, result))
         if message.request.adaptive_depth:
             self._depth_policies.save()  # after the reply: ~0.6–1.6 ms the user need not wait
 

@@ -187,7 +187,7 @@ def _vocabulary_distribution(
     if settings.top_p >= 1.0 and settings.min_p <= 0.0:
         return SparseDistribution(every_token(weights.size), weights, total, sums)
     if settings.top_p < 1.0:
-        tokens = top_p_ids(weights, settings.top_p * total)
+        tokens = top_p_ids(weights, settings.top_p * total, peak=1.0)
         if settings.min_p > 0.0:  # the likeliest token's weight is 1
             tokens = tokens[weights[tokens] >= settings.min_p]
     else:

@@ -33,6 +33,8 @@ def model_event_text(event: PoolEvent) -> str:
     if event.kind == LOADED_EVENT:
         info = event.info
         context = f" · context {info.context_length} tokens" if info else ""
+        if info is not None and info.sequences > 1:
+            context += f" · {info.sequences} requests at once"
         return f"loaded {model} in {event.seconds:.1f} s{context}"
     if event.kind == LOAD_FAILED_EVENT:
         return f"could not load {model}: {_message(event)}"

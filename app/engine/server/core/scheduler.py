@@ -6,7 +6,7 @@ same time (each model in its own worker) while requests for one model queue here
 takes the oldest waiting job, gets the model from the pool (loading it on demand, which may wait
 for memory: :mod:`app.engine.server.models.pool`), and starts up to
 :attr:`~app.engine.server.models.runner.ModelRunner.sequences` jobs at once, each read in a
-thread of its own (one today; N once a worker decodes several sequences:
+thread of its own (a llama.cpp model decodes ``--parallel N`` in one context:
 docs/server-api.md#several-clients). It hands the model back when no job runs or waits, or
 between jobs when another model waits for its memory. Each job streams its chunks back to the
 request's event loop. A full queue refuses at once (the handler answers 503 with Retry-After) and

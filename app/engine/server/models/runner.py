@@ -1,12 +1,11 @@
-"""What runs a loaded model's generations, as the server's scheduler sees it: the seam where
-several sequences per model will slot in.
+"""What runs a loaded model's generations, as the server's scheduler sees it: how many at once.
 
 The scheduler (:mod:`app.engine.server.core.scheduler`) asks a :class:`ModelRunner` how many
 generations it can run at once (:attr:`ModelRunner.sequences`) and starts up to that many; each
-:meth:`~ModelRunner.start` returns its own stream. Today's runner is one worker process that runs
-one generation at a time (:class:`WorkerRunner`, one sequence); a runner that decodes N sequences
-in one llama.cpp context with continuous batching (issue 32's second half) reports N and hands
-out N streams at once, and nothing above this module changes (docs/server-api.md#several-clients).
+:meth:`~ModelRunner.start` returns its own stream. The runner is one worker process
+(:class:`WorkerRunner`): a llama.cpp model loaded for N sequences decodes N generations at once
+in one context with continuous batching and reports N; an MLX model runs one at a time
+(docs/server-api.md#several-clients).
 A runner also holds the model's :class:`PromptCounter` (its tokenizer and chat template, opened
 with the model and closed with it), which counts prompts in the server's process.
 """
@@ -51,7 +50,8 @@ class ModelRunner(Protocol):
 
 
 class WorkerRunner:
-    """One inference worker process (:class:`RuntimeClient`): one generation at a time."""
+    """One inference worker process (:class:`RuntimeClient`): as many generations at once as
+    its model was loaded for."""
 
     def __init__(
         self, client: RuntimeClient, info: ModelInfo, plan: LoadPlan, counter: PromptCounter
@@ -75,7 +75,7 @@ class WorkerRunner:
 
     @property
     def sequences(self) -> int:
-        return 1
+        return self._info.sequences
 
     def start(self, request: GenerationRequest) -> GenerationStream:
         return self._client.start(request)

@@ -71,6 +71,7 @@ from app.engine.runtime.backends.llama_cpp.model import (
     machine_fingerprint,
 )
 from app.engine.runtime.backends.llama_cpp.mtp_head import MtpHeadDrafter
+from app.engine.runtime.backends.llama_cpp.sequences import open_sequences
 from app.engine.runtime.backends.llama_cpp.vocab import LlamaVocab
 from app.engine.runtime.chat_format.images import ImagePart
 from app.engine.runtime.core.backend import (
@@ -129,6 +130,7 @@ class LlamaCppBackend(DecodeBackend):
         )
         self._threads = choose_threads(settings.threads)
         self._settings = settings
+        self._sequences = _sequences(settings, drafter_match)
         depth = settings.max_draft_depth if mtp_reason is None else 0
         self._on_cpu_alone = self._threads.threads == 1 and (
             settings.gpu_layers == 0 or not llama_cpp.llama_supports_gpu_offload()
@@ -160,6 +162,7 @@ class LlamaCppBackend(DecodeBackend):
             images_unavailable_reason=images_reason,
             drafter=drafter_path,
             cpu_variant=cpu_variant_name(),
+            sequences=self._sequences,
         )
         drafting = Lane("drafting", target, drafter, self._zero_hidden())
         kept = KeptLanes(
@@ -174,6 +177,11 @@ class LlamaCppBackend(DecodeBackend):
         self._batch = batch
         self._last_reuse = PrefixReuse()
         self._warm_up()
+        if self._sequences > 1:
+            head = drafter.context if isinstance(drafter, MtpHeadDrafter) else None
+            self.sequence_backends = open_sequences(
+                self, target, head, count=self._sequences, kept=kept
+            )
 
     def _new_context(
         self, *, rollback_depth: int = 0, reads: LlamaContext | None = None
@@ -187,6 +195,7 @@ class LlamaCppBackend(DecodeBackend):
             rollback_depth=rollback_depth,
             reads=reads,
             swa_full=self._swa_full,
+            sequences=self._sequences,
         )
         self._contexts.append(context)
         return context
@@ -404,3 +413,12 @@ class LlamaCppBackend(DecodeBackend):
 
     def rollback(self, committed_length: int) -> None:
         self._decoder.rollback(committed_length)
+
+
+def _sequences(settings: LoadSettings, drafter: DrafterMatch) -> int:
+    """How many sequences the model's contexts hold: several share the target and the MTP
+    head's context, not a separate drafter's, nor a projector's image evaluation (those run one
+    request at a time)."""
+    if drafter.path is not None or settings.projector is not None:
+        return 1
+    return max(1, settings.sequences)

@@ -76,3 +76,69 @@ class NumpyBatch:
         else:
             self._struct.embd = None
         return self._struct
+
+    @property
+    def struct(self) -> llama_cpp.llama_batch:
+        """The ``llama_batch`` :meth:`fill` returns."""
+        return self._struct
+
+    def filled(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+        """The rows of the last :meth:`fill`: tokens, positions, output flags and hidden rows
+        (None when the batch carries none); views, valid until the next fill."""
+        count = self._struct.n_tokens
+        hidden = self._hidden[:count] if self._struct.embd and self._hidden is not None else None
+        return self._tokens[:count], self._positions[:count], self._outputs[:count], hidden
+
+
+class MergedBatch:
+    """The rows of several sequences in one ``llama_batch``, up to ``capacity`` rows: what one
+    step of continuous batching decodes (:mod:`.step_gate`). Each row's sequence id has a cell
+    of its own, so filling a sequence's rows is a vectorised copy too."""
+
+    def __init__(self, capacity: int, width: int) -> None:
+        self.capacity = capacity
+        self._tokens = np.zeros(capacity, dtype=np.int32)
+        self._positions = np.zeros(capacity, dtype=np.int32)
+        self._seq_counts = np.ones(capacity, dtype=np.int32)
+        self._seqs = np.zeros(capacity, dtype=np.int32)
+        self._outputs = np.zeros(capacity, dtype=np.int8)
+        self._hidden = np.zeros((capacity, width), dtype=np.float32) if width else None
+        cell = ctypes.sizeof(ctypes.c_int32)
+        base = self._seqs.ctypes.data
+        int32_pointer = ctypes.POINTER(ctypes.c_int32)
+        self._seq_ids = (int32_pointer * capacity)(
+            *(ctypes.cast(base + row * cell, int32_pointer) for row in range(capacity))
+        )
+        self._struct = llama_cpp.llama_batch()
+        self._struct.token = self._tokens.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
+        self._struct.pos = self._positions.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
+        self._struct.n_seq_id = self._seq_counts.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
+        self._struct.seq_id = self._seq_ids
+        self._struct.logits = self._outputs.ctypes.data_as(ctypes.POINTER(ctypes.c_int8))
+        self._hidden_pointer = (
+            self._hidden.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+            if self._hidden is not None
+            else None
+        )
+
+    def merge(self, parts: Sequence[tuple[int, NumpyBatch]]) -> llama_cpp.llama_batch:
+        """One batch of every ``(seq, batch)`` part's filled rows, in order. Hidden rows go in
+        when the parts carry them (all or none: one context takes one kind of row)."""
+        row = 0
+        with_hidden = False
+        for seq, batch in parts:
+            tokens, positions, outputs, hidden = batch.filled()
+            end = row + len(tokens)
+            if end > self.capacity:
+                raise ValueError(f"{end} rows exceed the merged batch's {self.capacity}")
+            self._tokens[row:end] = tokens
+            self._positions[row:end] = positions
+            self._outputs[row:end] = outputs
+            self._seqs[row:end] = seq
+            if hidden is not None and self._hidden is not None:
+                self._hidden[row:end] = hidden
+                with_hidden = True
+            row = end
+        self._struct.n_tokens = row
+        self._struct.embd = self._hidden_pointer if with_hidden else None
+        return self._struct

@@ -11,8 +11,8 @@ llama-server's context checkpoints do), while the attention KV stays in the cont
 trimmed by position; a *saved* session holds the whole state (KV too), so a conversation that
 another prompt displaced comes back without recomputing it.
 
-Sequence ids are explicit in every memory and state call: today each context holds sequence 0
-only (``n_seq_max`` 1), but several clients in one context will each be a sequence.
+Sequence ids are explicit in every memory and state call: a context holds sequence 0 only, or
+with ``--parallel N`` N sequences, each decoded through a view of its own (:mod:`.step_gate`).
 """
 
 from __future__ import annotations
@@ -66,11 +66,12 @@ class LlamaContext:
         self._compute = compute
         self._logits = _BufferView(llama_cpp.llama_get_logits, vocab_size)
         self._hidden = _BufferView(llama_cpp_ext.llama_get_embeddings_nextn, width)
+        self.exports_hidden = False
 
     @property
     def size(self) -> int:
-        """The context window in tokens."""
-        return llama_cpp.llama_n_ctx(self.pointer)
+        """The context window of a sequence, in tokens."""
+        return llama_cpp.llama_n_ctx_seq(self.pointer)
 
     @property
     def thread_counts(self) -> tuple[int, int]:
@@ -106,6 +107,7 @@ class LlamaContext:
     def export_hidden_rows(self) -> None:
         """Export the hidden state of every row (unmasked; see the backend's docstring)."""
         llama_cpp_ext.llama_set_embeddings_nextn(self.pointer, True, False)
+        self.exports_hidden = True
 
     # --- memory ---------------------------------------------------------------------------
 

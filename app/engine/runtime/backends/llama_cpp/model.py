@@ -140,16 +140,21 @@ class LlamaModel:
         rollback_depth: int = 0,
         reads: LlamaContext | None = None,
         swa_full: bool = True,
+        sequences: int = 1,
     ) -> LlamaContext:
         """A target context keeping ``rollback_depth`` recurrent-state snapshots or, with
         ``reads`` (the target), an MTP context that reads that target (this model's nextn
         block, or this model when it is a separate drafter); ``swa_full`` False keeps only the
-        window in sliding-window layers (a drafter reading a target must match the target)."""
+        window in sliding-window layers (a drafter reading a target must match the target);
+        ``sequences`` > 1 holds that many sequences of ``size`` tokens each, the KV cache split
+        between them, and takes a batch of every sequence's rows (:mod:`.step_gate`)."""
         params = llama_cpp.llama_context_default_params()
-        params.n_ctx = size
-        params.n_batch = BATCH_SIZE
+        params.n_ctx = size * sequences
+        params.n_batch = BATCH_SIZE * sequences
         params.n_ubatch = BATCH_SIZE
-        params.n_seq_max = 1
+        params.n_seq_max = sequences
+        if sequences > 1:
+            params.kv_unified = False
         params.n_threads = threads.threads
         params.n_threads_batch = threads.batch_threads
         params.no_perf = True
