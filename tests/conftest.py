@@ -6,7 +6,8 @@ Qt runs offscreen. Fixtures that several test folders share are defined in their
 imported here: every test gets its own app and Hugging Face folders (``home``, autouse) and has
 the widgets it handed to Qt deleted when it ends; ``open_window``/``main_window`` give a test
 main windows it owns; the local hub and llama.cpp's ``llama-server`` are started once per
-session. Fixtures used by one folder belong in that folder's conftest.py.
+session (per xdist worker; tests/workers.py says how the suite shares out among workers).
+Fixtures used by one folder belong in that folder's conftest.py.
 """
 
 import os
@@ -24,3 +25,4 @@ from tests.llama_server import llama_server_binary, mtp_llama_server  # noqa: E4
 from tests.localhub.fixtures import hf_api, local_hub, local_hub_server  # noqa: E402, F401
 from tests.store.isolation import home  # noqa: E402, F401
 from tests.windows import deleted_widgets_released, main_window, open_window  # noqa: E402, F401
+from tests.workers import pytest_collection_modifyitems  # noqa: E402, F401

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
@@ -24,6 +25,7 @@ from app.engine.settings import Settings, app_dirs
 LONG_MESSAGE = "Tell me about the weather in the mountains today. " * 12
 
 
+@pytest.mark.slow
 def test_unload_gives_the_memory_back_and_choosing_the_model_loads_it_again(
     chat, tiny_gguf: Path
 ) -> None:
@@ -75,6 +77,7 @@ def test_a_preset_fills_the_system_prompt_and_the_users_own_are_kept(chat) -> No
     assert panel.presets.itemText(0) != "Pirate"
 
 
+@pytest.mark.slow
 def test_a_full_context_leaves_out_the_oldest_turns_and_the_meter_says_so(
     chat, tiny_gguf: Path
 ) -> None:
@@ -147,6 +150,7 @@ def _store_auto_reply_without_drafts() -> int:
         store.close()
 
 
+@pytest.mark.slow
 def test_a_reply_auto_ran_without_drafts_says_why_and_tries_depth_3(chat, tiny_gguf: Path) -> None:
     conversation = _store_auto_reply_without_drafts()
     window = chat.open()

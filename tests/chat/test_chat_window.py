@@ -14,6 +14,7 @@ from pathlib import Path
 
 import gguf
 import numpy as np
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
@@ -42,6 +43,7 @@ def _assert_whole_reply(reply, max_tokens: int) -> None:
     assert figures.endswith((" · end of turn", " · max tokens")), figures
 
 
+@pytest.mark.slow
 def test_a_streamed_reply_appears_and_its_statistics_are_shown(
     chat, tiny_gguf: Path, monkeypatch
 ) -> None:
@@ -106,6 +108,7 @@ def test_the_model_bar_shows_the_model_facts_and_the_backend(chat, tiny_gguf: Pa
     assert "CPU : " in window.model_bar.backend.toolTip()  # llama.cpp's own system info
 
 
+@pytest.mark.slow
 def test_a_reply_reads_clean_without_special_tokens(chat, reading_model: Path) -> None:
     window = chat.open()
     chat.load(window, reading_model)
@@ -120,6 +123,7 @@ def test_a_reply_reads_clean_without_special_tokens(chat, reading_model: Path) -
     assert "tokens · " in reply.figures.text()
 
 
+@pytest.mark.slow
 def test_the_mtp_switch_and_depth_decide_how_the_reply_is_decoded(chat, tiny_gguf: Path) -> None:
     window = chat.open()
     chat.load(window, tiny_gguf)
@@ -158,6 +162,7 @@ def test_stop_mid_reply_keeps_the_partial_text(chat, tiny_gguf: Path) -> None:
     assert window.composer.send_button.isVisible()
 
 
+@pytest.mark.slow
 def test_history_survives_closing_and_reopening_the_window(chat, tiny_gguf: Path) -> None:
     window = chat.open()
     chat.load(window, tiny_gguf)
@@ -183,6 +188,7 @@ def test_history_survives_closing_and_reopening_the_window(chat, tiny_gguf: Path
     assert reopened.settings_panel.max_tokens.value() == 30
 
 
+@pytest.mark.slow
 def test_export_writes_what_the_conversation_holds(chat, tiny_gguf: Path, tmp_path: Path) -> None:
     window = chat.open()
     chat.load(window, tiny_gguf)
@@ -202,6 +208,7 @@ def test_export_writes_what_the_conversation_holds(chat, tiny_gguf: Path, tmp_pa
     assert "Exported to" in window.statusBar().currentMessage()
 
 
+@pytest.mark.slow
 def test_a_killed_worker_gives_a_message_and_the_next_message_works(chat, tiny_gguf: Path) -> None:
     window = chat.open()
     chat.load(window, tiny_gguf)
@@ -244,6 +251,7 @@ def _unknown_architecture_gguf(path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_model_that_fails_to_load_says_why_and_another_can_be_chosen(
     chat, tiny_gguf: Path, tmp_path: Path
 ) -> None:
@@ -288,6 +296,7 @@ def test_a_model_without_mtp_heads_runs_plain_and_says_why(
     assert reply.notice.isVisible() and "decoding runs autoregressively" in reply.notice.text()
 
 
+@pytest.mark.slow
 def test_regenerate_keeps_versions_and_edit_branches(chat, tiny_gguf: Path) -> None:
     window = chat.open()
     chat.load(window, tiny_gguf)
@@ -325,6 +334,7 @@ def test_regenerate_keeps_versions_and_edit_branches(chat, tiny_gguf: Path) -> N
     assert texts[0] == "Say something" and texts[2] == "A second question" and len(texts) == 4
 
 
+@pytest.mark.slow
 def test_compare_mode_runs_plain_and_mtp_with_one_seed(chat, tiny_gguf: Path) -> None:
     window = chat.open()
     chat.load(window, tiny_gguf)
@@ -346,6 +356,7 @@ def test_compare_mode_runs_plain_and_mtp_with_one_seed(chat, tiny_gguf: Path) ->
     assert window.store.conversations() == []  # compare runs are not part of the history
 
 
+@pytest.mark.slow
 def test_conversations_can_be_searched_renamed_and_deleted(chat, tiny_gguf: Path) -> None:
     window = chat.open()
     chat.load(window, tiny_gguf)
@@ -370,6 +381,7 @@ def test_conversations_can_be_searched_renamed_and_deleted(chat, tiny_gguf: Path
     assert listing.count() == 1 and listing.item(0).text().startswith("About regex")
 
 
+@pytest.mark.slow
 def test_copy_puts_the_reply_text_on_the_clipboard(chat, tiny_gguf: Path) -> None:
     window = chat.open()
     chat.load(window, tiny_gguf)
@@ -380,6 +392,7 @@ def test_copy_puts_the_reply_text_on_the_clipboard(chat, tiny_gguf: Path) -> Non
     assert QGuiApplication.clipboard().text() == reply.text != ""
 
 
+@pytest.mark.slow
 def test_the_system_prompt_is_sent_with_every_reply(chat, tiny_gguf: Path) -> None:
     window = chat.open()
     chat.load(window, tiny_gguf)
@@ -399,6 +412,7 @@ def test_the_system_prompt_is_sent_with_every_reply(chat, tiny_gguf: Path) -> No
     assert with_system - without == added > 0
 
 
+@pytest.mark.slow
 def test_a_damaged_history_still_lets_the_user_chat_and_says_why(
     chat, tiny_gguf: Path, home
 ) -> None:
@@ -431,6 +445,7 @@ def test_a_new_models_folder_in_settings_is_searched_at_once(
     assert found.origin == "downloaded" and found.mtp_blocks == 1
 
 
+@pytest.mark.slow
 def test_closing_the_window_mid_reply_keeps_the_text_so_far(chat, tiny_gguf: Path) -> None:
     window = chat.open()
     chat.load(window, tiny_gguf)

@@ -20,6 +20,7 @@ def scrambled_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_tiny_qwen35(folder / "tiny-scrambled.gguf", perturbation=0.15, scrambled_head=True)
 
 
+@pytest.mark.slow
 def test_the_reply_and_the_model_bar_say_drafting_stopped(chat, scrambled_gguf: Path) -> None:
     window = chat.open()
     chat.load(window, scrambled_gguf)

@@ -49,6 +49,7 @@ def _fp8_shown(window: MainWindow) -> bool:
     return chat is not None and chat.banner.isVisible() and FP8_REFUSAL in chat.banner.text()
 
 
+@pytest.mark.slow
 def test_pressing_chat_on_an_fp8_release_says_why_in_one_line_and_offers_a_conversion(
     qtbot, main_window: MainWindow, downloaded: Path
 ) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from PIL import Image
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent, QGuiApplication, QImage
@@ -52,6 +53,7 @@ def attach_with_the_button(chat, window, *paths: Path) -> None:
     chat.qtbot.waitUntil(lambda: len(tiles) == waiting + len(paths) and tiles[-1].loaded)
 
 
+@pytest.mark.slow
 def test_the_model_bar_names_the_projector_and_a_picture_goes_to_the_vision_demo(
     chat, tmp_path: Path
 ) -> None:
@@ -215,6 +217,7 @@ def test_hostile_files_are_refused_in_one_line_and_nothing_waits(chat, tmp_path:
     assert window.banner.text().startswith(f"A message takes at most {MAX_PICTURES} pictures")
 
 
+@pytest.mark.slow
 def test_a_model_without_a_projector_says_so_in_one_line(chat, tmp_path: Path, tiny_gguf) -> None:
     window = open_vision_chat(chat)
     attach_with_the_button(chat, window, write_picture(tmp_path, "waiting.png", seed=7))
@@ -246,6 +249,7 @@ def test_a_model_without_a_projector_says_so_in_one_line(chat, tmp_path: Path, t
     assert window.composer.attachments.tiles == [] and window.banner.text() == reason
 
 
+@pytest.mark.slow
 def test_the_projector_can_be_turned_off_and_on_in_the_model_bar(chat) -> None:
     window = open_vision_chat(chat)
     row = window.model_bar.projector_row
@@ -270,9 +274,10 @@ def test_the_projector_can_be_turned_off_and_on_in_the_model_bar(chat) -> None:
     assert [a.text() for a in row.menu.actions() if a.isChecked()] == ["No projector (text only)"]
     row.menu.actions()[0].trigger()
     chat.qtbot.waitUntil(lambda: again.composer.attach_button.isEnabled(), timeout=60_000)
-    chat.qtbot.waitUntil(lambda: DEMO_VISION_PROJECTOR.name in row.label.text())
+    chat.qtbot.waitUntil(lambda: DEMO_VISION_PROJECTOR.name in row.label.text(), timeout=60_000)
 
 
+@pytest.mark.slow
 def test_edit_keeps_the_pictures_or_replaces_them(chat, tmp_path: Path) -> None:
     window = open_vision_chat(chat)
     first = write_picture(tmp_path, "first.png", seed=9)

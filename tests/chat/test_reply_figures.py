@@ -65,6 +65,7 @@ def test_the_compact_line_and_the_details_agree_with_the_stats(chat, tiny_gguf: 
     assert not reply.details.isVisible()
 
 
+@pytest.mark.slow
 def test_the_badge_compares_with_the_measured_plain_speed(chat, tiny_gguf: Path) -> None:
     window = chat.open()
     chat.load(window, tiny_gguf)
@@ -100,6 +101,7 @@ def test_the_badge_compares_with_the_measured_plain_speed(chat, tiny_gguf: Path)
     assert early.speed.text().startswith("MTP ×")  # the earlier reply is now measured too
 
 
+@pytest.mark.slow
 def test_compare_measures_the_plain_speed(chat, tiny_gguf: Path) -> None:
     window = chat.open()
     chat.load(window, tiny_gguf)
@@ -179,6 +181,7 @@ def test_the_details_say_how_much_of_the_prompt_was_reused(qtbot) -> None:
     assert not interrupted.details_button.isVisible() and not interrupted.prompt.text()
 
 
+@pytest.mark.slow
 def test_the_prompt_line_follows_the_replies_of_a_conversation(chat, tiny_gguf: Path) -> None:
     """Through the real worker: the first reply computed its whole prompt; the next one started
     from the state kept since the first, and its line counts what was reused and computed."""

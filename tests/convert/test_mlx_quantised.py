@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from app.engine.runtime.backends.mlx.backend import MlxBackend
 from app.engine.runtime.chat_format.prompting import ChatMessage
 from app.engine.runtime.core.backend import LoadSettings
@@ -27,6 +29,7 @@ def _reply(backend: MlxBackend, depth: int) -> GenerationResult:
     return generate(backend, request, emit=lambda _chunk: None, cancelled=lambda: False)
 
 
+@pytest.mark.slow
 def test_the_4bit_copy_loads_with_its_mtp_head_and_drafts(mlx_4bit_copy: Path) -> None:
     config = json.loads((mlx_4bit_copy / "config.json").read_text())
     assert config["quantization"]["bits"] == 4  # mlx-lm's own, not the FP8 one

@@ -50,6 +50,7 @@ def _ask(model: Path, capsys: pytest.CaptureFixture, *extra: str) -> tuple[dict,
     return json.loads(captured.out), captured.err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pair", PAIRS.values(), ids=PAIRS)
 def test_chat_finds_the_drafter_beside_the_target_and_drafts_exactly(
     pair: Pair, capsys: pytest.CaptureFixture
@@ -138,6 +139,7 @@ def _projector(path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_projector_beside_the_target_is_neither_a_model_nor_a_drafter(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:

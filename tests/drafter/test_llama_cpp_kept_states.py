@@ -105,6 +105,7 @@ def _assert_same_reply(
     assert reused.token_ids[index] in np.argsort(logits)[-2:]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("depth", [0, 3], ids=["plain", "drafting depth 3"])
 def test_a_conversation_past_the_window_resumes_as_a_fresh_run(
     backends: tuple[LlamaCppBackend, LlamaCppBackend], depth: int

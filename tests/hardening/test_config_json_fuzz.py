@@ -50,6 +50,7 @@ def _detect(folder: Path) -> None:
     assert detection.tensors
 
 
+@pytest.mark.slow
 @FUZZ
 @given(
     nextn=counts,

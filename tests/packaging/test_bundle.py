@@ -22,10 +22,12 @@ import pytest
 from app.commands import COMMANDS
 from tests.desktop_app import run_until_shown
 from tests.server.server_process import running_server
+from tests.workers import PORTABLE_BUILD
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.xdist_group(PORTABLE_BUILD),  # its llama.cpp is the portable build
     pytest.mark.skipif(
         not sys.platform.startswith("linux"),
         reason="packaging/build.sh builds the bundle of the OS it runs on; here it is Linux",

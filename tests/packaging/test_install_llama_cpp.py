@@ -23,6 +23,7 @@ import pytest
 
 from app.engine.runtime.backends.llama_cpp.cpu_backends import installed_folder, runnable_variants
 from tests.packaging.llama_fakes import fake_sdist, wheelhouse
+from tests.workers import PORTABLE_BUILD
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "packaging" / "install_llama_cpp.sh"
@@ -180,6 +181,7 @@ def test_a_build_that_fails_without_a_signal_stops_set_up(tmp_path: Path, house:
     )
 
 
+@pytest.mark.xdist_group(PORTABLE_BUILD)
 def test_a_portable_variant_that_dies_is_removed_and_the_next_one_down_runs(
     tmp_path: Path, house: Path, portable_llama_cpp: Path
 ) -> None:

@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 from tests.runtime.illegal_instruction import SIGILL, inference_worker_of, no_core_files
+from tests.workers import PORTABLE_BUILD
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "resources" / "models" / "demo-mtp.gguf"
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group(PORTABLE_BUILD)]
 
 
 def _env(portable_llama_cpp: Path, variant: str = "") -> dict[str, str]:

@@ -103,6 +103,7 @@ def test_leviathan_chen_reproduces_the_target_distribution() -> None:
     )
 
 
+@pytest.mark.slow
 def test_sample_and_compare_reproduces_the_target_distribution() -> None:
     first, second, _ = _run(_match, 200_000, seed=12)
     _assert_follows_target(first, second)

@@ -28,6 +28,7 @@ FEW = 4  # template tokens around a message that may tokenise differently once i
 ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+[\d.]+\b")
 
 
+@pytest.mark.slow
 def test_each_turn_reuses_the_conversation_so_far_and_the_cold_column_does_not() -> None:
     settings = ChatBenchSettings(turns=3, history_tokens=400, max_tokens=12, mtp_depth=2)
     with (

@@ -207,6 +207,7 @@ def test_bench_decode_penalties_runs_plain_and_mtp_with_them_side_by_side(
     assert re.search(r"MTP LC K=1 +[\d.]+ → +[\d.]+ tok/s", out)
 
 
+@pytest.mark.slow
 def test_bench_decode_wide_runs_the_table_on_the_widened_stand_in(
     tiny_models: dict[str, Path], capsys: pytest.CaptureFixture
 ) -> None:

@@ -91,6 +91,7 @@ def wide_vocabulary(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return widened_copy(demo_model_path(), 1, tmp_path_factory.mktemp("vocab"), vocab=VOCAB)
 
 
+@pytest.mark.slow
 def test_the_vocabulary_stand_in_pads_tokens_and_their_rows_with_zeros(
     wide_vocabulary: Path,
 ) -> None:

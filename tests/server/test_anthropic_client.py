@@ -70,7 +70,8 @@ def test_streamed_events_come_in_anthropics_order_and_equal_the_whole_reply(
         (block.split("\n")[0].removeprefix("event: "), json.loads(block.split("\n")[1][6:]))
         for block in raw.text.strip().split("\n\n")
     ]
-    names = [name for name, _ in events]
+    # a stream silent for 10 s (a busy machine) gets keep-alive pings between its deltas too
+    names = [name for index, (name, _) in enumerate(events) if index < 3 or name != "ping"]
     deltas = names.count("content_block_delta")
     assert deltas >= 2, "the reply came in one piece"  # text goes out per 20 ms chunk
     assert names == [

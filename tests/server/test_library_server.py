@@ -21,6 +21,7 @@ import openai
 import pytest
 
 from app.engine.runtime.core.demo_model import demo_model_path
+from app.engine.server.core.model_directory import RESCAN_SECONDS
 from tests.server.library import (
     ALL_IDS,
     CACHED_ID,
@@ -211,6 +212,9 @@ def test_a_model_copied_in_after_the_start_is_served(
     late = library.models_dir / "late" / "late-arrival.gguf"
     late.parent.mkdir()
     shutil.copy2(demo_model_path(), late)
+    # an unknown name rescans the folders at most every RESCAN_SECONDS: the first test of a
+    # fresh server (this one alone, or first on its xdist worker) would ask within them
+    time.sleep(RESCAN_SECONDS)
     reply = client_for(library_server).chat.completions.create(
         model="late-arrival", messages=HELLO, max_tokens=2
     )

@@ -130,6 +130,7 @@ def _check(parse: Callable[[Any], object], body: Any) -> None:
         assert "\n" not in error.message and "\r" not in error.message, error.message
 
 
+@pytest.mark.slow  # 7–21 s a parser (measured with -n 2 on a shared 2-core machine)
 @pytest.mark.parametrize("parser", range(len(PARSERS)))
 @FUZZ
 @given(body=near_real_bodies)

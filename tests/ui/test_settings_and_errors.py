@@ -114,6 +114,7 @@ def test_errors_are_readable_and_the_traceback_goes_to_the_log(qtbot, home: Isol
                 handler.close()
 
 
+@pytest.mark.slow
 def test_the_app_opens_offline_on_a_fresh_machine(home: IsolatedHome) -> None:
     env = {
         **os.environ,

@@ -98,6 +98,7 @@ def test_get_fetches_the_model_and_the_smallest_lossless_projector_which_llama_c
         llama_cpp.llama_model_free(model)
 
 
+@pytest.mark.slow
 def test_the_command_fetches_the_projector_asked_for_or_none(
     hub: LocalHub, home: IsolatedHome
 ) -> None:

@@ -81,6 +81,7 @@ def test_a_corrupt_sidecar_is_a_clear_reason(mlx_demo: MlxDemo, tmp_path: Path) 
     _plain_with_reason(mlx_demo.four_bit, corrupt, f"the MTP sidecar {corrupt} cannot be read")
 
 
+@pytest.mark.slow
 def test_a_converted_folder_without_a_sidecar_says_how_to_get_mtp(mlx_demo: MlxDemo) -> None:
     _plain_with_reason(mlx_demo.eight_bit, None, "has no MTP head", "--sidecar FILE")
 

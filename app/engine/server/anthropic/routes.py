@@ -15,12 +15,11 @@ its value.
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 
 from app.engine.runtime.chat_format.prompting import images_of
 from app.engine.runtime.core.request import GenerationRequest, GenerationResult, TokenChunk
@@ -28,20 +27,12 @@ from app.engine.runtime.sampling.sampler import SamplerSettings
 from app.engine.server.anthropic import replies as anthropic_replies
 from app.engine.server.anthropic.parsing import parse_count_tokens_body, parse_messages_body
 from app.engine.server.core.api_errors import ApiError
-from app.engine.server.core.generation_flow import CLIENT_GONE_STATUS, Finished
-from app.engine.server.core.reply_stream import (
-    WholeReply,
-    gathered_reply,
-    reply_events,
-    whole_reply,
-)
+from app.engine.server.core.generation_flow import Finished
+from app.engine.server.core.reply_stream import WholeReply, reply_events, whole_reply
 from app.engine.server.core.request_fields import ParsedRequest, parses_calls
-from app.engine.server.core.scheduler import Job, JobEvent
-from app.engine.server.core.waiting_reply import (
-    Waiting,
-    json_after_waiting,
-    stream_after_waiting,
-)
+from app.engine.server.core.route_reply import RouteReply, Running, received, running
+from app.engine.server.core.scheduler import JobEvent
+from app.engine.server.core.waiting_reply import Waiting
 
 if TYPE_CHECKING:
     from app.engine.server.core.server import ApiServer
@@ -53,25 +44,13 @@ class AnthropicRoutes:
 
     async def messages(self, request: Request) -> Response:
         server = self._server
-        request.state.logged = False
-        started = time.monotonic()
-        body = await server.body(request)
-        target = await server.model_for(body)
+        arrived = await received(server, request)
+        body, target = arrived.body, arrived.target
         images = await server.request_images(body)
         defaults = target.defaults
         parsed = await server.check(lambda: parse_messages_body(body, defaults, images))
-        job, first = await server.start(request, parsed, target, "messages")
-        reply = _Message(server, request, job, parsed, target.id, started)
-        if parsed.stream:
-            if isinstance(first, Waiting):
-                events = stream_after_waiting(first, reply.events, reply.failed_event, reply.gone)
-            else:
-                events = reply.events(first)
-            return StreamingResponse(events, media_type="text/event-stream")
-        if isinstance(first, Waiting):
-            whole = json_after_waiting(first, reply.gathered, reply.failed_body, reply.gone)
-            return StreamingResponse(whole, media_type="application/json")
-        return JSONResponse(reply.whole(await whole_reply(request, job, parsed, first)))
+        run = await running(server, request, arrived, parsed, "messages")
+        return await _Message(run).response()
 
     async def count_tokens(self, request: Request) -> Response:
         """``{"input_tokens": N}``: the prompt rendered and tokenized in the server's process
@@ -96,24 +75,11 @@ class AnthropicRoutes:
         return JSONResponse({"input_tokens": reply.finished.result.prompt_token_count})
 
 
-class _Message:
+class _Message(RouteReply):
     """One request's message, whole or streamed."""
 
-    def __init__(
-        self,
-        server: ApiServer,
-        request: Request,
-        job: Job,
-        parsed: ParsedRequest,
-        model: str,
-        started: float,
-    ) -> None:
-        self._server = server
-        self._request = request
-        self._job = job
-        self._parsed = parsed
-        self._model = model
-        self._started = started
+    def __init__(self, run: Running) -> None:
+        super().__init__(run)
         self._id = anthropic_replies.new_message_id()
 
     def whole(self, reply: WholeReply) -> dict[str, Any]:
@@ -123,22 +89,11 @@ class _Message:
         )
         return body
 
-    async def gathered(self, first: JobEvent) -> dict[str, Any]:
-        """The whole message after waiting: the stream watches the client."""
-        return self.whole(await gathered_reply(self._job, self._parsed, first))
-
-    def failed_body(self, error: ApiError) -> dict[str, Any]:
-        """A failure after the headers went out: logged, and Anthropic's error object."""
-        self._server.log_plain(self._request, error.status, self._started, error.log_detail)
+    def error_body(self, error: ApiError) -> dict[str, Any]:
         return error.anthropic_body()
 
     def failed_event(self, error: ApiError) -> str:
         return anthropic_replies.event("error", self.failed_body(error))
-
-    def gone(self) -> None:
-        self._server.log_plain(
-            self._request, CLIENT_GONE_STATUS, self._started, "client disconnected"
-        )
 
     async def events(self, first: JobEvent) -> AsyncIterator[str]:
         server, request, job, parsed = self._server, self._request, self._job, self._parsed

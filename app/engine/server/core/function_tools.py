@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from app.engine.errors import RuntimeBackendError
@@ -18,10 +19,17 @@ from app.engine.runtime.chat_format.constraint import (
     OutputConstraint,
     json_schema_constraint,
 )
-from app.engine.runtime.chat_format.tools import ToolChoice, ToolSpec, forced_call_constraint
+from app.engine.runtime.chat_format.tools import (
+    AUTO,
+    NONE,
+    REQUIRED,
+    ToolChoice,
+    ToolSpec,
+    forced_call_constraint,
+)
 from app.engine.server.core.api_errors import bad_request
 from app.engine.server.core.echo import echo
-from app.engine.server.core.request_fields import check_schemas
+from app.engine.server.core.request_fields import check_schemas, check_tool_count
 
 FUNCTION_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 EMPTY_PARAMETERS = {"type": "object", "properties": {}}
@@ -45,6 +53,17 @@ def function_spec(name: Any, description: Any, parameters: Any, where: str) -> T
     return ToolSpec(name, description or "", json.dumps(parameters))
 
 
+def function_tools(value: Any, spec_of: Callable[[Any, str], ToolSpec]) -> tuple[ToolSpec, ...]:
+    """A body's ``tools``: none when absent, else an array whose items ``spec_of`` reads (each
+    named by its place, ``tools[2]``), checked as :func:`checked_tools` checks them."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise bad_request("'tools' must be an array of function tools", "tools")
+    check_tool_count(value)
+    return checked_tools([spec_of(item, f"tools[{index}]") for index, item in enumerate(value)])
+
+
 def checked_tools(tools: list[ToolSpec]) -> tuple[ToolSpec, ...]:
     """``tools`` once their parameter schemas pass the grammar compiler's size limits (checked
     whether or not they are compiled: the worker renders them into the prompt) and each name is
@@ -54,6 +73,29 @@ def checked_tools(tools: list[ToolSpec]) -> tuple[ToolSpec, ...]:
     if len(set(names)) != len(names):
         raise bad_request("'tools' names a function twice; give each function one entry", "tools")
     return tuple(tools)
+
+
+def worded_tool_choice(value: Any, tools: tuple[ToolSpec, ...]) -> ToolChoice | None:
+    """``tool_choice`` as both OpenAI APIs word it: absent (``auto``), ``none``, ``auto`` or
+    ``required`` (a 400 when there are no tools to call); None when ``value`` is none of them
+    (the API's own object naming one function)."""
+    if value is None:
+        return ToolChoice(AUTO)
+    if value in (AUTO, NONE, REQUIRED):
+        if value == REQUIRED and not tools:
+            raise bad_request("'tool_choice' is 'required' but 'tools' is empty", "tool_choice")
+        return ToolChoice(value)
+    return None
+
+
+def function_choice(name: str, tools: tuple[ToolSpec, ...], quoted: str) -> ToolChoice:
+    """A ``tool_choice`` forcing a call of the function ``name`` (``quoted`` as the 400 quotes it
+    when ``tools`` has no function of that name)."""
+    if name not in {tool.name for tool in tools}:
+        raise bad_request(
+            f"'tool_choice' names the function {quoted}, which is not in 'tools'", "tool_choice"
+        )
+    return ToolChoice("function", name)
 
 
 def tool_request_fields(

@@ -14,12 +14,11 @@ waiting for a whole reply — cancels its generation.
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 
 from app.engine.runtime.chat_format.tool_call_events import (
     ArgumentsPiece,
@@ -28,29 +27,16 @@ from app.engine.runtime.chat_format.tool_call_events import (
     TextPiece,
 )
 from app.engine.server.core.api_errors import ApiError
-from app.engine.server.core.generation_flow import CLIENT_GONE_STATUS, Finished
-from app.engine.server.core.model_directory import RequestModel
-from app.engine.server.core.reply_stream import (
-    KeepAlive,
-    WholeReply,
-    gathered_reply,
-    reply_events,
-    whole_reply,
-)
+from app.engine.server.core.generation_flow import Finished
+from app.engine.server.core.reply_stream import KeepAlive, WholeReply, reply_events
 from app.engine.server.core.request_fields import ParsedRequest
-from app.engine.server.core.scheduler import Job, JobEvent
+from app.engine.server.core.route_reply import RouteReply, Running, received, running
+from app.engine.server.core.scheduler import JobEvent
 from app.engine.server.core.server import ApiServer
-from app.engine.server.core.waiting_reply import (
-    Waiting,
-    json_after_waiting,
-    stream_after_waiting,
-)
 from app.engine.server.openai import replies
 from app.engine.server.openai.model_cards import model_card, model_list
 from app.engine.server.openai.parsing import parse_chat_body, parse_completion_body
 from app.engine.server.openai.tool_fields import call_delta, whole_message
-
-Gather = Callable[[Job, ParsedRequest, JobEvent], Awaitable[WholeReply]]
 
 
 class OpenAiRoutes:
@@ -79,11 +65,9 @@ class OpenAiRoutes:
         return await self._generate(request, chat=False)
 
     async def _generate(self, request: Request, *, chat: bool) -> Response:
-        request.state.logged = False
-        started = time.monotonic()
         server = self._server
-        body = await server.body(request)
-        target = await server.model_for(body)
+        arrived = await received(server, request)
+        body, target = arrived.body, arrived.target
         defaults = target.defaults
         if chat:
             images = await server.request_images(body)
@@ -91,54 +75,20 @@ class OpenAiRoutes:
         else:
             parsed = await server.check(lambda: parse_completion_body(body, defaults))
         endpoint = "chat_completions" if chat else "completions"
-        job, first = await server.start(request, parsed, target, endpoint)
-        reply_id = replies.new_id("chatcmpl" if chat else "cmpl")
-        reply = _Reply(server, request, job, parsed, target, reply_id, started, chat)
-        if parsed.stream:
-            return StreamingResponse(reply.stream(first), media_type="text/event-stream")
-        if isinstance(first, Waiting):
-            body_text = json_after_waiting(first, reply.gathered, reply.failed_body, reply.gone)
-            return StreamingResponse(body_text, media_type="application/json")
-        return JSONResponse(await reply.whole(first, _unless_gone(request)))
+        run = await running(server, request, arrived, parsed, endpoint)
+        return await _Reply(run, chat).response()
 
 
-def _unless_gone(request: Request) -> Gather:
-    async def gather(job: Job, parsed: ParsedRequest, first: JobEvent) -> WholeReply:
-        return await whole_reply(request, job, parsed, first)
-
-    return gather
-
-
-class _Reply:
+class _Reply(RouteReply):
     """One request's reply, whole or streamed."""
 
-    def __init__(
-        self,
-        server: ApiServer,
-        request: Request,
-        job: Job,
-        parsed: ParsedRequest,
-        target: RequestModel,
-        reply_id: str,
-        started: float,
-        chat: bool,
-    ) -> None:
-        self._server = server
-        self._request = request
-        self._job = job
-        self._parsed = parsed
-        self._model = target.id
-        self._id = reply_id
-        self._started = started
+    def __init__(self, run: Running, chat: bool) -> None:
+        super().__init__(run)
+        self._id = replies.new_id("chatcmpl" if chat else "cmpl")
         self._chat = chat
 
-    async def gathered(self, first: JobEvent) -> dict[str, Any]:
-        """The whole reply after waiting: the stream watches the client."""
-        return await self.whole(first, gathered_reply)
-
-    async def whole(self, first: JobEvent, gather: Gather) -> dict[str, Any]:
+    def whole(self, reply: WholeReply) -> dict[str, Any]:
         parsed, model = self._parsed, self._model
-        reply = await gather(self._job, parsed, first)
         reason = replies.finish_reason(
             reply.finished, calls=len(reply.calls), calls_complete=reply.calls_complete
         )
@@ -152,25 +102,10 @@ class _Reply:
         self._server.log_generation(self._request, self._started, result, reason)
         return body
 
-    def stream(self, first: JobEvent | Waiting) -> AsyncIterator[str]:
-        if isinstance(first, Waiting):
-            return stream_after_waiting(first, self._events, self._failed, self.gone)
-        return self._events(first)
-
-    def failed_body(self, error: ApiError) -> dict[str, Any]:
-        """A failure after the headers went out: logged, and the API's error object."""
-        self._server.log_plain(self._request, error.status, self._started, error.log_detail)
-        return error.body()
-
-    def _failed(self, error: ApiError) -> str:
+    def failed_event(self, error: ApiError) -> str:
         return _sse(self.failed_body(error))
 
-    def gone(self) -> None:
-        self._server.log_plain(
-            self._request, CLIENT_GONE_STATUS, self._started, "client disconnected"
-        )
-
-    async def _events(self, first: JobEvent) -> AsyncIterator[str]:
+    async def events(self, first: JobEvent) -> AsyncIterator[str]:
         request, job, parsed, model = self._request, self._job, self._parsed, self._model
         chat, reply_id = self._chat, self._id
         finished: Finished | None = None
@@ -206,7 +141,7 @@ class _Reply:
             yield "data: [DONE]\n\n"
             self._server.log_generation(request, self._started, result, reason)
         except ApiError as error:  # the generation failed after the 200 went out
-            yield self._failed(error)
+            yield self.failed_event(error)
         except BaseException:  # the client disconnected (cancelled) or the send failed
             self.gone()
             raise

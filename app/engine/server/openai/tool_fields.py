@@ -19,65 +19,48 @@ from app.engine.runtime.chat_format.constraint import (
 )
 from app.engine.runtime.chat_format.prompting import ChatMessage
 from app.engine.runtime.chat_format.tool_call_events import ArgumentsPiece, CallStarted
-from app.engine.runtime.chat_format.tools import (
-    AUTO,
-    NONE,
-    REQUIRED,
-    ToolCall,
-    ToolChoice,
-    ToolSpec,
-)
+from app.engine.runtime.chat_format.tools import ToolCall, ToolChoice, ToolSpec
 from app.engine.server.core.api_errors import bad_request
-from app.engine.server.core.function_tools import checked_tools, function_spec, tool_request_fields
+from app.engine.server.core.function_tools import (
+    function_choice,
+    function_spec,
+    function_tools,
+    tool_request_fields,
+    worded_tool_choice,
+)
 from app.engine.server.core.reply_stream import WholeReply
-from app.engine.server.core.request_fields import check_tool_count
 
 
 def request_fields(body: dict[str, Any]) -> dict[str, Any]:
     """The :class:`GenerationRequest` fields for the body's ``tools``, ``tool_choice`` and
     ``response_format`` (only those it sets; see :func:`tool_request_fields`)."""
-    tools = _tools(body.get("tools"))
+    tools = function_tools(body.get("tools"), _tool)
     choice = _tool_choice(body.get("tool_choice"), tools)
     return tool_request_fields(tools, choice, _response_format(body.get("response_format")))
 
 
-def _tools(value: Any) -> tuple[ToolSpec, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise bad_request("'tools' must be an array of function tools", "tools")
-    check_tool_count(value)
-    tools = []
-    for index, item in enumerate(value):
-        where = f"tools[{index}]"
-        function = item.get("function") if isinstance(item, dict) else None
-        if (
-            not isinstance(item, dict)
-            or item.get("type") != "function"
-            or not isinstance(function, dict)
-        ):
-            raise bad_request(
-                f'\'{where}\' must be {{"type": "function", "function": {{"name": ...}}}}',
-                where,
-            )
-        tools.append(
-            function_spec(
-                function.get("name"),
-                function.get("description"),
-                function.get("parameters"),
-                f"{where}.function",
-            )
+def _tool(item: Any, where: str) -> ToolSpec:
+    function = item.get("function") if isinstance(item, dict) else None
+    if (
+        not isinstance(item, dict)
+        or item.get("type") != "function"
+        or not isinstance(function, dict)
+    ):
+        raise bad_request(
+            f'\'{where}\' must be {{"type": "function", "function": {{"name": ...}}}}',
+            where,
         )
-    return checked_tools(tools)
+    return function_spec(
+        function.get("name"),
+        function.get("description"),
+        function.get("parameters"),
+        f"{where}.function",
+    )
 
 
 def _tool_choice(value: Any, tools: tuple[ToolSpec, ...]) -> ToolChoice:
-    if value is None:
-        return ToolChoice(AUTO)
-    if value in (AUTO, NONE, REQUIRED):
-        if value == REQUIRED and not tools:
-            raise bad_request("'tool_choice' is 'required' but 'tools' is empty", "tool_choice")
-        return ToolChoice(value)
+    if (worded := worded_tool_choice(value, tools)) is not None:
+        return worded
     function = value.get("function") if isinstance(value, dict) else None
     name = function.get("name") if isinstance(function, dict) else None
     if not isinstance(name, str):
@@ -86,11 +69,7 @@ def _tool_choice(value: Any, tools: tuple[ToolSpec, ...]) -> ToolChoice:
             '{"type": "function", "function": {"name": ...}}',
             "tool_choice",
         )
-    if name not in {tool.name for tool in tools}:
-        raise bad_request(
-            f"'tool_choice' names the function {name!r}, which is not in 'tools'", "tool_choice"
-        )
-    return ToolChoice("function", name)
+    return function_choice(name, tools, repr(name))
 
 
 def _response_format(value: Any) -> OutputConstraint | None:

@@ -14,21 +14,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.engine.runtime.chat_format.prompting import ChatMessage
-from app.engine.runtime.chat_format.tools import AUTO, NONE, REQUIRED, ToolChoice, ToolSpec
+from app.engine.runtime.chat_format.tools import AUTO, ToolChoice, ToolSpec
 from app.engine.server.core.api_errors import bad_request
 from app.engine.server.core.echo import echo
 from app.engine.server.core.field_rules import check_fields
 from app.engine.server.core.function_tools import (
-    checked_tools,
+    function_choice,
     function_spec,
+    function_tools,
     schema_output,
     tool_request_fields,
+    worded_tool_choice,
 )
 from app.engine.server.core.request_fields import (
     REASONING_EFFORT,
     ParsedRequest,
     RequestDefaults,
-    check_tool_count,
     generation_fields,
     integer,
     json_object,
@@ -65,7 +66,7 @@ def parse_responses_body(
     read = input_turns(body.get("input"), history.called)
     instructions = _optional_string(body, "instructions")
     system = (ChatMessage("system", instructions),) if instructions else ()
-    tools = _tools(body.get("tools"))
+    tools = function_tools(body.get("tools"), _tool)
     choice = _tool_choice(body.get("tool_choice"), tools)
     text_format = _text_format(body.get("text"))
     source: dict[str, Any] = {
@@ -102,36 +103,20 @@ def _optional_string(body: dict[str, Any], name: str) -> str | None:
     return value
 
 
-def _tools(value: Any) -> tuple[ToolSpec, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise bad_request("'tools' must be an array of function tools", "tools")
-    check_tool_count(value)
-    tools = []
-    for index, item in enumerate(value):
-        where = f"tools[{index}]"
-        if not isinstance(item, dict) or item.get("type") != "function":
-            kind = item.get("type") if isinstance(item, dict) else None
-            raise bad_request(
-                f"'{where}' is a tool of type {echo(kind)}: this server runs function tools "
-                '({"type": "function", "name": ..., "parameters": {...}}) only',
-                where,
-            )
-        spec = function_spec(
-            item.get("name"), item.get("description"), item.get("parameters"), where
+def _tool(item: Any, where: str) -> ToolSpec:
+    if not isinstance(item, dict) or item.get("type") != "function":
+        kind = item.get("type") if isinstance(item, dict) else None
+        raise bad_request(
+            f"'{where}' is a tool of type {echo(kind)}: this server runs function tools "
+            '({"type": "function", "name": ..., "parameters": {...}}) only',
+            where,
         )
-        tools.append(spec)
-    return checked_tools(tools)
+    return function_spec(item.get("name"), item.get("description"), item.get("parameters"), where)
 
 
 def _tool_choice(value: Any, tools: tuple[ToolSpec, ...]) -> ToolChoice:
-    if value is None:
-        return ToolChoice(AUTO)
-    if value in (AUTO, NONE, REQUIRED):
-        if value == REQUIRED and not tools:
-            raise bad_request("'tool_choice' is 'required' but 'tools' is empty", "tool_choice")
-        return ToolChoice(value)
+    if (worded := worded_tool_choice(value, tools)) is not None:
+        return worded
     name = value.get("name") if isinstance(value, dict) else None
     if not isinstance(value, dict) or value.get("type") != "function" or not isinstance(name, str):
         raise bad_request(
@@ -139,12 +124,7 @@ def _tool_choice(value: Any, tools: tuple[ToolSpec, ...]) -> ToolChoice:
             f'{{"type": "function", "name": ...}}, got {echo(value)}',
             "tool_choice",
         )
-    if name not in {tool.name for tool in tools}:
-        raise bad_request(
-            f"'tool_choice' names the function {echo(name)}, which is not in 'tools'",
-            "tool_choice",
-        )
-    return ToolChoice("function", name)
+    return function_choice(name, tools, echo(name))
 
 
 def _text_format(value: Any) -> Any:

@@ -15,24 +15,15 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 
 from app.engine.server.core.api_errors import ApiError
 from app.engine.server.core.echo import clean
-from app.engine.server.core.generation_flow import CLIENT_GONE_STATUS, Finished
-from app.engine.server.core.reply_stream import (
-    WholeReply,
-    gathered_reply,
-    reply_events,
-    whole_reply,
-)
-from app.engine.server.core.scheduler import Job, JobEvent
+from app.engine.server.core.generation_flow import Finished
+from app.engine.server.core.reply_stream import WholeReply, reply_events
+from app.engine.server.core.route_reply import RouteReply, Running, received, running
+from app.engine.server.core.scheduler import JobEvent
 from app.engine.server.core.server import ApiServer
-from app.engine.server.core.waiting_reply import (
-    Waiting,
-    json_after_waiting,
-    stream_after_waiting,
-)
 from app.engine.server.responses.events import ResponseEvents
 from app.engine.server.responses.objects import (
     assistant_turn,
@@ -51,23 +42,12 @@ class ResponsesRoutes:
 
     async def create(self, request: Request) -> Response:
         server = self._server
-        request.state.logged = False
-        started = time.monotonic()
-        body = await server.body(request)
-        target = await server.model_for(body)
-        asked = parse_responses_body(body, target.defaults, self._store)  # the store: one loop's
-        job, first = await server.start(request, asked.parsed, target, "responses")
-        reply = _Response(server, self._store, request, job, asked, target.id, started)
-        if asked.parsed.stream:
-            if isinstance(first, Waiting):
-                events = stream_after_waiting(first, reply.events, reply.failed_event, reply.gone)
-            else:
-                events = reply.events(first)
-            return StreamingResponse(events, media_type="text/event-stream")
-        if isinstance(first, Waiting):
-            whole = json_after_waiting(first, reply.gathered, reply.failed_body, reply.gone)
-            return StreamingResponse(whole, media_type="application/json")
-        return JSONResponse(reply.whole(await whole_reply(request, job, asked.parsed, first)))
+        arrived = await received(server, request)
+        target = arrived.target
+        store = self._store  # one loop's
+        asked = parse_responses_body(arrived.body, target.defaults, store)
+        run = await running(server, request, arrived, asked.parsed, "responses")
+        return await _Response(run, store, asked).response()
 
     async def retrieve(self, request: Request) -> Response:
         response_id = request.path_params["response_id"]
@@ -83,26 +63,13 @@ class ResponsesRoutes:
         return JSONResponse({"id": response_id, "object": "response", "deleted": True})
 
 
-class _Response:
+class _Response(RouteReply):
     """One request's response, whole or streamed, kept unless it asked otherwise."""
 
-    def __init__(
-        self,
-        server: ApiServer,
-        store: ResponseStore,
-        request: Request,
-        job: Job,
-        asked: ResponsesRequest,
-        model: str,
-        started: float,
-    ) -> None:
-        self._server = server
+    def __init__(self, run: Running, store: ResponseStore, asked: ResponsesRequest) -> None:
+        super().__init__(run)
         self._store = store
-        self._request = request
-        self._job = job
         self._asked = asked
-        self._model = model
-        self._started = started
         self._id = new_id("resp")
         self._created_at = int(time.time())
 
@@ -124,23 +91,9 @@ class _Response:
         self._done(response, reply.finished)
         return response
 
-    async def gathered(self, first: JobEvent) -> dict[str, Any]:
-        """The whole response after waiting: the stream watches the client."""
-        return self.whole(await gathered_reply(self._job, self._asked.parsed, first))
-
-    def failed_body(self, error: ApiError) -> dict[str, Any]:
-        """A failure after the headers went out: logged, and the API's error object."""
-        self._server.log_plain(self._request, error.status, self._started, error.log_detail)
-        return error.body()
-
     def failed_event(self, error: ApiError) -> str:
-        self._server.log_plain(self._request, error.status, self._started, error.log_detail)
+        self.log_failure(error)
         return ResponseEvents(self.body).error(error.message, error.code or error.type)
-
-    def gone(self) -> None:
-        self._server.log_plain(
-            self._request, CLIENT_GONE_STATUS, self._started, "client disconnected"
-        )
 
     def _done(self, response: dict[str, Any], finished: Finished) -> None:
         """Keep the response (unless ``store: false``) and log it."""
@@ -167,7 +120,7 @@ class _Response:
             self._done(self.body(writer.output, finished, writer.calls_complete), finished)
         except ApiError as error:  # the generation failed after the 200 went out
             yield writer.error(error.message, error.code or error.type)
-            self._server.log_plain(self._request, error.status, self._started, error.log_detail)
+            self.log_failure(error)
         except BaseException:  # the client disconnected (cancelled) or the send failed
             self.gone()
             raise

@@ -5,7 +5,9 @@ Two drafters implement :class:`Drafting`: :class:`HeadDrafter` (an MTP head buil
 the folder's own ``mtp.*`` tensors, with a KV cache of its own) and
 :class:`~app.engine.runtime.backends.mlx.gemma4_drafting.Gemma4Drafting` (Gemma 4's separate
 drafter model, which reads the target's cache and keeps nothing of its own; docs/drafters.md).
-Every call names the conversation it works on (``Conversation.head`` is the head's cache,
+The draft loop — each token chosen from the step's logits, until the depth or a stop — is
+:meth:`Drafting.draft`'s, for both; a drafter supplies its steps (:class:`DraftSteps`). Every
+call names the conversation it works on (``Conversation.head`` is the head's cache,
 ``Conversation.trunk`` the target's).
 
 Head rows follow the llama.cpp backend's convention: the row for position p carries token x_p and
@@ -25,6 +27,19 @@ import numpy as np
 from app.engine.runtime.backends.mlx.heads import MtpHead
 from app.engine.runtime.backends.mlx.kept_states import Conversation
 from app.engine.runtime.core.backend import STOP_DRAFTING, DraftChooser, DraftResult
+
+
+class DraftSteps(ABC):
+    """One draft's steps: the logits of each next draft token."""
+
+    @abstractmethod
+    def logits(self, token: int) -> mx.array:
+        """Logits (1 × rows × vocabulary, the last row the next draft's) after ``token``: the
+        newest committed token at the first step, the draft chosen before it later."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Drop what the draft's steps left in the conversation's caches."""
 
 
 class Drafting(ABC):
@@ -71,6 +86,14 @@ class Drafting(ABC):
         """A new prompt shares ``shared`` tokens with the conversation: keep what it repeats."""
 
     @abstractmethod
+    def without_draft(self, live: Conversation) -> None:
+        """A cycle asked for no draft: bring its own rows up to date."""
+
+    @abstractmethod
+    def steps(self, live: Conversation, hidden_last: mx.array) -> DraftSteps:
+        """The steps of a draft after the newest committed token (at position
+        ``len(live.tokens)``, paired with h of the position before, ``hidden_last``)."""
+
     def draft(
         self,
         live: Conversation,
@@ -81,6 +104,19 @@ class Drafting(ABC):
     ) -> DraftResult:
         """Up to ``depth`` drafts after ``last_token`` (at position ``len(live.tokens)``, paired
         with h of the position before, ``hidden_last``); ``choose`` picks each or stops."""
+        if depth == 0:
+            self.without_draft(live)
+            return DraftResult(())
+        steps = self.steps(live, hidden_last)
+        drafts: list[int] = []
+        token = last_token
+        for index in range(depth):
+            token = choose(index, np.array(steps.logits(token)[0, -1].astype(mx.float32)))
+            if token == STOP_DRAFTING:
+                break
+            drafts.append(token)
+        steps.close()
+        return DraftResult(tuple(drafts))
 
 
 class HeadDrafter(Drafting):
@@ -141,29 +177,34 @@ class HeadDrafter(Drafting):
             mx.eval(cache.state)
             self.clear()
 
-    def draft(
-        self,
-        live: Conversation,
-        last_token: int,
-        hidden_last: mx.array,
-        depth: int,
-        choose: DraftChooser,
-    ) -> DraftResult:
-        """The head keeps the row of ``last_token`` and drops the drafts' rows."""
-        cache, committed = live.head, len(live.tokens)
-        if depth == 0:
-            self._run_queue(cache)
-            return DraftResult(())
-        tokens = [*self._queue_tokens, last_token]
-        hidden = mx.stack([*self._queue_hidden, hidden_last])[None]
+    def without_draft(self, live: Conversation) -> None:
+        self._run_queue(live.head)
+
+    def steps(self, live: Conversation, hidden_last: mx.array) -> DraftSteps:
+        """The first step runs the queued rows with the newest token's."""
+        queued, hidden = (*self._queue_tokens,), [*self._queue_hidden, hidden_last]
+        steps = _HeadSteps(self.head, live, queued, hidden)
         self.clear()
-        drafts: list[int] = []
-        for index in range(depth):
-            carried, logits = self.head.step(mx.array([tokens]), hidden, cache)
-            token = choose(index, np.array(logits[0, -1].astype(mx.float32)))
-            if token == STOP_DRAFTING:
-                break
-            drafts.append(token)
-            tokens, hidden = [token], carried[:, -1:, :]
-        cache.trim(cache.offset - committed)
-        return DraftResult(tuple(drafts))
+        return steps
+
+
+class _HeadSteps(DraftSteps):
+    """The head's draft: it keeps the row of the newest token and drops the drafts' rows."""
+
+    def __init__(
+        self, head: MtpHead, live: Conversation, queued: tuple[int, ...], hidden: list[mx.array]
+    ) -> None:
+        self._head = head
+        self._cache, self._committed = live.head, len(live.tokens)
+        self._queued = queued
+        self._hidden = mx.stack(hidden)[None]
+
+    def logits(self, token: int) -> mx.array:
+        tokens = [*self._queued, token]
+        self._queued = ()
+        carried, logits = self._head.step(mx.array([tokens]), self._hidden, self._cache)
+        self._hidden = carried[:, -1:, :]
+        return logits
+
+    def close(self) -> None:
+        self._cache.trim(self._cache.offset - self._committed)

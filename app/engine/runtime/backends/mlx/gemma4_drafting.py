@@ -21,17 +21,16 @@ from typing import Any
 
 import mlx.core as mx
 import mlx.nn as nn
-import numpy as np
 from mlx_lm.models.cache import KVCache, RotatingKVCache
 
-from app.engine.runtime.backends.mlx.drafting import Drafting
+from app.engine.runtime.backends.mlx.drafting import Drafting, DraftSteps
 from app.engine.runtime.backends.mlx.gemma4_drafter import (
     Gemma4Drafter,
+    TargetKv,
     target_embeddings,
     target_kv,
 )
 from app.engine.runtime.backends.mlx.kept_states import Conversation
-from app.engine.runtime.core.backend import STOP_DRAFTING, DraftChooser, DraftResult
 
 
 def unrotated_caches(caches: list[Any]) -> list[Any]:
@@ -77,25 +76,35 @@ class Gemma4Drafting(Drafting):
     def keep_matching(self, live: Conversation, shared: int) -> None:
         """Nothing held."""
 
-    def draft(
+    def without_draft(self, live: Conversation) -> None:
+        """Nothing held."""
+
+    def steps(self, live: Conversation, hidden_last: mx.array) -> DraftSteps:
+        kv = target_kv(self._target, live.trunk)
+        return _Gemma4Steps(self.drafter, self._target, kv, len(live.tokens), hidden_last)
+
+
+class _Gemma4Steps(DraftSteps):
+    """Every step at the newest token's position, fed the previous step's carried state."""
+
+    def __init__(
         self,
-        live: Conversation,
-        last_token: int,
+        drafter: Gemma4Drafter,
+        target: nn.Module,
+        kv: dict[str, TargetKv],
+        position: int,
         hidden_last: mx.array,
-        depth: int,
-        choose: DraftChooser,
-    ) -> DraftResult:
-        position = len(live.tokens)
-        drafts: list[int] = []
-        if depth:
-            kv = target_kv(self._target, live.trunk)
-            previous = hidden_last[None, None, :]
-            token = last_token
-            for index in range(depth):
-                embedded = target_embeddings(self._target, mx.array([[token]]))
-                logits, previous = self.drafter.step(embedded, previous, position, kv)
-                token = choose(index, np.array(logits[0, -1].astype(mx.float32)))
-                if token == STOP_DRAFTING:
-                    break
-                drafts.append(token)
-        return DraftResult(tuple(drafts))
+    ) -> None:
+        self._drafter, self._target, self._kv = drafter, target, kv
+        self._position = position
+        self._previous = hidden_last[None, None, :]
+
+    def logits(self, token: int) -> mx.array:
+        embedded = target_embeddings(self._target, mx.array([[token]]))
+        logits, self._previous = self._drafter.step(
+            embedded, self._previous, self._position, self._kv
+        )
+        return logits
+
+    def close(self) -> None:
+        """Nothing to drop: the steps wrote into no cache."""

@@ -1,0 +1,29 @@
+"""How the suite shares out among pytest-xdist workers (``-n 2 --dist loadgroup``).
+
+A test file runs whole on one worker, so the servers and models its module fixtures start are
+started once: each test without an ``xdist_group`` mark is put in its file's group here, before
+xdist reads the marks (xdist's own hook runs last). A test that must share a build with another
+file's tests names their common group with ``@pytest.mark.xdist_group(...)``; e.g. the portable
+llama.cpp build (:data:`PORTABLE_BUILD`), which the bundle builds too: on one worker its first
+build (hours, on 2 cores) happens once, not twice at the same time.
+
+What every worker must not share is kept per test already: the app's and Hugging Face's folders
+(tests/store/isolation.py), the local hub (one per worker, on its own port) and ports
+(tests/ports.py). The builds cached per machine are built under a file lock
+(tests/llama_server.py) or in one group (:data:`PORTABLE_BUILD`).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+PORTABLE_BUILD = "portable-llama-cpp"
+"""The group of the tests that build or run the portable llama.cpp (packaging/build_plan.sh's
+``ensure_wheel`` with ``PORTABLE_FLAGS``, and packaging/build.sh, which writes ``dist/``)."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
