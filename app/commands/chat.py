@@ -267,7 +267,10 @@ def _with_projector(settings: LoadSettings, mmproj: str | None) -> LoadSettings:
 
 
 def describe_images(info: ModelInfo) -> str:
-    """``images: read with mmproj-….gguf`` or the one line saying why the model reads none."""
+    """``images: read with mmproj-….gguf`` (the vision tower inside a model folder on MLX) or
+    the one line saying why the model reads none."""
+    if info.projector is not None and info.projector.is_dir():
+        return f"images: read with the vision tower in {info.projector.name} (mlx-vlm)"
     if info.projector is not None:
         return f"images: read with {info.projector.name}"
     return f"images: {info.images_unavailable_reason or 'not read by this model'}"

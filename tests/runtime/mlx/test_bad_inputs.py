@@ -117,7 +117,7 @@ def test_without_mlx_a_folder_says_what_to_install(
         backends.mlx_device.cache_clear()
 
 
-def test_a_picture_on_mlx_is_refused_in_one_line_saying_where_pictures_work(
+def test_a_picture_for_a_text_only_mlx_model_is_refused_in_one_line_saying_why(
     four_bit: MlxBackend,
 ) -> None:
     shown = read_image(picture(64, 64), ImageLimits(), "picture")
@@ -129,5 +129,7 @@ def test_a_picture_on_mlx_is_refused_in_one_line_saying_where_pictures_work(
     with pytest.raises(ImageError) as refused:
         generate(four_bit, request, emit=lambda _c: None, cancelled=lambda: False)
     message = str(refused.value)
-    assert message.startswith("the MLX backend reads no images yet") and "\n" not in message
-    assert "mmproj-*.gguf on llama.cpp" in message
+    assert message.startswith(f"{four_bit.info.path.name} has no vision tower") and (
+        "\n" not in message
+    )
+    assert "config.json has no vision_config" in message

@@ -213,6 +213,11 @@ class DecodeBackend(ABC):
             self.info.images_unavailable_reason or f"{self.info.path.name} reads no images"
         )
 
+    def plain_only_reason(self, tokens: Sequence[int]) -> str | None:
+        """Why the prompt ``tokens`` decodes without drafts on this backend (None: it may
+        draft), for the reply's note."""
+        return None
+
     def grammar_tokenizer(self) -> llguidance.LLTokenizer:
         """The vocabulary as llguidance sees it (built once, then kept), for constrained
         decoding; end-of-generation tokens are its end tokens."""

@@ -21,6 +21,10 @@ the projector of an untrained vision tower, in a folder of their own (a projecto
 GGUF model in its folder)."""
 DEMO_VISION_MODEL = DEMO_VISION_DIR / DEMO_VISION_FILENAME
 DEMO_VISION_PROJECTOR = DEMO_VISION_DIR / "mmproj-demo-vision-F16.gguf"
+DEMO_VISION_MLX_DIR = MODELS_DIR / "demo-vision-mlx"
+"""The MLX vision demo (``tools/make_mlx_vision_model.py``): the vision demo's shape, trunk and
+head briefly trained, vision tower untrained, converted by mlx-vlm (8-bit language model, BF16
+tower) with its MTP head beside it as ``mtp.safetensors``; pictures on MLX are tested with it."""
 
 
 def demo_model_path(models_dir: Path = MODELS_DIR) -> Path:

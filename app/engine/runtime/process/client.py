@@ -398,7 +398,8 @@ def _with_projector(settings: LoadSettings, choice: BackendChoice, model: Path) 
         if choice.name == MLX:
             raise RuntimeBackendError(
                 f"a vision projector ({projector.name}) is loaded with a GGUF model on llama.cpp; "
-                "the MLX backend reads no images yet"
+                "on MLX a model folder reads images with the vision tower inside it (mlx-vlm): "
+                "drop --mmproj"
             )
         if not projector.is_file():
             raise RuntimeBackendError(

@@ -288,6 +288,9 @@ def _choose_depth(
             f"MTP depth {depth} exceeds the depth {backend.info.max_draft_depth} this model was "
             "loaded for; load it again with a larger maximum draft depth or lower --mtp-depth"
         )
+    plain_only = backend.plain_only_reason(tokens) if depth > 0 else None
+    if plain_only is not None:
+        note, depth = plain_only, 0
     watch = policies.draft_health.watch(backend.info.path, backend.performance_fingerprint)
     if depth > 0 and watch.reason is not None:  # this backend's drafts were found garbage
         note, depth = watch.reason, 0

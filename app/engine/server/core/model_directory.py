@@ -206,7 +206,10 @@ def _image_refusal(model: ServableModel, info: ModelInfo | None, rules: LoadRule
     if not rules.images:
         return "this server reads no images (serve --mmproj none): send text only"
     if not model.is_gguf:
-        return f"{model.id} runs on MLX, which reads no images yet: send text only"
+        from app.engine.runtime.backends.mlx.vision_folder import unavailable_reason
+
+        reason = unavailable_reason(model.path)
+        return None if reason is None else f"{reason}: send text only"
     if rules.projector is None and model.projector is None:
         return (
             f"{model.path.name} has no vision projector (no mmproj-*.gguf beside the model "

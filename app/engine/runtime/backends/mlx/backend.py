@@ -33,6 +33,7 @@ batch instead).
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +47,7 @@ from mlx_lm.models.cache import make_prompt_cache
 from app.engine.drafter.facts import DRAFTER_REASON
 from app.engine.drafter.pairing import DrafterMatch, choose_drafter, may_take_drafter
 from app.engine.errors import RuntimeBackendError
+from app.engine.runtime.backends.image_cells import has_images
 from app.engine.runtime.backends.mlx import trunk_caches
 from app.engine.runtime.backends.mlx.conversations import Conversations
 from app.engine.runtime.backends.mlx.drafting import Drafting, HeadDrafter
@@ -61,6 +63,8 @@ from app.engine.runtime.backends.mlx.sidecar import (
 )
 from app.engine.runtime.backends.mlx.text import HfText
 from app.engine.runtime.backends.mlx.verify_states import Capture, wrap_gated_delta_layers
+from app.engine.runtime.backends.mlx.vision import MlxVision
+from app.engine.runtime.backends.mlx.vision_folder import unavailable_reason
 from app.engine.runtime.backends.prefix_cache import (
     CHECKPOINT_INTERVAL,
     ResumePlan,
@@ -68,6 +72,7 @@ from app.engine.runtime.backends.prefix_cache import (
     chunk_ends,
     common_prefix_length,
 )
+from app.engine.runtime.chat_format.images import ImagePart
 from app.engine.runtime.core.backend import (
     DecodeBackend,
     DraftChooser,
@@ -105,10 +110,29 @@ def load_failure(folder: Path, exc: BaseException) -> str:
     )
 
 
-IMAGES_ON_MLX = (
-    "the MLX backend reads no images yet (docs/vision.md#mlx): run the model's GGUF with its "
-    "mmproj-*.gguf on llama.cpp to send pictures"
-)
+def _open_vision(
+    folder: Path, settings: LoadSettings, trunk_model: Any, drafter: Drafting | None
+) -> tuple[MlxVision | None, str | None]:
+    """The folder's vision tower in mlx-vlm (drafting with the model's own head after a
+    picture; a separate drafter does not), or why the model reads no pictures."""
+    if not settings.images:
+        return None, f"{folder.name} was loaded for text only, so it reads no images"
+    reason = unavailable_reason(folder)
+    if reason is not None:
+        return None, reason
+    head = drafter if isinstance(drafter, HeadDrafter) else None
+    return MlxVision(folder, trunk_model, head), None
+
+
+def _hand_over_head_rows(
+    drafter: HeadDrafter, vision: MlxVision | None, text: Conversation, from_vision: bool
+) -> None:
+    """Run the head's queued rows into the conversation they belong to: the picture lane's or
+    the text path's, whichever a request just left (the head's queue is shared)."""
+    if from_vision and vision is not None:
+        vision.settle_head_rows()
+    elif not from_vision:
+        drafter.keep_matching(text, len(text.tokens))
 
 
 class MlxBackend(DecodeBackend):
@@ -145,6 +169,9 @@ class MlxBackend(DecodeBackend):
         self._drafter, reason, draft_layers = self._open_drafter(
             drafter_match, text_model, model_type, sidecar
         )
+        self._vision, images_reason = _open_vision(self._path, settings, self._model, self._drafter)
+        self._image_marker = f"<image {secrets.token_hex(8)}>"
+        self._in_vision = False
         make_caches = self._cache_maker()
         caches = make_caches()
         self._reusable = all(trunk_caches.is_recurrent(c) or trunk_caches.is_kv(c) for c in caches)
@@ -163,7 +190,8 @@ class MlxBackend(DecodeBackend):
             max_draft_depth=settings.max_draft_depth if self._drafter is not None else 0,
             mtp_unavailable_reason=reason,
             has_chat_template=self._text.chat_template is not None,
-            images_unavailable_reason=IMAGES_ON_MLX,
+            projector=self._path if self._vision is not None else None,
+            images_unavailable_reason=images_reason,
             drafter=drafter_match.path if isinstance(self._drafter, Gemma4Drafting) else None,
         )
         self._conversations = Conversations(
@@ -278,6 +306,20 @@ class MlxBackend(DecodeBackend):
     def bos_token_id(self) -> int | None:
         return self._text.bos_token_id
 
+    @property
+    def image_marker(self) -> str | None:
+        return self._image_marker if self._vision is not None else None
+
+    def tokenize_with_images(self, text: str, images: Sequence[ImagePart]) -> list[int]:
+        if self._vision is None:
+            return super().tokenize_with_images(text, images)
+        cells = self._vision.tokens(text, self._image_marker, images)
+        bos = self.bos_token_id
+        return [bos, *cells] if bos is not None and cells[:1] != [bos] else cells
+
+    def plain_only_reason(self, tokens: Sequence[int]) -> str | None:
+        return self._vision.plain_only_reason(tokens) if self._vision is not None else None
+
     # --- decoding ---------------------------------------------------------------------------
 
     @property
@@ -285,18 +327,26 @@ class MlxBackend(DecodeBackend):
         return self._conversations.live
 
     @property
+    def _lane(self) -> MlxVision | None:
+        """The picture lane while it holds the request (:mod:`.vision`)."""
+        return self._vision if self._in_vision else None
+
+    @property
     def committed_length(self) -> int:
-        return len(self._live.tokens)
+        return self._lane.length if self._lane else len(self._live.tokens)
 
     @property
     def last_prefix_reuse(self) -> PrefixReuse:
-        return self._last_reuse
+        return self._lane.last_reuse if self._lane else self._last_reuse
 
     @property
     def kept_state_bytes(self) -> int:
         return self._conversations.kept.nbytes
 
     def reset(self) -> None:
+        self._in_vision = False
+        if self._vision is not None:
+            self._vision.reset()
         self._conversations.reset()
         self._head_tracking = False
         if self._drafter is not None:
@@ -320,6 +370,13 @@ class MlxBackend(DecodeBackend):
                 f"{self._path.name} is {self.info.context_length} tokens; shorten the prompt or "
                 "load the model with a larger context (--ctx)"
             )
+        was_vision, self._in_vision = self._in_vision, has_images(tokens)
+        if was_vision != self._in_vision and isinstance(self._drafter, HeadDrafter):
+            _hand_over_head_rows(self._drafter, self._vision, self._live, was_vision)
+        if self._in_vision:  # a prompt with pictures: through mlx-vlm (:mod:`.vision`)
+            if self._vision is None:
+                raise RuntimeBackendError(self.info.images_unavailable_reason or "no images here")
+            return self._vision.prefill(tokens, with_mtp)
         conversations = self._conversations
         if not self._reusable:
             conversations.live = conversations.new()
@@ -391,6 +448,9 @@ class MlxBackend(DecodeBackend):
         return self._logits_rows(hidden[-1:])[0]
 
     def step(self, token: int) -> np.ndarray:
+        if lane := self._lane:
+            self.info.require_room(lane.length, 1)
+            return lane.step(token)
         live = self._live
         self.info.require_room(len(live.tokens), 1)
         hidden = self._trunk(mx.array([[token]]), cache=live.trunk)[0]
@@ -401,12 +461,17 @@ class MlxBackend(DecodeBackend):
         return self._logits_rows(hidden)[0]
 
     def draft(self, last_token: int, depth: int, choose: DraftChooser) -> DraftResult:
+        if lane := self._lane:
+            return lane.draft(last_token, depth, choose)
         if self._drafter is None or not self._head_tracking:
             raise RuntimeBackendError("drafting needs a prefill with the MTP head first")
         live = self._live
         return self._drafter.draft(live, last_token, live.hidden_last, depth, choose)
 
     def verify(self, tokens: Sequence[int]) -> VerifyResult:
+        if lane := self._lane:
+            self.info.require_room(lane.length, len(tokens))
+            return lane.verify(tokens)
         live = self._live
         self.info.require_room(len(live.tokens), len(tokens))
         snapshot = trunk_caches.snapshot(live.trunk)
@@ -429,6 +494,8 @@ class MlxBackend(DecodeBackend):
         return VerifyResult(logits, np.array(hidden.astype(mx.float32)))
 
     def rollback(self, committed_length: int) -> None:
+        if lane := self._lane:
+            return lane.rollback(committed_length)
         if self._verified is None:
             raise RuntimeBackendError(
                 "rollback without a verify: the decoding loop is out of order"
