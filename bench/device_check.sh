@@ -146,7 +146,11 @@ print(report.summary)
 print(report.reason or "")
 print(report.system_info)
 sys.exit(0 if report.running == report.best else 1)'
-check "tests on this build" "$out/tests.txt" "$PYTHON" -m pytest -q -p no:cacheprovider "${GPU_TESTS[@]}"
+# pytest with llama.cpp loaded before anything imports numpy: the tests open models in their own
+# process, and a CUDA build's first load crashes after numpy (backends/llama_cpp/load_order.py)
+check "tests on this build" "$out/tests.txt" "$PYTHON" -c \
+    'import llama_cpp, sys, pytest; sys.exit(pytest.main(sys.argv[1:]))' \
+    -q -p no:cacheprovider "${GPU_TESTS[@]}"
 # 3. bench decode: the demo model, then the stand-ins.
 check "bench decode, demo model" "$out/decode-demo.json" \
     "$PYTHON" -m app bench decode "${DECODE_ARGS[@]}" --json

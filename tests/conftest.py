@@ -12,12 +12,9 @@ Fixtures used by one folder belong in that folder's conftest.py.
 
 import os
 
-from app.engine.runtime.backends.llama_cpp.load_order import load_llama_cpp_first
-
-load_llama_cpp_first()  # before anything imports numpy: a CUDA build crashes otherwise
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from tests.localhub.fixtures import configure_client_environment  # noqa: E402
+from tests.localhub.fixtures import configure_client_environment
 
 configure_client_environment()
 
