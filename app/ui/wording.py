@@ -53,6 +53,7 @@ WINDOW_WORDS: tuple[tuple[str, str], ...] = (
     (r"; pass --drafter FILE to name one", "; put its drafter GGUF in the model's folder"),
     (r"; pass --drafter FOLDER", "; put the drafter's folder beside the model's"),
     (r"; --mmproj FILE names one", "; choose one with the Projector button in the model bar"),
+    (r": drop --mmproj", ': choose "No projector (text only)" under the Projector button'),
 )
 """``(pattern, replacement)``, applied in order (``re.sub``)."""
 
