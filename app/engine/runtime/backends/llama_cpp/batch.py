@@ -29,16 +29,13 @@ class NumpyBatch:
         self._hidden = np.zeros((capacity, width), dtype=np.float32) if width else None
         seq_pointer = self._seq.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
         self._seq_ids = (ctypes.POINTER(ctypes.c_int32) * capacity)(*([seq_pointer] * capacity))
-        self._struct = llama_cpp.llama_batch()
-        self._struct.token = self._tokens.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
-        self._struct.pos = self._positions.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
-        self._struct.n_seq_id = self._seq_counts.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
-        self._struct.seq_id = self._seq_ids
-        self._struct.logits = self._outputs.ctypes.data_as(ctypes.POINTER(ctypes.c_int8))
-        self._hidden_pointer = (
-            self._hidden.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
-            if self._hidden is not None
-            else None
+        self._struct, self._hidden_pointer = _batch_over(
+            self._tokens,
+            self._positions,
+            self._seq_counts,
+            self._seq_ids,
+            self._outputs,
+            self._hidden,
         )
 
     def fill(
@@ -109,16 +106,13 @@ class MergedBatch:
         self._seq_ids = (int32_pointer * capacity)(
             *(ctypes.cast(base + row * cell, int32_pointer) for row in range(capacity))
         )
-        self._struct = llama_cpp.llama_batch()
-        self._struct.token = self._tokens.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
-        self._struct.pos = self._positions.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
-        self._struct.n_seq_id = self._seq_counts.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
-        self._struct.seq_id = self._seq_ids
-        self._struct.logits = self._outputs.ctypes.data_as(ctypes.POINTER(ctypes.c_int8))
-        self._hidden_pointer = (
-            self._hidden.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
-            if self._hidden is not None
-            else None
+        self._struct, self._hidden_pointer = _batch_over(
+            self._tokens,
+            self._positions,
+            self._seq_counts,
+            self._seq_ids,
+            self._outputs,
+            self._hidden,
         )
 
     def merge(self, parts: Sequence[tuple[int, NumpyBatch]]) -> llama_cpp.llama_batch:
@@ -142,3 +136,25 @@ class MergedBatch:
         self._struct.n_tokens = row
         self._struct.embd = self._hidden_pointer if with_hidden else None
         return self._struct
+
+
+def _batch_over(
+    tokens: np.ndarray,
+    positions: np.ndarray,
+    seq_counts: np.ndarray,
+    seq_ids: ctypes.Array,
+    outputs: np.ndarray,
+    hidden: np.ndarray | None,
+) -> tuple[llama_cpp.llama_batch, ctypes._Pointer | None]:
+    """A ``llama_batch`` pointing at these buffers, and the pointer to ``hidden``'s rows (set as
+    the batch's ``embd`` when a fill carries hidden states)."""
+    struct = llama_cpp.llama_batch()
+    struct.token = tokens.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
+    struct.pos = positions.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
+    struct.n_seq_id = seq_counts.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
+    struct.seq_id = seq_ids
+    struct.logits = outputs.ctypes.data_as(ctypes.POINTER(ctypes.c_int8))
+    hidden_pointer = (
+        hidden.ctypes.data_as(ctypes.POINTER(ctypes.c_float)) if hidden is not None else None
+    )
+    return struct, hidden_pointer
