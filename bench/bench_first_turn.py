@@ -19,20 +19,19 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.engine.runtime.bench.chat_bench import first_message
+from app.engine.runtime.bench.chat_bench import first_message, measure_prompt
 from app.engine.runtime.bench.llama_server import LlamaServer
 from app.engine.runtime.chat_format.prompting import ChatMessage
 from app.engine.runtime.core.backend import LoadSettings
 from app.engine.runtime.core.cpu_threads import choose_threads
 from app.engine.runtime.core.demo_model import demo_model_path
-from app.engine.runtime.core.request import GenerationRequest, TokenChunk
+from app.engine.runtime.core.request import GenerationRequest
 from app.engine.runtime.process.client import RuntimeClient
 from app.engine.runtime.sampling.sampler import SamplerSettings
 
@@ -110,15 +109,8 @@ def _ours(client: RuntimeClient, text: str, depth: int) -> tuple[float, int]:
     request = GenerationRequest(
         messages=(ChatMessage("user", text),), max_tokens=4, sampler=GREEDY, mtp_depth=depth
     )
-    first_chunk: list[float] = []
-    started = time.perf_counter()
-
-    def on_chunk(_chunk: TokenChunk) -> None:
-        if not first_chunk:
-            first_chunk.append(time.perf_counter() - started)
-
-    result = client.generate(request, on_chunk)
-    return first_chunk[0], result.prompt_token_count
+    _result, figures = measure_prompt(client, request)
+    return figures.client_ttft_seconds, figures.prompt_tokens
 
 
 def _its(server: LlamaServer, text: str) -> tuple[float, int]:

@@ -101,7 +101,7 @@ class PromptFigures:
     reply_tokens: int
 
 
-def _measure(
+def measure_prompt(
     client: RuntimeClient, request: GenerationRequest
 ) -> tuple[GenerationResult, PromptFigures]:
     """Run ``request``, timing its first chunk as the caller receives it."""
@@ -279,7 +279,7 @@ def run_chat_benchmark(
             _check_room(settings, info.context_length, ours)
         progress(f"turn {turn}/{settings.turns}")
         prompts.append(tuple(messages))
-        result, figures = _measure(client, settings.request(messages, turn))
+        result, figures = measure_prompt(client, settings.request(messages, turn))
         ours.append(figures)
         if llama_server is not None:
             sampler = settings.sampler(turn)
@@ -372,5 +372,5 @@ def _cold(
         progress(f"cold: turn {turn}/{len(prompts)}")
         first, *rest = messages
         marked = [ChatMessage(first.role, f"({turn}) {first.content}"), *rest]
-        figures.append(_measure(client, settings.request(marked, turn))[1])
+        figures.append(measure_prompt(client, settings.request(marked, turn))[1])
     return figures
