@@ -79,7 +79,9 @@ def main() -> int:
         for server in servers.values():
             server.wait_ready()
         figures = _run(ours, servers, args)
-    _report(model, default.describe(), counts, figures, args)
+        chosen = ours["default"].info if "default" in ours else None
+    described = chosen.threads.describe() if chosen and chosen.threads else default.describe()
+    _report(model, described, counts, figures, args)
     return 0
 
 

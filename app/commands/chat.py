@@ -178,7 +178,8 @@ def add_threads_argument(parser: argparse.ArgumentParser) -> None:
         default=0,
         metavar="N",
         help=f"CPU threads for llama.cpp; 0 (default) = what llama.cpp's own tools use, here "
-        f"{default.describe()}",
+        f"{default.describe()}, or fewer for decoding steps where the model's step is timed "
+        "faster on fewer when it loads (a small model, a busy machine)",
     )
 
 

@@ -243,7 +243,8 @@ class SettingsDialog(QDialog):
         self.threads_spin.setValue(settings.threads)
         self.threads_spin.setToolTip(
             "CPU threads a local llama.cpp model runs with; auto uses what llama.cpp's own tools "
-            "use: one per physical performance core"
+            "use, one per physical performance core, or fewer for decoding steps where the "
+            "model's step is timed faster on fewer when it loads (a small model, a busy machine)"
         )
 
     def edited_settings(self) -> Settings:

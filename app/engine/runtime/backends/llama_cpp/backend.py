@@ -72,6 +72,7 @@ from app.engine.runtime.backends.llama_cpp.model import (
 )
 from app.engine.runtime.backends.llama_cpp.mtp_head import MtpHeadDrafter
 from app.engine.runtime.backends.llama_cpp.sequences import open_sequences
+from app.engine.runtime.backends.llama_cpp.thread_calibration import calibrated
 from app.engine.runtime.backends.llama_cpp.vocab import LlamaVocab
 from app.engine.runtime.chat_format.images import ImagePart
 from app.engine.runtime.core.backend import (
@@ -83,7 +84,7 @@ from app.engine.runtime.core.backend import (
     PrefixReuse,
     VerifyResult,
 )
-from app.engine.runtime.core.cpu_threads import choose_threads
+from app.engine.runtime.core.cpu_threads import ThreadChoice, choose_threads
 
 
 class LlamaCppBackend(DecodeBackend):
@@ -128,7 +129,7 @@ class LlamaCppBackend(DecodeBackend):
         self._context_size = settings.context_length or min(
             DEFAULT_CONTEXT, trained or DEFAULT_CONTEXT
         )
-        self._threads = choose_threads(settings.threads)
+        self._threads = _threads_for(model, settings)
         self._settings = settings
         self._sequences = _sequences(settings, drafter_match)
         depth = settings.max_draft_depth if mtp_reason is None else 0
@@ -413,6 +414,16 @@ class LlamaCppBackend(DecodeBackend):
 
     def rollback(self, committed_length: int) -> None:
         self._decoder.rollback(committed_length)
+
+
+def _threads_for(model: LlamaModel, settings: LoadSettings) -> ThreadChoice:
+    """The threads asked for, or llama.cpp's default measured against fewer
+    (:mod:`.thread_calibration`) when the model computes on the CPU."""
+    chosen = choose_threads(settings.threads)
+    on_gpu = settings.gpu_layers != 0 and llama_cpp.llama_supports_gpu_offload()
+    if settings.threads > 0 or on_gpu:
+        return chosen
+    return calibrated(model.path, model.pointer, chosen)
 
 
 def _sequences(settings: LoadSettings, drafter: DrafterMatch) -> int:

@@ -59,6 +59,8 @@ _attach = llama_cpp.llama_cpp._lib[
     "llama_attach_threadpool"
 ]  # a fresh function object: its types are ours
 _attach.restype, _attach.argtypes = None, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+_detach = llama_cpp.llama_cpp._lib["llama_detach_threadpool"]
+_detach.restype, _detach.argtypes = None, [ctypes.c_void_p]
 _NEW_POOL = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.POINTER(_PoolParams))
 _FREE_POOL = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
@@ -96,6 +98,11 @@ class ThreadPools:
     def attach(self, context: llama_cpp.llama_context_p) -> None:
         """Let ``context`` compute steps and batches on these pools."""
         _attach(context, self.step, self.batch or self.step)
+
+    @staticmethod
+    def detach(context: llama_cpp.llama_context_p) -> None:
+        """Let ``context`` compute on a throwaway pool again (before its pools are freed)."""
+        _detach(context)
 
     def close(self) -> None:
         """Free the pools (after every context using them is freed)."""
