@@ -127,7 +127,8 @@ def _timing(threads: int, samples: list[float]) -> ThreadTiming:
 
 
 class _ScratchContext:
-    """A small context of ``model`` that decodes a token at a time and forgets it."""
+    """A small context of ``model`` that decodes a token at a time, reads its logits row and
+    forgets it."""
 
     def __init__(self, model: llama_cpp.llama_model_p) -> None:
         params = llama_cpp.llama_context_default_params()
@@ -143,6 +144,7 @@ class _ScratchContext:
         vocab = llama_cpp.llama_model_get_vocab(model)
         token = max(llama_cpp.llama_vocab_bos(vocab), 0)
         self._token = np.full(1, token, dtype=np.int32)
+        self._vocab_size = llama_cpp.llama_vocab_n_tokens(vocab)
 
     def __enter__(self) -> _ScratchContext:
         return self
@@ -175,6 +177,9 @@ class _ScratchContext:
         )
         started = time.perf_counter()
         code = llama_cpp.llama_decode(self._pointer, batch)
+        if code == 0:  # and read the row, as decoding does: the threads left it in their caches
+            row = llama_cpp.llama_get_logits_ith(self._pointer, -1)
+            np.ctypeslib.as_array(row, shape=(self._vocab_size,)).argmax()
         seconds = time.perf_counter() - started
         if code != 0:
             raise RuntimeBackendError(
