@@ -26,7 +26,9 @@ VERSION=$("$PY" -c 'import app; print(app.__version__)')
 BUILD=packaging/build
 DIST=dist
 
-"$PY" -m pip install --quiet -e ".[bundle]"
+# the freezer (the bundle extra; the dev extra has it too), installed only where it is missing:
+# reinstalling the app rewrites its metadata under every process that reads it meanwhile
+"$PY" -c 'import PyInstaller' 2>/dev/null || "$PY" -m pip install --quiet -e ".[bundle]"
 "$PY" packaging/make_icons.py "$BUILD/icons" >/dev/null
 flags=$PORTABLE_FLAGS
 if [ "$(uname -s)" = Darwin ] && [ "$(uname -m)" = arm64 ]; then
