@@ -22,8 +22,33 @@ PORTABLE_BUILD = "portable-llama-cpp"
 ``ensure_wheel`` with ``PORTABLE_FLAGS``, and packaging/build.sh, which writes ``dist/``)."""
 
 
+QT = "qt"
+"""The group of every test that makes widgets in the test process: they run on one worker, in
+the order a serial run gives them. Qt keeps one application per process, and what one test leaves
+in it (a style, a font cache, an object awaiting deletion) is met by the next; the serial order is
+the one the suite has run green in many times, while under ``--dist loadgroup`` with the Qt files
+spread over both workers one worker once died by SIGSEGV rasterising the window's SVG icon."""
+_QT_FIXTURES = {"qtbot", "qapp", "main_window", "open_window", "restored_look"}
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        group = QT if _uses_qt(item) else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
+def _uses_qt(item: pytest.Item) -> bool:
+    if _QT_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    module = getattr(item, "module", None)
+    return (
+        any(
+            getattr(value, "__module__", "").startswith(("PySide6", "app.ui"))
+            for value in vars(module).values()
+        )
+        if module is not None
+        else False
+    )
