@@ -16,7 +16,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_build_before_setup_is_one_clear_line(tmp_path: Path) -> None:
-    shutil.copytree(ROOT / "packaging", tmp_path / "packaging")
+    # not packaging/build: the bundle's build output, which a bundle build may be rewriting
+    shutil.copytree(
+        ROOT / "packaging", tmp_path / "packaging", ignore=shutil.ignore_patterns("build")
+    )
     env = {key: value for key, value in os.environ.items() if key != "PY"}
     done = subprocess.run(
         ["bash", "packaging/build.sh"], cwd=tmp_path, env=env, capture_output=True, text=True
