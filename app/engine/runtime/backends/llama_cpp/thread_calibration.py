@@ -45,7 +45,9 @@ LONG_STEP_SECONDS = 0.02
 MARGIN = 0.05
 """A smaller count must be this much faster (a share of the default's time) to be taken."""
 ROUNDS = 3
+"""Blocks per count, the counts' order reversed from one round to the next."""
 STEPS_PER_BLOCK = 5
+"""Timed steps per block, after one that warms the block's fresh thread pool."""
 _CONTEXT_SIZE = 64
 _chosen: dict[tuple[str, int, int, ThreadChoice], ThreadChoice] = {}
 
