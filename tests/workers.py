@@ -1,13 +1,13 @@
 """How the suite shares out among pytest-xdist workers (``-n auto --dist loadgroup``).
-A test file runs on one worker, so the servers and models its module fixtures start are mostly
-started once: each test without an ``xdist_group`` mark is put in its file's group here, before
-xdist reads the marks (xdist's own hook runs last). Mostly: near the end of a run a worker left idle
-takes tests from another's group, so a fixture that must run once per run (the bundle's build,
-tests/packaging/test_bundle.py) takes a file lock and reuses what the other worker built. A test
-that must share a build with another file's tests names their common group with
-``@pytest.mark.xdist_group(...)``; e.g. the portable llama.cpp build (:data:`PORTABLE_BUILD`), which
-the bundle builds too: on one worker its first build (hours, on 2 cores) happens once, not twice at
-the same time.
+
+A test file runs on one worker, so the servers and models its module fixtures start are started
+once: each test without an ``xdist_group`` mark is put in its file's group here, before xdist reads
+the marks (xdist's own hook runs last). Not always: in runs of 2026-11-27 the bundle's tests
+(tests/packaging/test_bundle.py, one group) went to both workers, why is not known, so a fixture
+that must run once per run takes a file lock and reuses what the other worker built. A test that
+must share a build with another file's tests names their common group with
+``@pytest.mark.xdist_group(...)``; e.g. the portable llama.cpp build (:data:`PORTABLE_BUILD`),
+which the bundle builds too: its first build (hours, on 2 cores) happens once.
 
 What every worker must not share is kept per test already: the app's and Hugging Face's folders
 (tests/store/isolation.py), the local hub (one per worker, on its own port) and ports
@@ -25,8 +25,8 @@ PORTABLE_BUILD = "portable-llama-cpp"
 
 
 QT = "qt"
-"""The group of every test that makes widgets in the test process: they run on one worker (but for
-the tests an idle worker takes at the end), in the order a serial run gives them. Qt keeps one
+"""The group of every test that makes widgets in the test process: they run on one worker (as far as
+xdist keeps a group together), in the order a serial run gives them. Qt keeps one
 application per process, and what one test leaves in it (a style, a font cache, an object
 awaiting deletion) is met by the next; the serial order is the one the suite has run green in
 many times. A precaution, not a proven fix: with the Qt files spread over both workers, one
