@@ -141,7 +141,10 @@ class RuntimeClient:
         child_end.close()
         self._process, self._connection = process, parent_end
         self._death = None
-        self._send(LoadModel(self._backend, self._model_path, self._settings, self._sidecar))
+        self._send_or_died(
+            LoadModel(self._backend, self._model_path, self._settings, self._sidecar),
+            "loading the model",
+        )
         reply = self._receive("loading the model")
         if isinstance(reply, WorkerFailure):
             self._stop_worker()
@@ -174,7 +177,7 @@ class RuntimeClient:
         with self._routing:
             self._inboxes[request_id] = deque()
         self._active = {*running, stream}
-        self._send(StartGeneration(request_id, request))
+        self._send_or_died(StartGeneration(request_id, request), "starting a reply")
         return stream
 
     def generate(
@@ -209,6 +212,15 @@ class RuntimeClient:
             raise RuntimeBackendError("the inference worker is not running; load the model first")
         with self._send_lock:
             self._connection.send(message)
+
+    def _send_or_died(self, message: object, doing: str) -> None:
+        """Send ``message``; a worker that died before reading it (a build that dies by an
+        illegal instruction as llama.cpp loads can be gone before the first request is written)
+        is reported as its death, not as a broken pipe."""
+        try:
+            self._send(message)
+        except OSError:
+            raise self._worker_died(doing) from None
 
     def _receive(self, doing: str, deadline: float | None = None) -> object | None:
         """The next message, or None once ``deadline`` passes; raises if the worker dies."""
