@@ -227,8 +227,8 @@ def test_a_model_without_a_projector_says_so_in_one_line(chat, tmp_path: Path, t
         "tiny-mtp.gguf has no vision projector (no mmproj-*.gguf beside the model file), so it "
         f"cannot read images; {TEXT_ONLY_REASON_END}"
     )
-    button = window.composer.attach_button
-    assert not button.isEnabled() and button.toolTip() == reason
+    button = window.composer.attach_button  # set when the load's news reaches the window
+    chat.qtbot.waitUntil(lambda: not button.isEnabled() and button.toolTip() == reason)
     assert window.banner.isVisible() and window.banner.text() == reason  # a picture waits
     row = window.model_bar.projector_row
     chat.qtbot.waitUntil(lambda: row.label.toolTip() == reason)
