@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import time
 from pathlib import Path
 
 import numpy as np
@@ -54,3 +55,17 @@ def test_too_few_bytes_is_never_published(tmp_path: Path) -> None:
         writer.write(np.zeros(3, dtype="<f4"))
         writer.commit()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_abort_ends_even_when_an_interrupt_left_a_queue_lock_held(tmp_path: Path) -> None:
+    """Ctrl-C or SIGTERM raised inside ``Queue.put`` can leave the queue's lock held (an extraction
+    under load then hung for ever instead of exiting 143): aborting must not need that queue."""
+    out = tmp_path / "x.safetensors"
+    out.write_bytes(b"previous good file")
+    writer = SafetensorsStreamWriter(out, TENSORS, {})
+    writer._queue.mutex.acquire()  # what the interrupted put left behind
+    started = time.monotonic()
+    writer.abort()
+    assert time.monotonic() - started < 10
+    assert [p.name for p in tmp_path.iterdir()] == ["x.safetensors"]
+    assert out.read_bytes() == b"previous good file"

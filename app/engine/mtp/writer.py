@@ -8,6 +8,13 @@ GIL) so they overlap with each other and with dequantisation. The file is writte
 temporary name in the destination folder and renamed over the destination only when every byte
 is in; on any failure the temporary file is removed, so a good file is never replaced by a
 partial one.
+
+Ctrl-C and SIGTERM unwind a CLI command by raising in the main thread (app/cli.py), which may
+happen inside ``Queue.put``'s lock handling and leave the queue's lock inconsistent (seen: a
+background thread then waited for ever for an item already given, and the aborted command with
+it). So aborting never goes through the queues: it sets a stop flag that both threads look at
+every :data:`_POLL_SECONDS`, and waits for them only :data:`_ABORT_WAIT_SECONDS` (they are daemon
+threads, so a thread stuck on a broken lock does not keep the process alive).
 """
 
 from __future__ import annotations
@@ -31,6 +38,8 @@ _QUEUE_DEPTH = 8
 EXTRACT_PARTIAL = "partial"
 """The suffix of a sidecar being written (``.mtp.safetensors.<pid>.<random>.partial``)."""
 _DONE = None
+_POLL_SECONDS = 0.1
+_ABORT_WAIT_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -86,6 +95,7 @@ class SafetensorsStreamWriter:
         self._hash = hashlib.sha256()
         self._size = 0
         self._error: BaseException | None = None
+        self._stop = threading.Event()
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=_QUEUE_DEPTH)
         self._hashed: queue.Queue[Any] = queue.Queue(maxsize=_QUEUE_DEPTH)
         self._hasher = threading.Thread(target=self._hash_all, name="safetensors-hash", daemon=True)
@@ -116,10 +126,12 @@ class SafetensorsStreamWriter:
         return WrittenFile(self.path, self._hash.hexdigest(), self._size)
 
     def abort(self) -> None:
-        self._finish_thread()
-        if self._fd >= 0:
+        self._stop.set()
+        for thread in (self._hasher, self._thread):
+            thread.join(_ABORT_WAIT_SECONDS)
+        if self._fd >= 0 and not self._thread.is_alive():  # a stuck writer keeps its descriptor
             os.close(self._fd)
-            self._fd = -1
+        self._fd = -1
         self._temp.unlink(missing_ok=True)
 
     def __enter__(self) -> SafetensorsStreamWriter:
@@ -140,22 +152,40 @@ class SafetensorsStreamWriter:
             self._hasher.join()
             self._thread.join()
 
+    def _next(self, source: queue.Queue[Any]) -> Any:
+        """The next item of ``source``, or :data:`_DONE` once an abort has been asked for."""
+        while not self._stop.is_set():
+            try:
+                return source.get(timeout=_POLL_SECONDS)
+            except queue.Empty:
+                continue
+        return _DONE
+
+    def _give(self, target: queue.Queue[Any], item: Any) -> None:
+        """Put ``item`` in ``target`` unless an abort is asked for while it waits for room."""
+        while not self._stop.is_set():
+            try:
+                target.put(item, timeout=_POLL_SECONDS)
+                return
+            except queue.Full:
+                continue
+
     def _hash_all(self) -> None:
         """First stage: hash each buffer, then pass it on to be written."""
-        while (data := self._queue.get()) is not _DONE:
+        while (data := self._next(self._queue)) is not _DONE:
             if self._error is not None:
                 continue
             try:
                 view = memoryview(data).cast("B")
                 self._hash.update(view)
-                self._hashed.put(view)
+                self._give(self._hashed, view)
             except BaseException as exc:  # re-raised on the producer's thread
                 self._error = exc
-        self._hashed.put(_DONE)
+        self._give(self._hashed, _DONE)
 
     def _drain(self) -> None:
         """Second stage: write each hashed buffer, in order."""
-        while (view := self._hashed.get()) is not _DONE:
+        while (view := self._next(self._hashed)) is not _DONE:
             if self._error is not None:
                 continue
             try:
