@@ -2,12 +2,11 @@
 
 A test file runs on one worker, so the servers and models its module fixtures start are started
 once: each test without an ``xdist_group`` mark is put in its file's group here, before xdist reads
-the marks (xdist's own hook runs last). Not always: in runs of 2026-11-27 the bundle's tests
-(tests/packaging/test_bundle.py, one group) went to both workers, why is not known, so a fixture
-that must run once per run takes a file lock and reuses what the other worker built. A test that
-must share a build with another file's tests names their common group with
-``@pytest.mark.xdist_group(...)``; e.g. the portable llama.cpp build (:data:`PORTABLE_BUILD`),
-which the bundle builds too: its first build (hours, on 2 cores) happens once.
+the marks (xdist's own hook runs last). A test that must share a build with another file's tests
+names their common group with ``@pytest.mark.xdist_group(...)``; e.g. the portable llama.cpp
+build (:data:`PORTABLE_BUILD`), which the bundle builds too: its first build (hours, on 2 cores)
+happens once. pytest 9.2 with pytest-xdist 3.8 ignores every group (pytest-dev/pytest-xdist#1386),
+so pyproject.toml keeps pytest below 9.2 and tests/test_workers.py checks that groups hold.
 
 What every worker must not share is kept per test already: the app's and Hugging Face's folders
 (tests/store/isolation.py), the local hub (one per worker, on its own port) and ports
@@ -25,13 +24,11 @@ PORTABLE_BUILD = "portable-llama-cpp"
 
 
 QT = "qt"
-"""The group of every test that makes widgets in the test process: they run on one worker (as far as
-xdist keeps a group together), in the order a serial run gives them. Qt keeps one
-application per process, and what one test leaves in it (a style, a font cache, an object
-awaiting deletion) is met by the next; the serial order is the one the suite has run green in
-many times. A precaution, not a proven fix: with the Qt files spread over both workers, one
-worker once died by SIGSEGV rasterising the window's SVG icon, and that crash was not seen again
-in two later runs, with this group or without it."""
+"""The group of every test that makes widgets in the test process: they run on one worker, in
+the order a serial run gives them. Qt keeps one application per process, and what one test leaves
+in it (a style, a font cache, an object awaiting deletion) is met by the next; the serial order is
+the one the suite has run green in many times. With the groups ignored (above), the Qt files were
+spread over both workers and one worker once died by SIGSEGV rasterising the window's SVG icon."""
 _QT_FIXTURES = {"qtbot", "qapp", "main_window", "open_window", "restored_look"}
 
 

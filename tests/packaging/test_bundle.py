@@ -18,7 +18,6 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from filelock import FileLock
 
 from app.commands import COMMANDS
 from tests.desktop_app import run_until_shown
@@ -26,8 +25,6 @@ from tests.server.server_process import running_server
 from tests.workers import PORTABLE_BUILD
 
 ROOT = Path(__file__).resolve().parents[2]
-BUILT_BY_RUN = "packaging/build/bundle-built-by"
-"""The test run that built ``dist/`` last, and its executable."""
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.xdist_group(PORTABLE_BUILD),  # its llama.cpp is the portable build
@@ -39,31 +36,24 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def bundle(testrun_uid: str) -> Path:
-    """The bundle ``packaging/build.sh`` builds, once per test run: pytest-xdist may hand this
-    file's tests to both workers, and two builds writing one ``dist/`` and ``packaging/build``
-    break each other, so the build runs under a lock and a worker that finds it done by this run
-    (:data:`BUILT_BY_RUN`) takes it as it is."""
+def bundle() -> Path:
+    """The bundle ``packaging/build.sh`` builds, once per session: this file's tests are one
+    group (:data:`PORTABLE_BUILD`), which pytest-xdist keeps on one worker, so no other build
+    writes ``dist/`` and ``packaging/build`` meanwhile (tests/test_workers.py checks that)."""
     given = os.environ.get("MTP_STUDIO_BUNDLE")
     if given:
         return Path(given)
-    (ROOT / "packaging" / "build").mkdir(parents=True, exist_ok=True)
-    with FileLock(ROOT / "packaging" / "build" / "bundle.lock"):
-        done = ROOT / BUILT_BY_RUN
-        if done.is_file() and done.read_text().split("\n")[0] == testrun_uid:
-            return Path(done.read_text().split("\n")[1])
-        built = subprocess.run(
-            ["bash", "packaging/build.sh"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=3 * 3600,  # the first build on a machine compiles the portable llama.cpp
-        )
-        assert built.returncode == 0, built.stderr[-4000:]
-        executable = Path(built.stdout.strip().splitlines()[-1])
-        assert executable.is_file(), built.stdout
-        done.write_text(f"{testrun_uid}\n{executable}")
-        return executable
+    built = subprocess.run(
+        ["bash", "packaging/build.sh"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=3 * 3600,  # the first build on a machine compiles the portable llama.cpp
+    )
+    assert built.returncode == 0, built.stderr[-4000:]
+    executable = Path(built.stdout.strip().splitlines()[-1])
+    assert executable.is_file(), built.stdout
+    return executable
 
 
 @pytest.fixture
