@@ -16,27 +16,46 @@ import llama_cpp
 import numpy as np
 
 
-class NumpyBatch:
-    """Up to ``capacity`` rows of one sequence, optionally with ``width``-float hidden rows."""
+class _BatchBuffers:
+    """The numpy buffers of up to ``capacity`` rows (with ``width``-float hidden rows when
+    ``width``) and the ``llama_batch`` pointing at them. Row ``r``'s sequence id is read from cell
+    ``r % seq_cells`` of ``_seqs``: one cell for a batch of one sequence, a cell per row for a
+    merged one."""
 
-    def __init__(self, capacity: int, width: int = 0) -> None:
+    def __init__(self, capacity: int, width: int, seq_cells: int) -> None:
         self.capacity = capacity
         self._tokens = np.zeros(capacity, dtype=np.int32)
         self._positions = np.zeros(capacity, dtype=np.int32)
         self._seq_counts = np.ones(capacity, dtype=np.int32)
-        self._seq = np.zeros(1, dtype=np.int32)
+        self._seqs = np.zeros(seq_cells, dtype=np.int32)
         self._outputs = np.zeros(capacity, dtype=np.int8)
         self._hidden = np.zeros((capacity, width), dtype=np.float32) if width else None
-        seq_pointer = self._seq.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
-        self._seq_ids = (ctypes.POINTER(ctypes.c_int32) * capacity)(*([seq_pointer] * capacity))
-        self._struct, self._hidden_pointer = _batch_over(
-            self._tokens,
-            self._positions,
-            self._seq_counts,
-            self._seq_ids,
-            self._outputs,
-            self._hidden,
+        int32_pointer = ctypes.POINTER(ctypes.c_int32)
+        cell, base = ctypes.sizeof(ctypes.c_int32), self._seqs.ctypes.data
+        self._seq_ids = (int32_pointer * capacity)(
+            *(
+                ctypes.cast(base + (row % seq_cells) * cell, int32_pointer)
+                for row in range(capacity)
+            )
         )
+        self._struct = llama_cpp.llama_batch()
+        self._struct.token = self._tokens.ctypes.data_as(int32_pointer)
+        self._struct.pos = self._positions.ctypes.data_as(int32_pointer)
+        self._struct.n_seq_id = self._seq_counts.ctypes.data_as(int32_pointer)
+        self._struct.seq_id = self._seq_ids
+        self._struct.logits = self._outputs.ctypes.data_as(ctypes.POINTER(ctypes.c_int8))
+        self._hidden_pointer = (
+            self._hidden.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+            if self._hidden is not None
+            else None
+        )
+
+
+class NumpyBatch(_BatchBuffers):
+    """Up to ``capacity`` rows of one sequence, optionally with ``width``-float hidden rows."""
+
+    def __init__(self, capacity: int, width: int = 0) -> None:
+        super().__init__(capacity, width, seq_cells=1)
 
     def fill(
         self,
@@ -54,7 +73,7 @@ class NumpyBatch:
         the MTP head's input rows do.
         """
         count = len(tokens)
-        self._seq[0] = seq
+        self._seqs[0] = seq
         if count == 1 and hidden is None:  # a plain step: no numpy call per field
             self._tokens[0], self._positions[0] = tokens[0], first_position
             self._outputs[0] = outputs != "none"
@@ -87,33 +106,13 @@ class NumpyBatch:
         return self._tokens[:count], self._positions[:count], self._outputs[:count], hidden
 
 
-class MergedBatch:
+class MergedBatch(_BatchBuffers):
     """The rows of several sequences in one ``llama_batch``, up to ``capacity`` rows: what one
     step of continuous batching decodes (:mod:`.step_gate`). Each row's sequence id has a cell
     of its own, so filling a sequence's rows is a vectorised copy too."""
 
     def __init__(self, capacity: int, width: int) -> None:
-        self.capacity = capacity
-        self._tokens = np.zeros(capacity, dtype=np.int32)
-        self._positions = np.zeros(capacity, dtype=np.int32)
-        self._seq_counts = np.ones(capacity, dtype=np.int32)
-        self._seqs = np.zeros(capacity, dtype=np.int32)
-        self._outputs = np.zeros(capacity, dtype=np.int8)
-        self._hidden = np.zeros((capacity, width), dtype=np.float32) if width else None
-        cell = ctypes.sizeof(ctypes.c_int32)
-        base = self._seqs.ctypes.data
-        int32_pointer = ctypes.POINTER(ctypes.c_int32)
-        self._seq_ids = (int32_pointer * capacity)(
-            *(ctypes.cast(base + row * cell, int32_pointer) for row in range(capacity))
-        )
-        self._struct, self._hidden_pointer = _batch_over(
-            self._tokens,
-            self._positions,
-            self._seq_counts,
-            self._seq_ids,
-            self._outputs,
-            self._hidden,
-        )
+        super().__init__(capacity, width, seq_cells=capacity)
 
     def merge(self, parts: Sequence[tuple[int, NumpyBatch]]) -> llama_cpp.llama_batch:
         """One batch of every ``(seq, batch)`` part's filled rows, in order. Hidden rows go in
@@ -136,25 +135,3 @@ class MergedBatch:
         self._struct.n_tokens = row
         self._struct.embd = self._hidden_pointer if with_hidden else None
         return self._struct
-
-
-def _batch_over(
-    tokens: np.ndarray,
-    positions: np.ndarray,
-    seq_counts: np.ndarray,
-    seq_ids: ctypes.Array,
-    outputs: np.ndarray,
-    hidden: np.ndarray | None,
-) -> tuple[llama_cpp.llama_batch, ctypes._Pointer | None]:
-    """A ``llama_batch`` pointing at these buffers, and the pointer to ``hidden``'s rows (set as
-    the batch's ``embd`` when a fill carries hidden states)."""
-    struct = llama_cpp.llama_batch()
-    struct.token = tokens.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
-    struct.pos = positions.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
-    struct.n_seq_id = seq_counts.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
-    struct.seq_id = seq_ids
-    struct.logits = outputs.ctypes.data_as(ctypes.POINTER(ctypes.c_int8))
-    hidden_pointer = (
-        hidden.ctypes.data_as(ctypes.POINTER(ctypes.c_float)) if hidden is not None else None
-    )
-    return struct, hidden_pointer
