@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from app.engine.errors import RuntimeBackendError
@@ -13,6 +14,7 @@ from app.engine.runtime.chat_format.detokenizer import StreamingDetokenizer
 from app.engine.runtime.chat_format.prompting import ChatMessage
 from app.engine.runtime.core.backend import LoadSettings
 from app.engine.runtime.core.request import GenerationRequest, GenerationResult
+from app.engine.runtime.sampling.logprobs import LogprobReader
 from app.engine.runtime.speculative.generation import generate, prompt_tokens
 
 
@@ -40,6 +42,20 @@ def test_special_tokens_never_reach_the_text(backend: LlamaCppBackend) -> None:
     detokenizer = StreamingDetokenizer(backend.token_bytes)
     text = "".join(detokenizer.add([token, im_start]) for token in word) + detokenizer.flush()
     assert text == "héllo wörld"
+
+
+def test_special_tokens_among_log_probability_alternatives_are_shown_by_name(
+    backend: LlamaCppBackend,
+) -> None:
+    im_start, im_end = _special(backend, "<|im_start|>"), _special(backend, "<|im_end|>")
+    word = backend.tokenize("Once", parse_special=False)[0]
+    spelled = backend.token_bytes(word)
+    row = np.zeros(backend.info.vocab_size, dtype=np.float32)
+    row[[im_end, im_start, word]] = [6.0, 5.0, 4.0]
+    entry = LogprobReader(backend.token_bytes, backend.token_text, 3).read(row, word)
+    assert [top.text for top in entry.top] == ["<|im_end|>", "<|im_start|>", spelled.decode()]
+    assert [top.piece for top in entry.top] == [b"", b"", spelled]
+    assert entry.text == spelled.decode() != ""
 
 
 def test_a_split_character_waits_for_its_second_byte(backend: LlamaCppBackend) -> None:

@@ -19,8 +19,11 @@ def test_read_equals_a_full_log_softmax_and_sort(size: int, ties: bool) -> None:
     wide = row.astype(np.float64)
     reference = wide - wide.max() - np.log(np.exp(wide - wide.max()).sum())
     order = np.lexsort((np.arange(size), -wide))[:20]
-    entry = LogprobReader(lambda token: str(token).encode(), 20).read(row, 7)
-    assert entry.token == 7 and entry.piece == b"7"
+    entry = LogprobReader(lambda token: str(token).encode(), lambda token: f"<{token}>", 20).read(
+        row, 7
+    )
+    assert entry.token == 7 and entry.piece == b"7" and entry.text == "<7>"
     assert abs(entry.logprob - reference[7]) < 1e-6
     assert [top.token for top in entry.top] == order.tolist()
     assert max(abs(top.logprob - reference[top.token]) for top in entry.top) < 1e-6
+    assert [top.text for top in entry.top] == [f"<{token}>" for token in order.tolist()]

@@ -89,6 +89,18 @@ def test_logprobs_stop_where_a_stop_string_cuts_the_text(server: ServerProcess) 
     assert cut.message.content.startswith(tokens) and len(tokens) > len(cut.message.content) - 8
 
 
+def test_a_special_token_among_the_alternatives_is_shown_by_name(server: ServerProcess) -> None:
+    """Past the point where the model would end (``ignore_eos`` holds the end back), its end
+    token leads the raw distribution: it is listed by its name, not as an empty token."""
+    reply = _chat(
+        server, max_tokens=160, temperature=0, logprobs=True, top_logprobs=5, ignore_eos=True
+    )
+    alternatives = [a for t in reply.choices[0].logprobs.content for a in t.top_logprobs]
+    assert all(a.token for a in alternatives)
+    ends = [a for a in alternatives if a.token == "<|im_end|>"]
+    assert ends and all(bytes(a.bytes) == b"<|im_end|>" for a in ends)
+
+
 def test_completion_logprobs_in_the_legacy_shape(server: ServerProcess) -> None:
     client = client_for(server)
     prompt = "Once upon a time"

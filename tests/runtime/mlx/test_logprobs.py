@@ -9,6 +9,7 @@ import numpy as np
 from app.engine.runtime.backends.mlx.backend import MlxBackend
 from app.engine.runtime.chat_format.prompting import ChatMessage
 from app.engine.runtime.core.request import GenerationRequest, GenerationResult
+from app.engine.runtime.sampling.logprobs import LogprobReader
 from app.engine.runtime.speculative.generation import generate
 
 TOLERANCE = 1e-4
@@ -47,3 +48,12 @@ def test_min_tokens_holds_the_end_back_exactly_on_mlx(bf16: MlxBackend) -> None:
     assert len(plain.token_ids) >= least  # ... and not before min_tokens with it
     assert not any(bf16.is_end_of_generation(token) for token in plain.token_ids)
     assert drafted.token_ids == plain.token_ids
+
+
+def test_special_tokens_among_alternatives_are_shown_by_name_on_mlx(bf16: MlxBackend) -> None:
+    (im_end,) = bf16.tokenize("<|im_end|>", parse_special=True)
+    (word,) = bf16.tokenize("the", parse_special=False)
+    row = np.zeros(bf16.info.vocab_size, dtype=np.float32)
+    row[[im_end, word]] = [6.0, 5.0]
+    entry = LogprobReader(bf16.token_bytes, bf16.token_text, 2).read(row, word)
+    assert [(top.text, top.piece) for top in entry.top] == [("<|im_end|>", b""), ("the", b"the")]

@@ -182,6 +182,11 @@ class DecodeBackend(ABC):
         """The bytes a token stands for; empty for control/special tokens (never shown)."""
 
     @abstractmethod
+    def token_text(self, token: int) -> str:
+        """A token as shown to a person: its bytes as text, or a control/special token's own
+        name (``<|im_end|>``); what log-probability alternatives show."""
+
+    @abstractmethod
     def is_end_of_generation(self, token: int) -> bool:
         """True for end-of-turn / end-of-text tokens."""
 

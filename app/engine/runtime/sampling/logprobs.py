@@ -30,12 +30,14 @@ MAX_TOP_LOGPROBS = 20
 
 @dataclass(frozen=True)
 class TopLogprob:
-    """One of the likeliest tokens at a position: its id, its bytes (empty for a special token)
-    and its log-probability."""
+    """One of the likeliest tokens at a position: its id, its bytes (empty for a special token),
+    its log-probability, and its text as shown to a person (a special token's own name, such as
+    ``<|im_end|>``, so alternatives that are special tokens stay told apart)."""
 
     token: int
     piece: bytes
     logprob: float
+    text: str
 
 
 @dataclass(frozen=True)
@@ -46,15 +48,18 @@ class TokenLogprob:
     token: int
     piece: bytes
     logprob: float
+    text: str
     top: tuple[TopLogprob, ...] = ()
 
 
 class LogprobReader:
     """Reads :class:`TokenLogprob` entries from logits rows, with ``top`` alternatives each;
-    ``piece`` gives a token's bytes."""
+    ``piece`` gives a token's bytes and ``text`` its text as shown (the backend's
+    ``token_bytes`` and ``token_text``)."""
 
-    def __init__(self, piece: Callable[[int], bytes], top: int) -> None:
+    def __init__(self, piece: Callable[[int], bytes], text: Callable[[int], str], top: int) -> None:
         self._piece = piece
+        self._text = text
         self._top = top
 
     def read(self, row: np.ndarray, token: int) -> TokenLogprob:
@@ -64,12 +69,14 @@ class LogprobReader:
         if self._top:
             ids = likeliest(row, self._top)
             values = (row[ids].astype(np.float64) - norm).tolist()
-            piece = self._piece
+            piece, text = self._piece, self._text
             top = tuple(
-                TopLogprob(index, piece(index), value)
+                TopLogprob(index, piece(index), value, text(index))
                 for index, value in zip(ids.tolist(), values, strict=True)
             )
-        return TokenLogprob(token, self._piece(token), float(row[token]) - norm, top)
+        return TokenLogprob(
+            token, self._piece(token), float(row[token]) - norm, self._text(token), top
+        )
 
 
 def log_normaliser(row: np.ndarray) -> float:

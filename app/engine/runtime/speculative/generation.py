@@ -198,7 +198,7 @@ class _Output:
         self._logprobs = (
             None
             if request.logprobs is None
-            else LogprobReader(backend.token_bytes, request.logprobs)
+            else LogprobReader(backend.token_bytes, backend.token_text, request.logprobs)
         )
         self.token_ids: list[int] = []
         self.logprobs: list[TokenLogprob] = []

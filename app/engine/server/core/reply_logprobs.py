@@ -55,20 +55,16 @@ class LogprobAligner:
         return rest
 
 
-def token_text(piece: bytes) -> str:
-    return piece.decode("utf-8", errors="replace")
-
-
-def _alternative(top: TopLogprob) -> dict[str, Any]:
-    return {"token": token_text(top.piece), "logprob": top.logprob, "bytes": list(top.piece)}
+def _alternative(top: TopLogprob | TokenLogprob) -> dict[str, Any]:
+    """A token as OpenAI shows it: a special token by its own name, and that name's bytes (as
+    vLLM does), since it stands for no bytes of the text."""
+    shown = top.piece or top.text.encode("utf-8")
+    return {"token": top.text, "logprob": top.logprob, "bytes": list(shown)}
 
 
 def chat_entry(entry: TokenLogprob) -> dict[str, Any]:
     """One token in chat completions' ``logprobs.content`` (and the Responses API's)."""
-    return {
-        **_alternative(TopLogprob(entry.token, entry.piece, entry.logprob)),
-        "top_logprobs": [_alternative(top) for top in entry.top],
-    }
+    return {**_alternative(entry), "top_logprobs": [_alternative(top) for top in entry.top]}
 
 
 def chat_logprobs(entries: Sequence[TokenLogprob]) -> dict[str, Any]:
@@ -82,12 +78,10 @@ def completion_logprobs(entries: Sequence[TokenLogprob], offset: int) -> dict[st
     offsets = []
     for entry in entries:
         offsets.append(offset)
-        offset += len(token_text(entry.piece))
+        offset += len(entry.piece.decode("utf-8", errors="replace"))
     return {
-        "tokens": [token_text(entry.piece) for entry in entries],
+        "tokens": [entry.text for entry in entries],
         "token_logprobs": [entry.logprob for entry in entries],
-        "top_logprobs": [
-            {token_text(top.piece): top.logprob for top in entry.top} for entry in entries
-        ],
+        "top_logprobs": [{top.text: top.logprob for top in entry.top} for entry in entries],
         "text_offset": offsets,
     }

@@ -331,6 +331,9 @@ class LlamaCppBackend(DecodeBackend):
     def token_bytes(self, token: int) -> bytes:
         return self._vocab.token_bytes(token)
 
+    def token_text(self, token: int) -> str:
+        return self._vocab.token_text(token)
+
     def is_end_of_generation(self, token: int) -> bool:
         return self._vocab.is_end_of_generation(token)
 

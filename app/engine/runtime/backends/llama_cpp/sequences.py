@@ -98,6 +98,9 @@ class SequenceBackend(DecodeBackend):
     def token_bytes(self, token: int) -> bytes:
         return self._parent.token_bytes(token)
 
+    def token_text(self, token: int) -> str:
+        return self._parent.token_text(token)
+
     def is_end_of_generation(self, token: int) -> bool:
         return self._parent.is_end_of_generation(token)
 

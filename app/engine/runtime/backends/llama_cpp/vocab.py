@@ -23,6 +23,7 @@ class LlamaVocab:
         self.size = size
         self.chat_template = chat_template
         self._piece_cache: dict[int, bytes] = {}
+        self._text_cache: dict[int, str] = {}
         self._end_cache: dict[int, bool] = {}
         self._grammar_tokenizer: llguidance.LLTokenizer | None = None
 
@@ -47,6 +48,13 @@ class LlamaVocab:
             piece = self._piece(token, special=False)
             self._piece_cache[token] = piece
         return piece
+
+    def token_text(self, token: int) -> str:
+        text = self._text_cache.get(token)
+        if text is None:
+            piece = self.token_bytes(token) or self._piece(token, special=True)
+            text = self._text_cache[token] = piece.decode("utf-8", errors="replace")
+        return text
 
     def _piece(self, token: int, *, special: bool) -> bytes:
         buffer = ctypes.create_string_buffer(64)

@@ -286,6 +286,9 @@ class MlxBackend(DecodeBackend):
     def token_bytes(self, token: int) -> bytes:
         return self._text.token_bytes(token)
 
+    def token_text(self, token: int) -> str:
+        return self._text.token_text(token)
+
     def is_end_of_generation(self, token: int) -> bool:
         return self._text.is_end_of_generation(token)
 

@@ -34,6 +34,7 @@ class HfText:
         )
         self._byte_level = "ByteLevel" in repr(tokenizer.backend_tokenizer.decoder)
         self._pieces: dict[int, bytes] = {}
+        self._texts: dict[int, str] = {}
 
     def tokenize(self, text: str, *, parse_special: bool) -> list[int]:
         backend = self._tokenizer.backend_tokenizer
@@ -48,6 +49,18 @@ class HfText:
         if piece is None:
             piece = self._pieces[token] = self._bytes_of(token)
         return piece
+
+    def token_text(self, token: int) -> str:
+        text = self._texts.get(token)
+        if text is None:
+            piece = self.token_bytes(token)
+            text = piece.decode("utf-8", errors="replace") if piece else self._name_of(token)
+            self._texts[token] = text
+        return text
+
+    def _name_of(self, token: int) -> str:
+        name = self._tokenizer.convert_ids_to_tokens(token)
+        return name if isinstance(name, str) else ""
 
     def _bytes_of(self, token: int) -> bytes:
         if token in self._control:
