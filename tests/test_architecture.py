@@ -91,6 +91,7 @@ def _layer_of(package: str, room: str) -> int | None:
     return None
 
 
+@pytest.mark.slow
 def test_engine_never_imports_qt() -> None:
     modules = sorted(ENGINE.rglob("*.py"))
     assert modules, "the engine package has no modules"
@@ -147,6 +148,7 @@ def test_rooms_import_only_rooms_below_them(package: str) -> None:
     assert sorted(set(violations)) == []
 
 
+@pytest.mark.slow
 def test_no_import_circles() -> None:
     modules = _app_modules()
     graph = {
@@ -221,6 +223,7 @@ def _oversized(source: str, path: str) -> list[str]:
 
 
 @pytest.mark.parametrize("folder", SIZE_LIMITED)
+@pytest.mark.slow
 def test_no_class_or_function_is_over_the_size_limits(folder: str) -> None:
     oversized = [
         entry

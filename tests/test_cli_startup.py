@@ -27,6 +27,7 @@ def test_each_stand_in_summary_is_the_modules_own() -> None:
 
 
 @pytest.mark.parametrize("command", ["catalog", "extract", "graft", "download", "chat"])
+@pytest.mark.slow
 def test_a_subcommand_imports_its_own_module_and_no_other(command: str) -> None:
     code = (
         "import sys; from app.cli import build_parser; "

@@ -96,6 +96,7 @@ def test_a_streamed_reply_appears_and_its_statistics_are_shown(
     assert reply.regenerate_button.isVisibleTo(window)
 
 
+@pytest.mark.slow
 def test_the_model_bar_shows_the_model_facts_and_the_backend(chat, tiny_gguf: Path) -> None:
     window = chat.open()
     chat.load(window, tiny_gguf)
@@ -143,6 +144,7 @@ def test_the_mtp_switch_and_depth_decide_how_the_reply_is_decoded(chat, tiny_ggu
     assert "MTP depth 2 (sample-and-compare)" in matched.figures.text()
 
 
+@pytest.mark.slow
 def test_stop_mid_reply_keeps_the_partial_text(chat, tiny_gguf: Path) -> None:
     window = chat.open()
     chat.load(window, tiny_gguf)

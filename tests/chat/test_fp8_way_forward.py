@@ -109,6 +109,7 @@ def test_chat_from_the_models_page_opens_the_chat_on_the_fp8_download_with_its_w
     assert [b.text() for b in main_window.chat_window.banner.actions_shown] == ["Convert for MLX…"]
 
 
+@pytest.mark.slow
 def test_a_long_load_error_keeps_the_window_height_and_folds_its_details(
     qtbot, main_window: MainWindow
 ) -> None:

@@ -72,6 +72,7 @@ def test_a_reply_and_its_statistics_survive_reopening(tmp_path: Path, tiny_gguf:
     assert assistant.seed == 7
 
 
+@pytest.mark.slow
 def test_a_crash_mid_reply_loses_at_most_the_last_second(tmp_path: Path, tiny_gguf: Path) -> None:
     database = tmp_path / "chat.sqlite3"
     writer = _writer(database, tiny_gguf, "crash")

@@ -95,6 +95,7 @@ def test_a_previous_release_history_opens_with_every_message_in_order(tmp_path: 
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
+@pytest.mark.slow
 def test_an_upgrade_killed_half_way_leaves_the_history_whole(tmp_path: Path) -> None:
     """SIGKILL during the upgrade of a large history (it takes seconds): the file is still
     the previous release's, whole, and the next start upgrades it."""

@@ -6,9 +6,12 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from app.engine.settings import Settings
 
 
+@pytest.mark.slow
 def test_saved_load_options_load_the_model_and_a_change_reloads_it(
     chat, reading_model: Path
 ) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from PySide6.QtCore import Qt
 
 from app.ui.main_window import MainWindow
@@ -44,6 +45,7 @@ def test_chat_on_an_entry_that_is_not_downloaded_says_so(qtbot, main_window: Mai
     assert f"{ENTRY_REPO} is not downloaded yet" in chat.banner.text()
 
 
+@pytest.mark.slow
 def test_chat_on_a_downloaded_entry_loads_its_model(
     qtbot, main_window: MainWindow, home: IsolatedHome, tiny_gguf: Path
 ) -> None:

@@ -112,6 +112,7 @@ def prompt_tokens(reply) -> int:
     return int(reply.prompt.text().split(" tokens")[0].removeprefix("Prompt: ").replace(",", ""))
 
 
+@pytest.mark.slow
 def test_a_reopened_conversation_shows_its_picture(chat, tmp_path: Path) -> None:
     window = open_vision_chat(chat)
     photo = write_picture(tmp_path, "kept.webp", seed=2, image_format="WEBP", lossless=True)
@@ -144,6 +145,7 @@ def drag_and_drop(target, mime: QMimeData) -> bool:
     return enter.isAccepted() and drop.isAccepted()
 
 
+@pytest.mark.slow
 def test_pictures_dropped_on_the_window_or_the_message_box_wait_to_be_sent(
     chat, tmp_path: Path
 ) -> None:
@@ -171,6 +173,7 @@ def test_pictures_dropped_on_the_window_or_the_message_box_wait_to_be_sent(
     assert window.conversations.list.currentItem().text().startswith("A picture")
 
 
+@pytest.mark.slow
 def test_a_pasted_picture_waits_and_pasted_text_is_typed(chat) -> None:
     window = open_vision_chat(chat)
     editor = window.composer.editor
@@ -189,6 +192,7 @@ def test_a_pasted_picture_waits_and_pasted_text_is_typed(chat) -> None:
     assert editor.toPlainText() == "What colour is it?" and len(tiles) == 1
 
 
+@pytest.mark.slow
 def test_hostile_files_are_refused_in_one_line_and_nothing_waits(chat, tmp_path: Path) -> None:
     window = open_vision_chat(chat)
     whole = picture(200, 150, seed=6)

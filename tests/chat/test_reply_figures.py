@@ -35,6 +35,7 @@ def _plain_store(window) -> PlainSpeedStore:
     return window.transcript.plain_speeds
 
 
+@pytest.mark.slow
 def test_the_compact_line_and_the_details_agree_with_the_stats(chat, tiny_gguf: Path) -> None:
     window = chat.open()
     chat.load(window, tiny_gguf)

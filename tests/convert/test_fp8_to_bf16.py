@@ -101,6 +101,7 @@ def _greedy_tokens(folder: Path) -> list[int]:
     return [reply.token for reply in replies]
 
 
+@pytest.mark.slow
 def test_mlx_loads_the_copy_and_replies_as_the_bf16_original_does(bf16_copy: Path) -> None:
     tokens = _greedy_tokens(bf16_copy)
     assert len(tokens) > 8

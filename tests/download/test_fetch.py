@@ -150,6 +150,7 @@ def test_a_cancelled_fetch_keeps_its_bytes_and_the_next_run_continues(tmp_path: 
     assert server.served.ranges[-1] == f"bytes={kept}-"
 
 
+@pytest.mark.slow
 def test_pause_holds_no_connection_and_resume_continues(tmp_path: Path) -> None:
     partial = tmp_path / "blob.incomplete"
     pause = PauseToken()

@@ -145,6 +145,7 @@ def test_a_trunk_comes_with_its_separate_head_file(local_hub: LocalHub, home: Is
     }
 
 
+@pytest.mark.slow
 def test_the_command_takes_quant_and_names_the_ones_there_are(
     local_hub: LocalHub, home: IsolatedHome
 ) -> None:

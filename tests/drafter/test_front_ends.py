@@ -66,6 +66,7 @@ def test_chat_finds_the_drafter_beside_the_target_and_drafts_exactly(
     assert f"· drafter: {pair.drafter}" in err
 
 
+@pytest.mark.slow
 def test_chat_drafter_names_a_drafter_kept_elsewhere(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
@@ -104,6 +105,7 @@ def test_a_drafter_opened_as_the_model_is_refused(capsys: pytest.CaptureFixture)
     )
 
 
+@pytest.mark.slow
 def test_serve_drafts_with_the_named_drafter(app_home: Path) -> None:
     with running_server(
         "--model", str(DENSE.target), "--drafter", str(DENSE.drafter),

@@ -118,6 +118,7 @@ def test_the_backend_drafts_what_transformers_drafts(
 
 
 @pytest.mark.parametrize("depth", [1, 2, 3, 4])
+@pytest.mark.slow
 def test_greedy_drafting_output_is_plain_decoding(
     paired: tuple[Pair, LlamaCppBackend], depth: int
 ) -> None:

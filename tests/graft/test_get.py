@@ -63,6 +63,7 @@ def get(hub: LocalHub, home: IsolatedHome, repo: str, quant: str = ""):
     return plan, job(JobContext(emit=lambda _event: None))
 
 
+@pytest.mark.slow
 def test_a_plain_gguf_gets_the_catalog_sidecar_grafted(hub: LocalHub, home: IsolatedHome) -> None:
     hub.traffic.reset()
     plan, result = get(hub, home, GGUF_REPO, "q4_0")
@@ -73,6 +74,7 @@ def test_a_plain_gguf_gets_the_catalog_sidecar_grafted(hub: LocalHub, home: Isol
     assert fetched == {"Demo-MTP-Q4_0.gguf", "mtp.safetensors"}
 
 
+@pytest.mark.slow
 def test_a_split_gguf_is_joined_then_grafted_by_the_command(
     hub: LocalHub, home: IsolatedHome, tmp_path: Path
 ) -> None:
@@ -143,6 +145,7 @@ def test_an_mlx_conversion_is_paired_with_the_sidecar(hub: LocalHub, home: Isola
     assert result.note.endswith("mtp.safetensors")
 
 
+@pytest.mark.slow
 def test_without_a_catalog_the_sidecar_published_on_the_hub_is_grafted(
     hub: LocalHub, home: IsolatedHome
 ) -> None:

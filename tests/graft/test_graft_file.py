@@ -59,6 +59,7 @@ def _bf16_sidecar(path: Path) -> dict[str, np.ndarray]:
     return out
 
 
+@pytest.mark.slow
 def test_grafting_the_bf16_checkpoints_sidecar_rebuilds_the_converters_gguf(
     graft_files: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -83,6 +84,7 @@ def test_grafting_the_bf16_checkpoints_sidecar_rebuilds_the_converters_gguf(
     assert GGUFReader(out).data_offset % 4096 == base_start % 4096
 
 
+@pytest.mark.slow
 def test_the_base_tensors_are_copied_as_bytes_and_the_metadata_grows_by_one_block(
     graft_files: dict[str, Path],
 ) -> None:
@@ -110,6 +112,7 @@ def test_the_base_tensors_are_copied_as_bytes_and_the_metadata_grows_by_one_bloc
 
 
 @pytest.mark.parametrize("head_type", ["q8_0", "f16", "bf16"])
+@pytest.mark.slow
 def test_the_grafted_head_equals_the_sidecar_within_quantisation_error(
     graft_files: dict[str, Path], tmp_path: Path, head_type: str
 ) -> None:

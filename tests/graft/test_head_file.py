@@ -35,6 +35,7 @@ def tensors(path: Path) -> dict[str, tuple[int, bytes]]:
     }
 
 
+@pytest.mark.slow
 def test_the_graft_holds_the_demo_models_tensors_and_head_metadata(joined: Path) -> None:
     assert tensors(joined) == tensors(DEMO_GGUF)
     ours, demo = GGUFReader(joined).fields, GGUFReader(DEMO_GGUF).fields

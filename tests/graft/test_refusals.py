@@ -27,6 +27,7 @@ def _refused(base: Path, sidecar: Path, out: Path, **options: object) -> str:
     return str(refused.value)
 
 
+@pytest.mark.slow
 def test_the_demo_shaped_test_sidecar_is_accepted(
     graft_files: dict[str, Path], tmp_path: Path
 ) -> None:

@@ -26,6 +26,7 @@ ENORM = f"blk.{HEAD_BLOCK}.nextn.enorm.weight"
         ("F16", ENORM, "is stored as F16 [256, 1]"),
     ],
 )
+@pytest.mark.slow
 def test_a_head_tensor_of_an_unusable_type_is_refused(
     graft_files: dict[str, Path], tmp_path: Path, type_name: str, tensor: str, words: str
 ) -> None:

@@ -78,6 +78,7 @@ def test_declared_counts_in_config(checkpoint: Path, nextn, trunk, mtp, extra: d
     ),
     which=st.sampled_from(["config.json", INDEX_FILE]),
 )
+@pytest.mark.slow
 def test_random_json_as_config_or_index(checkpoint: Path, text: str, which: str) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch) / "ckpt"

@@ -57,6 +57,7 @@ def test_five_thousand_nested_arrays(tmp_path: Path) -> None:
 
 @FUZZ
 @given(data=gguf_files())
+@pytest.mark.slow
 def test_structured_gguf_files(scratch: Path, data: bytes) -> None:
     read_layout(scratch, data)
 

@@ -101,6 +101,7 @@ headers = st.dictionaries(st.text(max_size=8), entries, max_size=5)
     data_size=st.integers(0, 256),
     length_lie=st.one_of(st.none(), st.integers(0, 2**64 - 1), st.integers(-16, 16)),
 )
+@pytest.mark.slow
 def test_structured_safetensors_headers(
     scratch: Path, header: dict, data_size: int, length_lie: int | None
 ) -> None:

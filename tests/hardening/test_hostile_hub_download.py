@@ -103,6 +103,7 @@ def assert_refused_cleanly(
 
 @pytest.mark.parametrize("layout", [FOLDER, CACHE])
 @pytest.mark.parametrize("hostile", HOSTILE_PATHS, ids=repr)
+@pytest.mark.slow
 def test_a_listed_path_that_leaves_the_folder_is_refused(
     local_hub: LocalHub, evil: str, home: IsolatedHome, tmp_path: Path, hostile: str, layout: str
 ) -> None:
@@ -120,6 +121,7 @@ def test_a_listed_path_that_leaves_the_folder_is_refused(
 
 @pytest.mark.parametrize("layout", [FOLDER, CACHE])
 @pytest.mark.parametrize(("path", "forged"), HOSTILE_IDS, ids=repr)
+@pytest.mark.slow
 def test_a_listed_content_id_or_size_that_is_not_one_is_refused(
     local_hub: LocalHub,
     evil: str,

@@ -120,6 +120,7 @@ def test_a_bad_limit_is_one_line(local_hub: LocalHub, home: IsolatedHome) -> Non
     )
 
 
+@pytest.mark.slow
 def test_a_split_of_99999_parts_is_one_short_line(tmp_path: Path) -> None:
     """``get`` joins a split base before grafting, and the chat's model picker describes it: both
     name the missing parts — three of them, not 99,998 (a 3 MB line, stored twice in the job

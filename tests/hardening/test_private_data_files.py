@@ -76,6 +76,7 @@ def held_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     holder.wait()
 
 
+@pytest.mark.slow
 def test_a_locked_job_history_names_the_process_holding_it(held_lock) -> None:
     path, pid = held_lock
     with pytest.raises(StoreError) as caught:
@@ -85,6 +86,7 @@ def test_a_locked_job_history_names_the_process_holding_it(held_lock) -> None:
     assert "close that program" in message and "move the file away" not in message
 
 
+@pytest.mark.slow
 def test_a_locked_chat_history_names_the_process_holding_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -103,6 +105,7 @@ def test_a_locked_chat_history_names_the_process_holding_it(
         holder.wait()
 
 
+@pytest.mark.slow
 def test_a_write_to_a_job_history_locked_meanwhile_names_the_holder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -108,6 +108,7 @@ def test_the_catalog_names_a_drafter_search_could_not_find_by_name(hub: LocalHub
     assert hit.drafter.describe() == f"drafter available {CATALOG_DRAFTER} (named by the catalog)"
 
 
+@pytest.mark.slow
 def test_the_search_command_prints_the_drafter_line(hub: LocalHub, home: IsolatedHome) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "app", "search", "gemma-4-Tiny-it-GGUF"],

@@ -142,6 +142,7 @@ def test_range_requests_answer_206_and_416(local_hub: LocalHub, tmp_path: Path) 
     assert local_hub.traffic.bytes_served(REPO, "model.safetensors") == 100 + 10
 
 
+@pytest.mark.slow
 def test_multipart_upload_with_a_retried_part(hf_api: HfApi, local_hub: LocalHub) -> None:
     local_hub.context.multipart_threshold = 1 << 20
     local_hub.context.multipart_chunk_size = 1 << 20
@@ -155,6 +156,7 @@ def test_multipart_upload_with_a_retried_part(hf_api: HfApi, local_hub: LocalHub
     assert not any(r.had_authorization for r in puts)
 
 
+@pytest.mark.slow
 def test_a_dropped_upload_is_retried_by_the_client(hf_api: HfApi, local_hub: LocalHub) -> None:
     local_hub.faults.drop_upload(after_bytes=100_000, times=1)
     data = os.urandom(2_000_000)
@@ -166,6 +168,7 @@ def test_a_dropped_upload_is_retried_by_the_client(hf_api: HfApi, local_hub: Loc
     assert puts[0].bytes_received == 100_000
 
 
+@pytest.mark.slow
 def test_a_dropped_download_is_resumed_by_the_client(local_hub: LocalHub, tmp_path: Path) -> None:
     chunk = constants.DOWNLOAD_CHUNK_SIZE  # the client writes (and can resume) whole chunks
     folder = _folder(tmp_path, big_size=chunk + chunk // 2)

@@ -78,6 +78,7 @@ def _publisher(
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))
+@pytest.mark.slow
 def test_publish_uploads_the_exact_local_extraction_with_card_and_collection(
     local_hub: LocalHub, hf_api: HfApi, tmp_path: Path, capsys, name: str
 ) -> None:
@@ -134,6 +135,7 @@ def test_upload_progress_lines_count_bytes_sent(
     assert put_bytes == size  # no extra pass: every byte read was a byte sent
 
 
+@pytest.mark.slow
 def test_a_second_publish_skips_and_force_publishes_again(
     local_hub: LocalHub, hf_api: HfApi, tmp_path: Path, capsys
 ) -> None:

@@ -154,6 +154,7 @@ def test_bad_queries_say_what_to_type() -> None:
         SearchQuery("x", format="onnx")
 
 
+@pytest.mark.slow
 def test_the_command_prints_json_and_times_the_search(
     hub: LocalHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

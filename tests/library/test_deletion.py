@@ -22,6 +22,7 @@ def _model(disk: DiskLayout, path: Path) -> LibraryModel:
     return next(m for m in build_inventory(disk.sources()).models if m.path == path)
 
 
+@pytest.mark.slow
 def test_deleting_one_quant_keeps_its_sibling_and_the_blob_two_revisions_share(
     disk: DiskLayout,
 ) -> None:
@@ -43,6 +44,7 @@ def test_deleting_one_quant_keeps_its_sibling_and_the_blob_two_revisions_share(
     assert disk.cached_trunk not in paths and disk.cached_q8 in paths
 
 
+@pytest.mark.slow
 def test_deleting_the_last_model_of_a_repo_removes_every_cached_revision(disk: DiskLayout) -> None:
     repo = disk.repo_folder(GGUF_REPO)
     delete(plan_delete(_model(disk, disk.cached_trunk)))
@@ -58,6 +60,7 @@ def test_deleting_the_last_model_of_a_repo_removes_every_cached_revision(disk: D
     assert disk.cached_q8 not in [m.path for m in build_inventory(disk.sources()).models]
 
 
+@pytest.mark.slow
 def test_deleting_a_cached_checkpoint_frees_its_whole_snapshot(disk: DiskLayout) -> None:
     repo = disk.repo_folder(HF_REPO)
     model = _model(disk, disk.cached_hf)

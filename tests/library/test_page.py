@@ -78,6 +78,7 @@ def driver(qtbot, disk: DiskLayout) -> Iterator[PageDriver]:
     history.close()
 
 
+@pytest.mark.slow
 def test_the_page_lists_every_model_with_its_columns_and_where_it_looked(
     driver: PageDriver, disk: DiskLayout
 ) -> None:
@@ -113,6 +114,7 @@ def test_the_page_lists_every_model_with_its_columns_and_where_it_looked(
     )
 
 
+@pytest.mark.slow
 def test_the_filter_narrows_the_list_and_sizes_sort_by_bytes(driver: PageDriver) -> None:
     page = driver.page
     page.search.setText("MLX")
@@ -128,6 +130,7 @@ def test_the_filter_narrows_the_list_and_sizes_sort_by_bytes(driver: PageDriver)
     assert listed == sorted(listed)
 
 
+@pytest.mark.slow
 def test_actions_follow_the_selection_and_emit_what_the_window_needs(
     driver: PageDriver, disk: DiskLayout
 ) -> None:
@@ -182,6 +185,7 @@ class _UrlCatcher(QObject):
         self.urls.append(url)
 
 
+@pytest.mark.slow
 def test_reveal_opens_the_models_folder_in_the_file_manager(
     driver: PageDriver, disk: DiskLayout
 ) -> None:
@@ -200,6 +204,7 @@ def test_reveal_opens_the_models_folder_in_the_file_manager(
     ]
 
 
+@pytest.mark.slow
 def test_delete_asks_with_the_space_it_frees_then_deletes_and_refreshes(
     driver: PageDriver, disk: DiskLayout
 ) -> None:
@@ -222,6 +227,7 @@ def test_delete_asks_with_the_space_it_frees_then_deletes_and_refreshes(
     assert disk.cached_q8 in driver.shown_paths()
 
 
+@pytest.mark.slow
 def test_a_deleted_opened_file_is_forgotten_by_the_chat_history(
     driver: PageDriver, disk: DiskLayout
 ) -> None:
@@ -234,6 +240,7 @@ def test_a_deleted_opened_file_is_forgotten_by_the_chat_history(
     assert disk.opened_gguf not in driver.shown_paths()
 
 
+@pytest.mark.slow
 def test_a_refused_deletion_is_explained_and_nothing_is_removed(
     driver: PageDriver, disk: DiskLayout, tmp_path: Path
 ) -> None:
@@ -249,6 +256,7 @@ def test_a_refused_deletion_is_explained_and_nothing_is_removed(
     assert driver.page.confirmation is None and target.is_file()
 
 
+@pytest.mark.slow
 def test_add_opened_remembers_the_file_for_the_chat_and_lists_it(
     driver: PageDriver, disk: DiskLayout, tmp_path: Path
 ) -> None:

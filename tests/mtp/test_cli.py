@@ -83,6 +83,7 @@ def test_extract_failure_exits_2_with_one_clear_line(
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_bench_extract_runs_end_to_end_and_cleans_up(tmp_path: Path) -> None:
     """A small run of the real benchmark (full size: `mtp-studio bench extract`, see README)."""
     sizes = ["--mtp-gb", "0.004", "--trunk-gb", "0.001", "--hidden", "256"]

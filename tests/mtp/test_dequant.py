@@ -104,6 +104,7 @@ def test_block_layout_error_names_tensor_shape_and_count() -> None:
 
 @pytest.mark.parametrize("target", [1, 7, 64, 1000, 5000, 1 << 18])
 @pytest.mark.parametrize("name", ["deepseek-v3", "mixed-formats", "qwen36-fp8"])
+@pytest.mark.slow
 def test_piece_size_never_changes_the_result(
     name: str, target: int, checkpoints: dict[str, SyntheticCheckpoint]
 ) -> None:

@@ -31,6 +31,7 @@ def _extract(checkpoint: SyntheticCheckpoint, tmp_path: Path, **kwargs: object):
 
 
 @pytest.mark.parametrize("name", sorted(BUILDERS))
+@pytest.mark.slow
 def test_sidecar_holds_every_mtp_tensor_in_bf16_bit_exact(
     name: str, checkpoints: dict[str, SyntheticCheckpoint], tmp_path: Path
 ) -> None:

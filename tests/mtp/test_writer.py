@@ -57,6 +57,7 @@ def test_too_few_bytes_is_never_published(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_an_abort_ends_even_when_an_interrupt_left_a_queue_lock_held(tmp_path: Path) -> None:
     """Ctrl-C or SIGTERM raised inside ``Queue.put`` can leave the queue's lock held (an extraction
     under load then hung for ever instead of exiting 143): aborting must not need that queue."""

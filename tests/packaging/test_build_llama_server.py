@@ -13,6 +13,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "packaging" / "build_llama_server.sh"
 
@@ -37,6 +39,7 @@ def _folders(cache: Path) -> dict[str, Path]:
     }
 
 
+@pytest.mark.slow
 def test_a_native_llama_server_that_dies_by_sigill_gives_way_to_the_portable_one(
     tmp_path: Path, llama_server_binary: Path
 ) -> None:

@@ -44,6 +44,7 @@ def chat_with(case: str) -> tuple[subprocess.CompletedProcess[str], float]:
 
 
 @pytest.mark.parametrize("case", sorted(REFUSED))
+@pytest.mark.slow
 def test_a_malformed_reply_is_one_line_naming_it(case: str) -> None:
     done, seconds = chat_with(case)
     assert done.returncode == 2, done.stderr[-2000:]
@@ -55,6 +56,7 @@ def test_a_malformed_reply_is_one_line_naming_it(case: str) -> None:
 
 
 @pytest.mark.parametrize("case", UNREPORTED)
+@pytest.mark.slow
 def test_statistics_that_are_not_counts_are_not_reported(case: str) -> None:
     done, _ = chat_with(case)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -109,6 +109,7 @@ def test_sample_and_compare_reproduces_the_target_distribution() -> None:
     _assert_follows_target(first, second)
 
 
+@pytest.mark.slow
 def test_leviathan_chen_accepts_more_than_sample_and_compare() -> None:
     _, _, lc_accepted = _run(_lc, 50_000, seed=13)
     _, _, match_accepted = _run(_match, 50_000, seed=13)
@@ -116,6 +117,7 @@ def test_leviathan_chen_accepts_more_than_sample_and_compare() -> None:
     assert lc_accepted > 2 * match_accepted
 
 
+@pytest.mark.slow
 def test_a_law_without_residual_repair_fails_the_same_bound() -> None:
     first, _, _ = _run(_lc_repairing_from_p, 200_000, seed=14)
     statistic, dof = _chi_square(first, P[0])

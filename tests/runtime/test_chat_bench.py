@@ -65,6 +65,7 @@ def test_each_turn_reuses_the_conversation_so_far_and_the_cold_column_does_not()
     assert "median of turns 2–3, first token as the caller sees it: ours " in table
 
 
+@pytest.mark.slow
 def test_bench_chat_json_has_a_turn_per_turn_with_its_cold_replay(
     capsys: pytest.CaptureFixture,
 ) -> None:

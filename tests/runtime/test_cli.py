@@ -68,6 +68,7 @@ def test_chat_on_a_model_without_mtp_says_it_decodes_plainly(
     assert "note: tiny-no-mtp.gguf has no MTP block" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_chat_stops_unsure_drafts_and_keeps_the_plain_output(
     tiny_models: dict[str, Path], capsys: pytest.CaptureFixture
 ) -> None:
@@ -129,6 +130,7 @@ def test_the_demo_model_is_found_or_clearly_missing(tmp_path: Path) -> None:
     assert demo_model_path(tmp_path) == tmp_path / DEMO_MODEL_FILENAME
 
 
+@pytest.mark.slow
 def test_bench_decode_compares_every_mode_in_one_run(
     tiny_models: dict[str, Path], capsys: pytest.CaptureFixture
 ) -> None:
@@ -180,6 +182,7 @@ def test_bench_decode_compares_every_mode_in_one_run(
             )
 
 
+@pytest.mark.slow
 def test_bench_decode_prints_the_table_and_targets(
     tiny_models: dict[str, Path], capsys: pytest.CaptureFixture
 ) -> None:
@@ -191,6 +194,7 @@ def test_bench_decode_prints_the_table_and_targets(
     assert "greedy MTP identical to plain decoding" in out
 
 
+@pytest.mark.slow
 def test_bench_decode_penalties_runs_plain_and_mtp_with_them_side_by_side(
     tiny_models: dict[str, Path], capsys: pytest.CaptureFixture
 ) -> None:

@@ -61,6 +61,7 @@ def test_bad_load_options_are_one_clear_line_and_exit_2(
     assert error.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_chat_runs_the_demo_model_with_a_q8_0_cache_and_flash_attention(
     capsys: pytest.CaptureFixture,
 ) -> None:
@@ -109,6 +110,7 @@ def test_json_output_stays_one_object_per_answer(
     assert len(answer["token_ids"]) == 2
 
 
+@pytest.mark.slow
 def test_serve_loads_the_model_with_the_load_options_and_says_so(tmp_path: Path) -> None:
     options = ("--kv-type", "q8_0", "--flash-attn", "on", "--ctx", "2048", "--threads", "1")
     with running_server(*options, home=tmp_path) as server:
@@ -120,6 +122,7 @@ def test_serve_loads_the_model_with_the_load_options_and_says_so(tmp_path: Path)
     assert reply.usage.completion_tokens >= 1
 
 
+@pytest.mark.slow
 def test_help_and_the_backend_line_name_the_default_threads(
     tiny_models: dict[str, Path], capsys: pytest.CaptureFixture
 ) -> None:

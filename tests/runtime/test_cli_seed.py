@@ -15,6 +15,7 @@ def _chat(model: Path, *extra: str) -> list[str]:
     return ["chat", "--model", str(model), *common, *extra]
 
 
+@pytest.mark.slow
 def test_seed_minus_one_samples_with_a_random_seed(
     tiny_models: dict[str, Path], capsys: pytest.CaptureFixture
 ) -> None:

@@ -54,6 +54,7 @@ def test_the_demo_model_has_a_usable_mtp_head(demo: LlamaCppBackend) -> None:
 
 
 @pytest.mark.parametrize("depth", [1, 2, 3, 4])
+@pytest.mark.slow
 def test_greedy_mtp_on_the_demo_model_is_identical_to_plain_decoding(
     demo: LlamaCppBackend, depth: int
 ) -> None:

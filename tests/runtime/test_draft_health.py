@@ -125,6 +125,7 @@ def test_far_below_what_the_model_keeps_on_another_backend_stops_drafting(
         assert ask(weak, alone, depth=2).note is None
 
 
+@pytest.mark.slow
 def test_bench_decode_flags_a_backend_whose_drafts_are_garbage(
     scrambled: LlamaCppBackend, capsys: pytest.CaptureFixture
 ) -> None:
@@ -140,6 +141,7 @@ def test_bench_decode_flags_a_backend_whose_drafts_are_garbage(
     assert lc["mean_draft_depth"] == 0  # every timed request ran plainly
 
 
+@pytest.mark.slow
 def test_bench_decode_says_nothing_of_a_sound_head(
     tiny_models: dict[str, Path], capsys: pytest.CaptureFixture
 ) -> None:

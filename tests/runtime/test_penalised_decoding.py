@@ -82,6 +82,7 @@ def _run(
 
 
 @pytest.mark.parametrize("depth", [1, 2, 3])
+@pytest.mark.slow
 def test_greedy_mtp_with_penalties_is_plain_greedy_with_them(
     demo: LlamaCppBackend, depth: int
 ) -> None:

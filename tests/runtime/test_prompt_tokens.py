@@ -48,6 +48,7 @@ def test_template_variables_reach_the_template(vocabulary: TextOnly) -> None:
     assert prompt_text(effortful, request, "demo") == "Tell me about dragons. effort=high"
 
 
+@pytest.mark.slow
 def test_the_count_is_the_prompt_the_worker_prefills() -> None:
     request = GenerationRequest(
         messages=(ChatMessage("system", "Be brief."), QUESTION), max_tokens=1, mtp_depth=0

@@ -42,6 +42,7 @@ def _greedy_tokens(model: Path, depth: int) -> list[tuple[int, ...]]:
         backend.close()
 
 
+@pytest.mark.slow
 def test_every_ffn_is_widened_and_nothing_else_changes(widened: Path) -> None:
     original, wide = GGUFReader(demo_model_path()), GGUFReader(widened)
     assert wide.fields["qwen35.feed_forward_length"].contents() == FACTOR * (

@@ -61,6 +61,7 @@ def test_a_cancelled_generation_stops_early_and_the_worker_stays(client: Runtime
 
 
 @pytest.mark.parametrize("crash", [signal.SIGABRT, signal.SIGKILL])
+@pytest.mark.slow
 def test_a_worker_dying_mid_stream_is_a_clear_error_and_the_next_request_works(
     client: RuntimeClient, crash: signal.Signals
 ) -> None:
@@ -103,6 +104,7 @@ def test_a_worker_killed_by_sigill_says_how_to_get_a_build_that_runs_and_stays_d
     assert client.worker_pid is None
 
 
+@pytest.mark.slow
 def test_a_stuck_worker_is_stopped_after_the_cancel_grace_period(
     tiny_models: dict[str, Path],
 ) -> None:
@@ -140,6 +142,7 @@ def test_bad_requests_come_back_as_errors_and_the_worker_stays(client: RuntimeCl
     assert client.worker_pid == pid
 
 
+@pytest.mark.slow
 def test_a_model_llama_cpp_cannot_load_fails_cleanly(
     tiny_models: dict[str, Path], tmp_path: Path
 ) -> None:

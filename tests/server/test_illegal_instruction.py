@@ -11,6 +11,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from tests.runtime.illegal_instruction import (
     SIGILL,
     expected_advice,
@@ -22,6 +24,7 @@ from tests.server.server_process import ServerProcess, running_server
 DEMO = Path(__file__).resolve().parents[2] / "resources" / "models" / "demo-mtp.gguf"
 
 
+@pytest.mark.slow
 def test_serve_stops_with_the_advice_when_its_worker_dies_by_sigill(tmp_path: Path) -> None:
     with no_core_files(), running_server("--model", str(DEMO), home=tmp_path) as server:
         worker = inference_worker_of(server.process.pid)

@@ -26,6 +26,7 @@ def ls(library: Library, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
 
 
+@pytest.mark.slow
 def test_ls_prints_each_model_with_format_size_and_mtp(library: Library) -> None:
     result = ls(library)
     assert result.returncode == 0, result.stderr

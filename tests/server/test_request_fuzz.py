@@ -141,6 +141,7 @@ def test_near_real_bodies_parse_or_get_a_short_400(parser: int, body: dict[str, 
 @pytest.mark.parametrize("parser", range(len(PARSERS)))
 @FUZZ
 @given(field=st.sampled_from(FIELDS), value=st.one_of(edge_values, edge_values, json_values))
+@pytest.mark.slow
 def test_one_odd_field_in_a_good_body_parses_or_gets_a_short_400(
     parser: int, field: str, value: Any
 ) -> None:
@@ -150,6 +151,7 @@ def test_one_odd_field_in_a_good_body_parses_or_gets_a_short_400(
 @pytest.mark.parametrize("parser", range(len(PARSERS)))
 @FUZZ
 @given(body=json_values)
+@pytest.mark.slow
 def test_any_json_parses_or_gets_a_short_400(parser: int, body: Any) -> None:
     _check(PARSERS[parser], body)
 

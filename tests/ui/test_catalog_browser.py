@@ -254,6 +254,7 @@ def test_a_new_catalog_file_takes_new_entries(main_window: MainWindow, home: Iso
     assert Catalog.open([path]).entry("fresh-model-4bit").slices == ("full",)
 
 
+@pytest.mark.slow
 def test_the_open_catalog_files_come_back_after_a_restart(
     open_window: Callable[..., MainWindow], my_catalog: Path
 ) -> None:

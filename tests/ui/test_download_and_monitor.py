@@ -51,6 +51,7 @@ def states(window: MainWindow) -> list[tuple[str, str]]:
     ]
 
 
+@pytest.mark.slow
 def test_the_wizard_downloads_a_sidecar_into_the_cache(
     hub_window: tuple[MainWindow, LocalHub, str], qtbot, home: IsolatedHome
 ) -> None:
@@ -103,6 +104,7 @@ def test_the_wizard_names_a_missing_repo_and_stays_on_the_page(
     assert window.jobs.rowCount() == 0
 
 
+@pytest.mark.slow
 def test_pause_resume_cancel_and_retry_from_the_monitor(
     hub_window: tuple[MainWindow, LocalHub, str], qtbot, home: IsolatedHome
 ) -> None:
@@ -151,6 +153,7 @@ def test_pause_resume_cancel_and_retry_from_the_monitor(
     assert "resuming: " in log
 
 
+@pytest.mark.slow
 def test_history_survives_a_restart_and_quitting_marks_running_jobs_interrupted(
     hub_window: tuple[MainWindow, LocalHub, str],
     open_window: Callable[[], MainWindow],

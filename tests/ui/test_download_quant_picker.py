@@ -33,6 +33,7 @@ def rows(tree) -> list[tuple[str, ...]]:
     ]
 
 
+@pytest.mark.slow
 def test_the_picked_quantisation_and_its_projector_and_nothing_else_are_downloaded(
     window: MainWindow, local_hub: LocalHub, qtbot
 ) -> None:
@@ -72,6 +73,7 @@ def test_the_picked_quantisation_and_its_projector_and_nothing_else_are_download
     )
 
 
+@pytest.mark.slow
 def test_a_repo_without_quantisations_keeps_the_file_choices(window: MainWindow, qtbot) -> None:
     wizard = window.open_download_wizard("acme/Tiny-MTP-8B")  # a safetensors base model
     page = wizard.repo_page

@@ -53,6 +53,7 @@ def test_a_first_run_takes_a_size_that_fits_the_screen(screen: tuple[int, int]) 
     )
 
 
+@pytest.mark.slow
 def test_the_window_opens_on_the_screen_and_shrinks_to_800x600(main_window: MainWindow) -> None:
     available = main_window.screen().availableGeometry()
     assert available.contains(main_window.frameGeometry())
@@ -63,6 +64,7 @@ def test_the_window_opens_on_the_screen_and_shrinks_to_800x600(main_window: Main
         assert minimum.height() <= SMALL_SCREEN.height() - FRAME_ALLOWANCE.height(), key
 
 
+@pytest.mark.slow
 def test_every_page_stays_usable_at_1024x640(qtbot, main_window: MainWindow) -> None:
     main_window.resize(1024, 640)
     for key in main_window.page_widgets:
@@ -145,6 +147,7 @@ def test_the_wheel_scrolls_the_settings_and_leaves_the_draft_depth_alone(
     assert depth.text() == "1"
 
 
+@pytest.mark.slow
 def test_no_value_on_any_page_changes_under_the_wheel_without_focus(
     qtbot, main_window: MainWindow
 ) -> None:
@@ -173,6 +176,7 @@ def test_no_value_on_any_page_changes_under_the_wheel_without_focus(
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.slow
 def test_tooltips_read_well(qtbot, main_window: MainWindow, scheme: str) -> None:
     main_window.set_theme(scheme)
     button = main_window.home.demo_button
@@ -209,6 +213,7 @@ def _contrast(first: QColor, second: QColor) -> float:
     return (lighter + 0.05) / (darker + 0.05)
 
 
+@pytest.mark.slow
 def test_ctrl_n_means_a_new_conversation_on_every_page(qtbot, main_window: MainWindow) -> None:
     chat = main_window.open_chat()
     everyone = [*main_window.findChildren(type(main_window.page_actions["home"])), *chat.actions()]
@@ -227,6 +232,7 @@ def test_ctrl_n_means_a_new_conversation_on_every_page(qtbot, main_window: MainW
     assert chat.conversation_control.current is None and chat.transcript.messages == []
 
 
+@pytest.mark.slow
 def test_homes_download_a_model_opens_discover(qtbot, main_window: MainWindow) -> None:
     qtbot.mouseClick(main_window.home.download_button, Qt.MouseButton.LeftButton)
     assert main_window.current_page == "models"

@@ -49,6 +49,7 @@ def _trunk_selected(qtbot, window: MainWindow, models_folder: Path) -> tuple[Mai
     return window, base
 
 
+@pytest.mark.slow
 def test_chat_on_the_models_page_opens_the_chat_on_that_model(
     qtbot, main_window: MainWindow
 ) -> None:
@@ -85,6 +86,7 @@ def test_add_mtp_head_grafts_the_paired_sidecar_as_a_job(
     assert base.is_file()  # the original stays
 
 
+@pytest.mark.slow
 def test_download_sidecar_opens_the_wizard_on_the_sidecar_repo(
     qtbot, open_window: Callable[[], MainWindow], home: IsolatedHome, tmp_path: Path
 ) -> None:
@@ -101,6 +103,7 @@ def test_download_sidecar_opens_the_wizard_on_the_sidecar_repo(
     assert wizard.repo_page.repo_edit.text() == ENTRY_SIDECAR
 
 
+@pytest.mark.slow
 def test_the_model_loaded_in_the_chat_is_not_deleted_under_it(
     qtbot, models_folder: Path, open_window: Callable[[], MainWindow]
 ) -> None:

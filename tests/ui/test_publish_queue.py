@@ -46,6 +46,7 @@ def window(
     return open_window()
 
 
+@pytest.mark.slow
 def test_every_missing_sidecar_is_published_one_job_at_a_time(
     window: MainWindow, local_hub: LocalHub, qtbot, tmp_path: Path
 ) -> None:

@@ -59,6 +59,7 @@ def through_preflight(wizard: PublishWizard, qtbot) -> None:
     qtbot.waitUntil(wizard.preflight_page.isComplete, timeout=10_000)
 
 
+@pytest.mark.slow
 def test_publish_end_to_end(
     window: MainWindow, local_hub: LocalHub, qtbot, home: IsolatedHome, tmp_path: Path
 ) -> None:
@@ -116,6 +117,7 @@ def test_publish_end_to_end(
     assert window.browser.detail.status_label.text().startswith("<b>Sidecar:</b> published")
 
 
+@pytest.mark.slow
 def test_already_published_offers_skip_or_force(
     window: MainWindow, local_hub: LocalHub, qtbot, tmp_path: Path
 ) -> None:
@@ -147,6 +149,7 @@ def test_already_published_offers_skip_or_force(
     assert local_hub.read_file("acme/qwen3-6b-mtp", "mtp.safetensors") != b"an earlier sidecar"
 
 
+@pytest.mark.slow
 def test_a_failure_reads_as_a_fix_and_the_monitor_retries_it(
     window: MainWindow, local_hub: LocalHub, qtbot, tmp_path: Path
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication, QLabel, QMessageBox
@@ -24,6 +25,7 @@ def _visible_message_boxes() -> list[QMessageBox]:
     ]
 
 
+@pytest.mark.slow
 def test_a_first_run_opens_on_home_and_asks_nothing(qtbot, main_window: MainWindow) -> None:
     assert main_window.current_page == "home" and main_window.home.isVisible()
     texts = [label.text() for label in main_window.home.findChildren(QLabel)]
@@ -57,6 +59,7 @@ def test_every_page_is_in_the_sidebar_and_the_view_menu_with_a_shortcut(
     assert main_window.current_page == "home"
 
 
+@pytest.mark.slow
 def test_the_window_comes_back_as_it_was_left(open_window: Callable[[], MainWindow]) -> None:
     first = open_window()
     first.resize(790, 560)  # inside the offscreen screen (800×600): Qt keeps windows on screen
@@ -72,6 +75,7 @@ def test_the_window_comes_back_as_it_was_left(open_window: Callable[[], MainWind
     assert abs(restored_top - top) <= 4 and abs(restored_bottom - bottom) <= 4  # a handle's width
 
 
+@pytest.mark.slow
 def test_the_demo_chat_starts_from_home_and_comes_back_in_recent(
     qtbot, main_window: MainWindow
 ) -> None:
@@ -120,6 +124,7 @@ def test_the_demo_chat_starts_from_home_and_comes_back_in_recent(
     qtbot.waitUntil(lambda: chat.shut_down, timeout=LOAD_TIMEOUT_MS)
 
 
+@pytest.mark.slow
 def test_the_dark_toggle_switches_the_look_and_is_kept(
     open_window: Callable[[], MainWindow],
 ) -> None:
@@ -143,6 +148,7 @@ def test_the_dark_toggle_switches_the_look_and_is_kept(
 SMALL_SCREEN_WIDTH = 800
 
 
+@pytest.mark.slow
 def test_the_chat_page_fits_an_800_px_screen_while_and_after_a_model_loads(
     qtbot, main_window: MainWindow
 ) -> None:

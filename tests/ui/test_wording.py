@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from app.engine.errors import RuntimeBackendError
 from app.engine.load_options import LoadOptions, load_options_problem
 from app.ui.chat.bridges.runtime_bridge import crash_advice
@@ -55,6 +57,7 @@ def engine_messages() -> list[tuple[str, str]]:
     return found
 
 
+@pytest.mark.slow
 def test_every_flag_in_an_engine_message_is_said_the_windows_way() -> None:
     messages = engine_messages()
     assert len(messages) > 20  # the reader finds the engine's messages

@@ -65,6 +65,7 @@ def _reference(model_and_processor, prompt: str, pictures: list[bytes], tokens: 
     return list(result.token_ids)
 
 
+@pytest.mark.slow
 def test_greedy_with_a_picture_is_mlx_vlms_own_generate(vision_mlx, mlx_vlm_model) -> None:
     assert vision_mlx.info.reads_images and vision_mlx.info.images_unavailable_reason is None
     question = "What is in the picture?"
@@ -79,6 +80,7 @@ def test_greedy_with_a_picture_is_mlx_vlms_own_generate(vision_mlx, mlx_vlm_mode
 
 
 @pytest.mark.parametrize("depth", [1, 2, 3])
+@pytest.mark.slow
 def test_greedy_mtp_with_a_picture_is_plain_decoding_with_it(vision_mlx, depth: int) -> None:
     asked = (ChatMessage("user", "Describe it.", images=(_shown(SECOND),)),)
     vision_mlx.reset()
@@ -90,6 +92,7 @@ def test_greedy_mtp_with_a_picture_is_plain_decoding_with_it(vision_mlx, depth: 
     assert drafted.token_ids == plain.token_ids
 
 
+@pytest.mark.slow
 def test_two_pictures_with_text_between_them_are_mlx_vlms_own_generate(
     vision_mlx, mlx_vlm_model
 ) -> None:
@@ -106,6 +109,7 @@ def test_two_pictures_with_text_between_them_are_mlx_vlms_own_generate(
     assert reply.note is None  # plain was asked for: nothing to explain
 
 
+@pytest.mark.slow
 def test_a_follow_up_about_the_same_picture_encodes_nothing_and_answers_as_fresh(
     vision_mlx,
 ) -> None:
@@ -123,6 +127,7 @@ def test_a_follow_up_about_the_same_picture_encodes_nothing_and_answers_as_fresh
         assert fresh.token_ids == again.token_ids
 
 
+@pytest.mark.slow
 def test_another_picture_in_the_same_place_is_encoded_again(vision_mlx) -> None:
     vision_mlx.reset()
     _run(vision_mlx, (ChatMessage("user", "Describe it.", images=(_shown(FIRST),)),), max_tokens=4)
@@ -133,6 +138,7 @@ def test_another_picture_in_the_same_place_is_encoded_again(vision_mlx) -> None:
     assert vision_mlx.last_prefix_reuse.reused_tokens == 0
 
 
+@pytest.mark.slow
 def test_text_on_the_vision_model_still_drafts_with_its_head_and_stays_exact(vision_mlx) -> None:
     question = (ChatMessage("user", "def add(a, b):"),)
     drafted = _run(vision_mlx, question, max_tokens=24, mtp_depth=2)
@@ -166,6 +172,7 @@ def test_the_language_model_is_in_memory_once(vision_mlx) -> None:
     assert all(id(array) in trunk for array in vision_language)
 
 
+@pytest.mark.slow
 def test_text_and_pictures_taking_turns_on_one_model_answer_as_fresh(vision_mlx) -> None:
     """The head's queued rows go to the conversation they belong to when requests switch
     between the picture lane and the text path; every reply is what a fresh model gives."""

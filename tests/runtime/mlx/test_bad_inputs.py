@@ -55,6 +55,7 @@ def _plain_with_reason(model: Path, sidecar: Path | None, *reason: str) -> None:
         assert result.note == info.mtp_unavailable_reason
 
 
+@pytest.mark.slow
 def test_another_models_sidecar_names_the_tensor_and_both_shapes(
     mlx_demo: MlxDemo, tmp_path: Path
 ) -> None:
@@ -70,11 +71,13 @@ def test_another_models_sidecar_names_the_tensor_and_both_shapes(
     )
 
 
+@pytest.mark.slow
 def test_a_sidecar_of_another_architecture_is_refused(mlx_demo: MlxDemo, tmp_path: Path) -> None:
     nextn = write_nextn_sidecar(tmp_path / "deepseek-mtp.safetensors", DEEPSEEK_V3)
     _plain_with_reason(mlx_demo.four_bit, nextn, "'deepseek-nextn' head", "qwen-style head")
 
 
+@pytest.mark.slow
 def test_a_corrupt_sidecar_is_a_clear_reason(mlx_demo: MlxDemo, tmp_path: Path) -> None:
     corrupt = tmp_path / "mtp.safetensors"
     corrupt.write_bytes(mlx_demo.sidecar.read_bytes()[:5000])
@@ -86,6 +89,7 @@ def test_a_converted_folder_without_a_sidecar_says_how_to_get_mtp(mlx_demo: MlxD
     _plain_with_reason(mlx_demo.eight_bit, None, "has no MTP head", "--sidecar FILE")
 
 
+@pytest.mark.slow
 def test_an_architecture_without_mtp_support_decodes_plainly(tmp_path: Path) -> None:
     folder = write_tiny_folder(tmp_path / "tiny-llama", LLAMA)
     _plain_with_reason(folder, None, "no MTP head for model_type 'llama'")

@@ -114,6 +114,7 @@ def test_after_a_partial_accept_the_state_equals_a_fresh_prefill(bf16: MlxBacken
     assert trunk_diff == 0.0 and head_diff == 0.0
 
 
+@pytest.mark.slow
 def test_drafts_stopped_early_by_the_confidence_stop_keep_greedy_output_exact(
     bf16: MlxBackend,
 ) -> None:

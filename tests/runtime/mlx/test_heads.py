@@ -49,6 +49,7 @@ def test_the_bf16_folder_runs_mtp_from_its_own_tensors() -> None:
     assert mtp.stats.acceptance_by_depth[0] > 0.5  # a trained head, norms offset-corrected
 
 
+@pytest.mark.slow
 def test_offset_norms_are_detected_rather_than_assumed(mlx_demo: MlxDemo, tmp_path: Path) -> None:
     raw = mx.load(str(mlx_demo.sidecar))
     assert np.mean(np.array(raw["mtp.norm.weight"].astype(mx.float32))) < 0.5  # offset style

@@ -5,6 +5,7 @@ rows and equal plain decoding's (docs/server-api.md#log-probabilities)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from app.engine.runtime.backends.mlx.backend import MlxBackend
 from app.engine.runtime.chat_format.prompting import ChatMessage
@@ -22,6 +23,7 @@ def _run(backend: MlxBackend, depth: int, **fields: object) -> GenerationResult:
     return generate(backend, request, emit=lambda _chunk: None, cancelled=lambda: False)
 
 
+@pytest.mark.slow
 def test_greedy_speculative_logprobs_equal_plain_decoding(bf16: MlxBackend) -> None:
     plain = _run(bf16, 0, logprobs=3)
     drafted = _run(bf16, 2, logprobs=3)
@@ -39,6 +41,7 @@ def test_greedy_speculative_logprobs_equal_plain_decoding(bf16: MlxBackend) -> N
         assert sum(np.exp(top.logprob) for top in entry.top) <= 1 + 1e-6
 
 
+@pytest.mark.slow
 def test_min_tokens_holds_the_end_back_exactly_on_mlx(bf16: MlxBackend) -> None:
     free = _run(bf16, 0, max_tokens=80)
     assert free.finish_reason == "stop"  # the story ends by itself ...

@@ -60,6 +60,7 @@ def _generate(backend: MlxBackend, prompt: str, depth: int) -> GenerationResult:
     return generate(backend, request, emit=lambda _chunk: None, cancelled=lambda: False)
 
 
+@pytest.mark.slow
 def test_captured_states_equal_the_rerun_after_every_rollback(
     bf16: MlxBackend, rerun: MlxBackend
 ) -> None:
