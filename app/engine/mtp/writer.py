@@ -24,6 +24,7 @@ import json
 import os
 import queue
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,8 +128,9 @@ class SafetensorsStreamWriter:
 
     def abort(self) -> None:
         self._stop.set()
+        deadline = time.monotonic() + _ABORT_WAIT_SECONDS  # for both threads together
         for thread in (self._hasher, self._thread):
-            thread.join(_ABORT_WAIT_SECONDS)
+            thread.join(max(0.0, deadline - time.monotonic()))
         if self._fd >= 0 and not self._thread.is_alive():  # a stuck writer keeps its descriptor
             os.close(self._fd)
         self._fd = -1
